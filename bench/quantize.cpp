@@ -71,9 +71,10 @@ void BM_QuantizeAndBuild5MB(benchmark::State& state) {
 }
 BENCHMARK(BM_QuantizeAndBuild5MB)->Unit(benchmark::kMillisecond)->Iterations(1);
 
-// The trade between the two requantizations (argument 0: Multiplier, 1: Shift) on the same
-// model: its output's SQNR against the float model on 20 held-out inputs, the VTA cycles of a
-// run (the cycle model) and the host steps' time. The time is a run on the simulator.
+// The trade between the two requantizations (argument 0: Multiplier, 1: Shift) and the two
+// activation quantizations (argument 1: 0 symmetric, 1 asymmetric) on the same model: its
+// output's SQNR against the float model on 20 held-out inputs, the VTA cycles of a run (the
+// cycle model) and the host steps' time. The time is a run on the simulator.
 void BM_QuantizedRun(benchmark::State& state) {
   double bytes = 0;
   const auto fn = float_cnn(bytes);
@@ -83,7 +84,10 @@ void BM_QuantizedRun(benchmark::State& state) {
       }};
   const graph::Target target;
   const auto mode = state.range(0) == 0 ? q::Requantize::Multiplier : q::Requantize::Shift;
-  const auto result = dlavm::quantize(fn, samples, {.requantize = mode}, target);
+  const auto activations =
+      state.range(1) == 0 ? q::Activations::Symmetric : q::Activations::Asymmetric;
+  const auto result =
+      dlavm::quantize(fn, samples, {.requantize = mode, .activations = activations}, target);
   auto mod = graph::build(result.function, target, {.name = "quantized"});
   dlavm::vta::SimDevice dev(target.env.config);
   graph::Executor exec(mod, dev);
@@ -108,6 +112,11 @@ void BM_QuantizedRun(benchmark::State& state) {
   state.counters["host_ms"] = host * 1e3;
   state.counters["vta_mac_share"] = result.vta_mac_share();
 }
-BENCHMARK(BM_QuantizedRun)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_QuantizedRun)
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace

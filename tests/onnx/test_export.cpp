@@ -88,20 +88,25 @@ std::vector<std::string> calls(const graph::Function& fn) {
 
 TEST_CASE("export: a quantized model re-imported is the same function") {
   using namespace export_test;
-  const auto result = dlavm::quantize(mobile_cnn(), samples(8, 100));
-  REQUIRE(result.vta_mac_share() > 0.9);
-  const auto back = reimported(result.function);
-  const auto want = calls(result.function), got = calls(back);
-  CHECK(got.size() == want.size());
-  for (std::size_t k = 0; k < std::min(got.size(), want.size()); ++k) {
-    CAPTURE(k);
-    CHECK(got[k] == want[k]);
-  }
-  const auto a = graph::infer_type(result.function, graph::Target{});
-  const auto b = graph::infer_type(back, graph::Target{});
-  for (std::uint64_t s = 0; s < 4; ++s) {
-    const auto x = NDArray::random_float({1, 3, 16, 16}, 500 + s, -1.0, 1.0);
-    CHECK(graph::evaluate(a, {{"image", x}}, {})[0] == graph::evaluate(b, {{"image", x}}, {})[0]);
+  // asymmetric: zero points, and the pad steps that pad with them
+  for (const auto activations : {q::Activations::Symmetric, q::Activations::Asymmetric}) {
+    CAPTURE(q::to_string(activations));
+    const auto result =
+        dlavm::quantize(mobile_cnn(), samples(8, 100), {.activations = activations});
+    REQUIRE(result.vta_mac_share() > 0.9);
+    const auto back = reimported(result.function);
+    const auto want = calls(result.function), got = calls(back);
+    CHECK(got.size() == want.size());
+    for (std::size_t k = 0; k < std::min(got.size(), want.size()); ++k) {
+      CAPTURE(k);
+      CHECK(got[k] == want[k]);
+    }
+    const auto a = graph::infer_type(result.function, graph::Target{});
+    const auto b = graph::infer_type(back, graph::Target{});
+    for (std::uint64_t s = 0; s < 4; ++s) {
+      const auto x = NDArray::random_float({1, 3, 16, 16}, 500 + s, -1.0, 1.0);
+      CHECK(graph::evaluate(a, {{"image", x}}, {})[0] == graph::evaluate(b, {{"image", x}}, {})[0]);
+    }
   }
 }
 

@@ -20,6 +20,7 @@
 #include <array>
 #include <cmath>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,29 @@ std::vector<q::Sample> samples(std::size_t n, std::uint64_t seed = 100) {
   for (std::size_t k = 0; k < n; ++k)
     out.push_back({{{"image", NDArray::random_float({1, 3, 16, 16}, seed + k, -1.0, 1.0)}}, {}});
   return out;
+}
+
+// Runs each sample's input on VTA (exec, built from `quantized`), checks the output equals the
+// reference executor's run of `quantized` bit for bit, and returns its SQNR (dB) against the
+// float function's output (100 when equal).
+double checked_sqnr_db(graph::Executor& exec, const graph::Function& quantized,
+                       const graph::Function& float_fn, const std::vector<q::Sample>& inputs) {
+  const graph::Target target;
+  const auto typed_float = graph::infer_type(float_fn, target.ops);
+  const auto typed = graph::infer_type(quantized, target);
+  double signal = 0, noise = 0;
+  for (const auto& s : inputs) {
+    const auto& [name, image] = s.inputs[0];
+    const auto got = exec.run({{name, image}})[0];
+    CHECK(got == graph::evaluate(typed, {{name, image}}, {})[0]);
+    const auto want = graph::evaluate(typed_float, {{name, image}}, {})[0];
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      const double d = static_cast<double>(want.fdata()[k]) - got.fdata()[k];
+      signal += static_cast<double>(want.fdata()[k]) * want.fdata()[k];
+      noise += d * d;
+    }
+  }
+  return noise == 0 ? 100 : 10 * std::log10(signal / noise);
 }
 
 TEST_CASE("quantize: a float CNN's layers become int8 on VTA, bit for bit with the host") {
@@ -141,6 +165,84 @@ TEST_CASE("quantize: with shifts every layer runs wholly on VTA, an int8 result"
     const auto& image = s.inputs[0].second;
     CHECK(exec.run({{"image", image}})[0] ==
           graph::evaluate(result.function, {{"image", image}}, {})[0]);
+  }
+}
+
+TEST_CASE(
+    "quantize: asymmetric activations give a ReLU's output all 256 levels, bit for bit on VTA") {
+  const auto fn = cnn();
+  const auto calib = samples(16);
+  const graph::Target target;
+  dlavm::vta::SimDevice dev(target.env.config);
+  for (const auto mode : {q::Requantize::Multiplier, q::Requantize::Shift}) {
+    CAPTURE(q::to_string(mode));
+    const auto symmetric = dlavm::quantize(fn, calib, {.requantize = mode});
+    const auto result =
+        dlavm::quantize(fn, calib, {.requantize = mode, .activations = q::Activations::Asymmetric});
+    REQUIRE(result.layers.size() == 3);
+    for (const auto& l : result.layers) {
+      CAPTURE(l.name);
+      CHECK(l.quantized);
+      CHECK(l.device == "vta");
+    }
+    // conv2d#1 and the dense layer read a ReLU's (a ReLU6's) output: 0 is the lowest level
+    CHECK(result.layers[1].input_zero_point == -128);
+    CHECK(result.layers[0].output_zero_point == -128);
+    // the first layer's output uses twice the levels: about 6 dB more
+    CHECK(result.layers[0].sqnr_db > symmetric.layers[0].sqnr_db + 3);
+    CHECK(result.layers[1].sqnr_db > 25);
+    // each padded convolution whose input has a zero point is padded with that level on the
+    // host (VTA pads with level 0): the one reading the ReLU with -128; the image (min < 0 <
+    // max) has its zero point inside the range
+    std::multiset<double> pads;
+    for (const auto& e : graph::post_order(result.function.results()))
+      if (const auto* c = e.as<graph::CallNode>(); c != nullptr && c->op() == "pad")
+        pads.insert(c->attrs.get_float("value"));
+    std::multiset<double> want_pads{-128};
+    const auto image_zero = result.layers[0].input_zero_point;
+    CHECK(image_zero > -100);
+    CHECK(image_zero < 100);
+    if (image_zero != 0) want_pads.insert(static_cast<double>(image_zero));
+    CHECK(pads == want_pads);
+    auto mod = graph::build(result.function, target, {.name = "asymmetric"});
+    graph::Executor exec(mod, dev);
+    CHECK(checked_sqnr_db(exec, result.function, fn, samples(6, 500)) > 20);
+  }
+}
+
+TEST_CASE("quantize: a max pool and a flatten between layers run on the int8 levels, on VTA") {
+  auto x = graph::input("image", {1, 3, 16, 16}, DType::float32());
+  auto y =
+      graph::relu(graph::conv2d(x, weight("w1", {16, 3, 3, 3}, 1, 0.4), {.padding = {1, 1, 1, 1}}));
+  y = graph::max_pool2d(y, {.pool_size = {3, 3}, .strides = {2, 2}, .padding = {1, 1, 1, 1}});
+  y = graph::relu(
+      graph::conv2d(y, weight("w2", {16, 16, 3, 3}, 2, 0.2), {.padding = {1, 1, 1, 1}}));
+  y = graph::max_pool2d(y, {.pool_size = {2, 2}, .strides = {2, 2}});
+  y = graph::dense(graph::flatten(y), weight("fc", {10, 256}, 3, 0.1));
+  const auto fn = graph::function({x}, {y});
+  const graph::Target target;
+  dlavm::vta::SimDevice dev(target.env.config);
+  for (const auto activations : {q::Activations::Symmetric, q::Activations::Asymmetric}) {
+    CAPTURE(q::to_string(activations));
+    const auto result = dlavm::quantize(fn, samples(8), {.activations = activations});
+    REQUIRE(result.layers.size() == 3);
+    // the next layer reads the pooled levels at the pooled layer's scale and zero point
+    for (std::size_t k = 1; k < 3; ++k) {
+      CHECK(result.layers[k].input_scale == result.layers[k - 1].output_scale);
+      CHECK(result.layers[k].input_zero_point == result.layers[k - 1].output_zero_point);
+    }
+    const auto placed = graph::infer_type(result.function, target);
+    int pools = 0;
+    for (const auto& e : graph::post_order(placed.results()))
+      if (const auto* c = e.as<graph::CallNode>(); c != nullptr && c->op() == "max_pool2d") {
+        ++pools;
+        CHECK(e.type().dtype == DType::int8());
+        CHECK(e.device() == graph::Device::Vta);
+      }
+    CHECK(pools == 2);
+    auto mod = graph::build(result.function, target, {.name = "pooled"});
+    graph::Executor exec(mod, dev);
+    CHECK(checked_sqnr_db(exec, placed, fn, samples(4, 800)) > 25);
   }
 }
 
@@ -342,31 +444,23 @@ TEST_CASE("property: random float networks quantize, run on VTA as on the host, 
     const auto method = std::array{q::Calibration::MinMax, q::Calibration::Percentile,
                                    q::Calibration::Entropy}[rng() % 3];
     const auto mode = rng() % 2 == 0 ? q::Requantize::Multiplier : q::Requantize::Shift;
+    const auto activations = n % 2 == 0 ? q::Activations::Symmetric : q::Activations::Asymmetric;
     CAPTURE(q::to_string(method));
     CAPTURE(q::to_string(mode));
-    const auto result =
-        dlavm::quantize(net.fn, calib, {.calibration = {.method = method}, .requantize = mode});
+    CAPTURE(q::to_string(activations));
+    const auto result = dlavm::quantize(
+        net.fn, calib,
+        {.calibration = {.method = method}, .requantize = mode, .activations = activations});
     for (const auto& l : result.layers) CHECK(l.quantized);
     CHECK(result.vta_mac_share() == 1.0);
     auto mod = graph::build(result.function, target, {.name = "random"});
     graph::Executor exec(mod, dev);
-    const auto typed = graph::infer_type(net.fn, target.ops);
-    const auto placed = graph::infer_type(result.function, target);
-    double signal = 0, noise = 0;
-    for (std::uint64_t k = 0; k < 3; ++k) {
-      const auto x = NDArray::random_float(net.input_shape, 7000 + 50 * n + k, -1, 1);
-      const auto got = exec.run({{"x", x}})[0];
-      CHECK(got == graph::evaluate(placed, {{"x", x}}, {})[0]);
-      const auto want = graph::evaluate(typed, {{"x", x}}, {})[0];
-      for (std::size_t i = 0; i < want.size(); ++i) {
-        const double d = static_cast<double>(want.fdata()[i]) - got.fdata()[i];
-        signal += static_cast<double>(want.fdata()[i]) * want.fdata()[i];
-        noise += d * d;
-      }
-    }
+    std::vector<q::Sample> test;
+    for (std::uint64_t k = 0; k < 3; ++k)
+      test.push_back({{{"x", NDArray::random_float(net.input_shape, 7000 + 50 * n + k, -1, 1)}}});
     // int8 all through: the output follows the float model's (a few networks whose logits
     // are all near 0 may fall lower; most must not)
-    const double sqnr = noise == 0 ? 100 : 10 * std::log10(signal / noise);
+    const double sqnr = quantize_test::checked_sqnr_db(exec, result.function, net.fn, test);
     CAPTURE(sqnr);
     CHECK(sqnr > 5);
     low += sqnr < 15;

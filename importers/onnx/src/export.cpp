@@ -12,6 +12,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -102,6 +103,12 @@ struct Writer {
     a->set_name(key);
     a->set_type(::onnx::AttributeProto::FLOAT);
     a->set_f(v);
+  }
+  static void attr(NodeProto& n, const std::string& key, const std::string& v) {
+    auto* a = n.add_attribute();
+    a->set_name(key);
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(v);
   }
   template <class Ints>
   static void attr_ints(NodeProto& n, const std::string& key, const Ints& v) {
@@ -229,7 +236,7 @@ std::optional<std::string> binary_onnx(std::string_view op) {
 // Ops whose int8 result holds its input's quantized values (so has its scale).
 bool keeps_scale(std::string_view op) {
   return op == "clip" || op == "relu" || op == "max_pool2d" || op == "reshape" || op == "flatten" ||
-         op == "transpose";
+         op == "transpose" || op == "pad";
 }
 
 }  // namespace
@@ -438,6 +445,19 @@ std::string export_model_bytes(const graph::Function& fn, const ExportOptions& o
       auto& n = w.node("Transpose", ins, out);
       if (const auto p = graph::transpose_params(attrs); !p.perm.empty())
         Writer::attr_ints(n, "perm", p.perm);
+    } else if (op == "pad") {
+      // Pad: the pads as begins then ends, the value in the data's type
+      const auto p = graph::pad_params(attrs);
+      std::vector<std::int64_t> pads = p.pad_before;
+      pads.insert(pads.end(), p.pad_after.begin(), p.pad_after.end());
+      const DType d = c->args[0].type().dtype;
+      const std::string value = d.is_float()
+                                    ? w.floats(out + ".value", {static_cast<float>(p.value)}, true)
+                                    : w.ints(out + ".value", d, {std::llround(p.value)}, true);
+      static constexpr std::array<const char*, 3> kModes{"constant", "edge", "reflect"};
+      Writer::attr(
+          w.node("Pad", {ins[0], w.ints(out + ".pads", DType::int64(), pads, false), value}, out),
+          "mode", std::string(kModes.at(static_cast<std::size_t>(p.mode))));
     } else if (op == "concat") {
       Writer::attr(w.node("Concat", ins, out), "axis", attrs.get_int("axis"));
     } else if (op == "softmax") {

@@ -23,6 +23,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 namespace dlavm::quantization {
@@ -159,22 +161,48 @@ inline graph::EvaluationTrace trace_of(const graph::Function& fn, const Sample& 
 inline float scale_of(float threshold) { return threshold > 0 ? threshold / 127.0f : 1.0f; }
 // The smallest power of two at least v (> 0).
 inline float pow2_at_least(float v) { return std::exp2(std::ceil(std::log2(v))); }
-inline std::int64_t quantize_value(double v, float scale) {
-  const double r = std::nearbyint(v / static_cast<double>(scale));
+inline std::int64_t quantize_value(double v, float scale, std::int64_t zero = 0) {
+  const double r = std::nearbyint(v / static_cast<double>(scale)) + static_cast<double>(zero);
   return static_cast<std::int64_t>(std::clamp(r, -128.0, 127.0));
 }
 
-// The quantized value of a layer's end: its int8 value and scale.
+// An activation's int8 quantization: value = (level - zero) * scale.
+struct ActivationParams {
+  float scale = 1;
+  std::int64_t zero = 0;
+};
+
+inline ActivationParams activation_params(const Observer& o, const QuantizeOptions& options) {
+  const float t = o.threshold(options.calibration);
+  const bool shift = options.requantize == Requantize::Shift;
+  if (options.activations == Activations::Symmetric) {
+    const float s = scale_of(t);
+    return {shift ? pow2_at_least(s) : s, 0};
+  }
+  // [lo, hi] holds 0 (a zero point is a level) and is clipped where the method clips
+  const float lo = std::max(std::min(o.min(), 0.0f), -t);
+  const float hi = std::min(std::max(o.max(), 0.0f), t);
+  if (!(hi > lo)) return {1.0f, 0};
+  float s = (hi - lo) / 255.0f;
+  if (shift) s = pow2_at_least(s);
+  const auto z = std::clamp<std::int64_t>(
+      std::llround(-128.0 - static_cast<double>(lo) / static_cast<double>(s)), -128, 127);
+  return {s, z};
+}
+
+// The quantized value of a layer's end: its int8 value, scale and zero point.
 struct Quantized {
   graph::Expr value;
   float scale;
+  std::int64_t zero = 0;
 };
 
 class Rewriter : public graph::ExprMutator<Rewriter> {
  public:
   Rewriter(const std::vector<Layer>& layers, const std::vector<bool>& quantize,
-           const std::unordered_map<const graph::Node*, float>& scales, Requantize requantize)
-      : scales_(scales), shift_(requantize == Requantize::Shift) {
+           const std::unordered_map<const graph::Node*, ActivationParams>& params,
+           Requantize requantize)
+      : params_(params), shift_(requantize == Requantize::Shift) {
     for (std::size_t k = 0; k < layers.size(); ++k)
       if (quantize[k]) by_end_.emplace(layers[k].end.get(), &layers[k]);
   }
@@ -195,26 +223,60 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
     if (it == by_end_.end()) return std::nullopt;
     return quantized_.at(result_of(end).get());
   }
+  // The quantization a quantized layer's input was given.
+  ActivationParams input_of(const graph::Expr& end) const { return inputs_used_.at(end.get()); }
 
  private:
-  // x as int8 at scale sx: a quantized layer's own int8 result, or one quantize_linear that
-  // every layer reading x shares.
-  graph::Expr int8_input(const graph::Expr& x_float, float sx) {
+  // x as int8 at (scale, zero point) p: a quantized layer's own int8 result, or one
+  // quantize_linear that every layer reading x shares.
+  graph::Expr int8_input(const graph::Expr& x_float, ActivationParams p) {
     if (const auto q = quantized_.find(x_float.get());
-        q != quantized_.end() && q->second.scale == sx)
+        q != quantized_.end() && q->second.scale == p.scale && q->second.zero == p.zero)
       return q->second.value;
-    const auto key = std::pair{x_float.get(), sx};
+    const auto key = std::tuple{x_float.get(), p.scale, p.zero};
     if (const auto it = inputs_.find(key); it != inputs_.end()) return it->second;
     auto q = graph::quantize_linear(
-        x_float, graph::constant(fresh("scale"), te::NDArray::from_floats({}, {sx})),
-        graph::constant(fresh("zero"), te::NDArray(DType::int8(), {})));
+        x_float, graph::constant(fresh("scale"), te::NDArray::from_floats({}, {p.scale})),
+        graph::constant(fresh("zero"), te::NDArray::from_ints(DType::int8(), {}, {p.zero})));
     kept_.push_back(x_float);
     inputs_.emplace(key, q);
     return q;
   }
 
+  // Ops that only move or select values: on int8 levels they give the levels of their float
+  // result at the same scale and zero point (a max pool pads with the lowest level, which no
+  // window's maximum is below).
+  static bool moves_values(std::string_view op) {
+    return op == "max_pool2d" || op == "reshape" || op == "flatten" || op == "transpose";
+  }
+
+  // x (rewritten) as a quantized layer's int8 result through ops that move values, applied to
+  // the levels: the next layer reads them at that layer's scale and zero point, and the ops
+  // run on int8 (a max pool on VTA).
+  std::optional<Quantized> moved_levels(const graph::Expr& x) const {
+    std::vector<const graph::CallNode*> chain;
+    graph::Expr e = x;
+    for (;;) {
+      if (const auto q = quantized_.find(e.get()); q != quantized_.end()) {
+        Quantized moved = q->second;
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+          moved.value = graph::call((*it)->op(), {moved.value}, (*it)->attrs);
+        return moved;
+      }
+      const auto* c = e.as<graph::CallNode>();
+      if (c == nullptr || c->args.size() != 1 || !moves_values(c->op())) return std::nullopt;
+      chain.push_back(c);
+      e = c->args[0];
+    }
+  }
+
   graph::Expr rewrite(const Layer& l) {
-    const float sx = scales_.at(l.x.get()), sy = scales_.at(l.end.get());
+    const auto moved = chain_input(l);
+    const ActivationParams px =
+        moved ? ActivationParams{moved->scale, moved->zero} : params_.at(l.x.get());
+    const ActivationParams py = params_.at(l.end.get());
+    inputs_used_[l.end.get()] = px;
+    const float sx = px.scale, sy = py.scale;
     const te::NDArray& w = *constant_value(l.weight);
     const std::int64_t channels = w.shape()[0];
     const auto per = static_cast<std::size_t>(w.size() / static_cast<std::size_t>(channels));
@@ -230,7 +292,7 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
     if (shift_) std::ranges::fill(sw, pow2_at_least(std::ranges::max(sw)));
     // the bias at scale sx * sw[c]; a channel whose bias would leave int32 gets a coarser
     // weight scale (shifts: the whole weight, by powers of two)
-    std::vector<std::int64_t> bq;
+    std::vector<std::int64_t> bq(static_cast<std::size_t>(channels), 0);
     if (l.bias) {
       const auto bv = constant_value(*l.bias)->fdata();
       constexpr double limit = 2147483647.0;
@@ -247,9 +309,9 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
         }
       }
       for (std::int64_t c = 0; c < channels; ++c)
-        bq.push_back(static_cast<std::int64_t>(
+        bq[static_cast<std::size_t>(c)] = static_cast<std::int64_t>(
             std::nearbyint(bv[static_cast<std::size_t>(c)] /
-                           static_cast<double>(sx * sw[static_cast<std::size_t>(c)]))));
+                           static_cast<double>(sx * sw[static_cast<std::size_t>(c)])));
     }
     te::NDArray wq(DType::int8(), w.shape());
     for (std::int64_t c = 0; c < channels; ++c)
@@ -257,65 +319,116 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
         const std::size_t at = static_cast<std::size_t>(c) * per + i;
         wq.set_flat(at, quantize_value(w.fdata()[at], sw[static_cast<std::size_t>(c)]));
       }
-    const graph::Expr x8 = int8_input(result_of(l.x), sx);
+    // an input zero point zx: sum of (x - zx) w = sum of x w - zx * (the channel's weight sum),
+    // the second term a constant of the bias
+    if (px.zero != 0)
+      for (std::int64_t c = 0; c < channels; ++c) {
+        std::int64_t sum = 0;
+        for (std::size_t i = 0; i < per; ++i)
+          sum += wq.data()[static_cast<std::size_t>(c) * per + i];
+        bq[static_cast<std::size_t>(c)] -= px.zero * sum;
+      }
+    graph::Expr x8 = moved ? moved->value : int8_input(result_of(l.x), px);
     const auto* anchor = l.anchor.as<graph::CallNode>();
+    auto conv = l.op == "conv2d" ? graph::conv2d_params(anchor->attrs) : host::Conv2dParams{};
+    if (const auto& p = conv.padding;
+        px.zero != 0 && std::ranges::any_of(p, [](auto v) { return v != 0; })) {
+      // the padding holds the value 0, level zx; VTA's loads pad with level 0
+      x8 = graph::pad(x8, {.pad_before = {0, 0, p[0], p[1]},
+                           .pad_after = {0, 0, p[2], p[3]},
+                           .value = static_cast<double>(px.zero)});
+      conv.padding = {0, 0, 0, 0};
+    }
     const auto weight = graph::constant(fresh(l.name + ".weight"), std::move(wq));
-    graph::Expr acc = l.op == "conv2d"
-                          ? graph::conv2d(x8, weight, graph::conv2d_params(anchor->attrs))
-                          : graph::dense(x8, weight);
+    graph::Expr acc = l.op == "conv2d" ? graph::conv2d(x8, weight, conv) : graph::dense(x8, weight);
     acc = graph::named(acc, l.name);
     const std::int64_t axis = l.op == "conv2d" ? 1 : -1;
-    if (l.bias)
-      acc = graph::bias_add(acc,
-                            graph::constant(fresh(l.name + ".bias"),
-                                            te::NDArray::from_ints(DType::int32(), {channels}, bq)),
-                            {.axis = axis});
     graph::Expr y;
-    float so = sy;  // the scale the int8 result has
+    float so = sy;              // the scale the int8 result has
+    std::int64_t zo = py.zero;  // and its zero point
+    const auto with_bias = [&](graph::Expr sum) {
+      if (!l.bias && std::ranges::all_of(bq, [](auto b) { return b == 0; })) return sum;
+      for (std::int64_t c = 0; c < channels; ++c)
+        if (const auto b = bq[static_cast<std::size_t>(c)];
+            b < std::numeric_limits<std::int32_t>::min() ||
+            b > std::numeric_limits<std::int32_t>::max())
+          raise<ValueError>(
+              "dlavm::quantize: layer '{}': channel {}'s int32 bias would be {} with the input's "
+              "zero point {}; quantize with Activations::Symmetric",
+              l.name, c, b, px.zero);
+      return graph::bias_add(
+          sum,
+          graph::constant(fresh(l.name + ".bias"),
+                          te::NDArray::from_ints(DType::int32(), {channels}, bq)),
+          {.axis = axis});
+    };
     if (shift_) {
       // sy / (sx * sw) = 2^s: a rounding right shift, on VTA's ALU with the clamp; a product
       // scale already coarser than sy (s < 0) is kept as the result's scale
       const auto s = std::max<std::int64_t>(
           0, std::llround(std::log2(static_cast<double>(sy) / (static_cast<double>(sx) * sw[0]))));
       so = sx * sw[0] * std::exp2(static_cast<float>(s));
+      if (so != sy)  // the same real range, [-128, 127] at the coarser scale
+        zo = std::clamp<std::int64_t>(
+            std::llround(-128.0 + static_cast<double>(py.zero + 128) * sy / so), -128, 127);
+      // the output zero point: (sum + zo * 2^s) >> s = (sum >> s) + zo, a bias term
+      for (auto& b : bq) b += zo << s;
+      acc = with_bias(acc);
       std::int64_t lo = -128, hi = 127;
-      if (l.act == Layer::Act::Relu) lo = 0;
-      if (l.act == Layer::Act::Clip) lo = quantize_value(l.lo, so), hi = quantize_value(l.hi, so);
+      if (l.act == Layer::Act::Relu) lo = zo;
+      if (l.act == Layer::Act::Clip)
+        lo = quantize_value(l.lo, so, zo), hi = quantize_value(l.hi, so, zo);
       y = graph::requantize(acc, {.shift = s,
                                   .lo = lo,
                                   .hi = hi,
                                   .rounding = host::Rounding::Nearest,
                                   .out_dtype = DType::int8()});
     } else {
+      acc = with_bias(acc);
       std::vector<float> mult;
       for (const float s : sw) mult.push_back(static_cast<float>(sx * s) / sy);
       y = graph::rescale(
           acc,
           graph::constant(fresh(l.name + ".multiplier"),
                           te::NDArray::from_floats({channels}, mult)),
-          graph::constant(fresh(l.name + ".zero"), te::NDArray(DType::int8(), {channels})),
+          graph::constant(fresh(l.name + ".zero"),
+                          te::NDArray::from_ints(
+                              DType::int8(), {channels},
+                              std::vector<std::int64_t>(static_cast<std::size_t>(channels), zo))),
           {.axis = axis});
       if (l.act == Layer::Act::Relu)
-        y = graph::clip(y, {.lo = 0, .hi = 127});
+        y = graph::clip(y, {.lo = static_cast<double>(zo), .hi = 127});
       else if (l.act == Layer::Act::Clip)
-        y = graph::clip(y, {.lo = static_cast<double>(quantize_value(l.lo, sy)),
-                            .hi = static_cast<double>(quantize_value(l.hi, sy))});
+        y = graph::clip(y, {.lo = static_cast<double>(quantize_value(l.lo, sy, zo)),
+                            .hi = static_cast<double>(quantize_value(l.hi, sy, zo))});
     }
     const auto out = graph::dequantize_linear(
         y, graph::constant(fresh("scale"), te::NDArray::from_floats({}, {so})),
-        graph::constant(fresh("zero"), te::NDArray(DType::int8(), {})));
-    quantized_.emplace(out.get(), Quantized{y, so});
+        graph::constant(fresh("zero"), te::NDArray::from_ints(DType::int8(), {}, {zo})));
+    quantized_.emplace(out.get(), Quantized{y, so, zo});
     kept_.push_back(out);
     return out;
   }
 
   std::string fresh(const std::string& stem) { return fmt::format("{}.q{}", stem, counter_++); }
 
+  // The layer's input as moved levels (not a quantized layer's own result: that is
+  // int8_input's), or nullopt.
+  std::optional<Quantized> chain_input(const Layer& l) {
+    const graph::Expr x = result_of(l.x);
+    if (quantized_.contains(x.get())) return std::nullopt;
+    auto moved = moved_levels(x);
+    if (moved) kept_.push_back(moved->value);
+    return moved;
+  }
+
   std::unordered_map<const graph::Node*, const Layer*> by_end_;
-  const std::unordered_map<const graph::Node*, float>& scales_;
+  const std::unordered_map<const graph::Node*, ActivationParams>& params_;
   bool shift_;
   std::unordered_map<const graph::Node*, Quantized> quantized_;
-  std::map<std::pair<const graph::Node*, float>, graph::Expr> inputs_;  // quantized inputs
+  std::unordered_map<const graph::Node*, ActivationParams> inputs_used_;  // by layer end
+  std::map<std::tuple<const graph::Node*, float, std::int64_t>, graph::Expr>
+      inputs_;                     // quantized inputs
   std::vector<graph::Expr> kept_;  // (the keys of quantized_ and inputs_ stay alive)
   int counter_ = 0;
 };
@@ -366,11 +479,8 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
     }
   }
   if (options.progress) fmt::print(stderr, "\n");
-  std::unordered_map<const graph::Node*, float> scales;
-  for (const auto& [node, o] : observers)
-    scales[node] = options.requantize == Requantize::Shift
-                       ? detail::pow2_at_least(detail::scale_of(o.threshold(options.calibration)))
-                       : detail::scale_of(o.threshold(options.calibration));
+  std::unordered_map<const graph::Node*, detail::ActivationParams> params;
+  for (const auto& [node, o] : observers) params[node] = detail::activation_params(o, options);
 
   std::vector<bool> chosen(layers.size());
   std::vector<std::string> notes(layers.size());
@@ -387,7 +497,7 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
   const std::size_t measured =
       std::min(samples.count, std::max<std::size_t>(options.report_samples, 1));
   for (int round = 0;; ++round) {
-    detail::Rewriter rw(layers, chosen, scales, options.requantize);
+    detail::Rewriter rw(layers, chosen, params, options.requantize);
     const auto mutated = rw.mutate(typed);
     quantized = graph::infer_type(mutated, target.ops);
     // each layer's end in the typed result: infer_type keeps the graph's shape, so it sits at
@@ -399,11 +509,14 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
     std::unordered_map<const graph::Node*, std::size_t> position;
     for (std::size_t i = 0; i < before.size(); ++i) position[before[i].get()] = i;
     std::vector<graph::Expr> ends;
-    std::vector<float> end_scales;  // a quantized layer's: its int8 value times this
+    // a quantized layer's value: (its int8 level - zero) * scale
+    std::vector<float> end_scales;
+    std::vector<std::int64_t> end_zeros;
     for (const auto& l : layers) {
       const auto q = rw.quantized_of(l.end);
       ends.push_back(after.at(position.at(q ? q->value.get() : rw.value_of(l.end).get())));
       end_scales.push_back(q ? q->scale : 0.0f);
+      end_zeros.push_back(q ? q->zero : 0);
     }
     // the report: each layer's output against the float model's, on the first samples
     std::vector<double> signal(layers.size()), noise(layers.size()), max_err(layers.size());
@@ -415,8 +528,9 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
         const auto a = want.value_of(layers[i].end).fdata();
         const auto& b = got.value_of(ends[i]);
         for (std::size_t e = 0; e < a.size(); ++e) {
-          const double v = end_scales[i] != 0 ? static_cast<double>(b.data()[e]) * end_scales[i]
-                                              : static_cast<double>(b.fdata()[e]);
+          const double v = end_scales[i] != 0
+                               ? static_cast<double>(b.data()[e] - end_zeros[i]) * end_scales[i]
+                               : static_cast<double>(b.fdata()[e]);
           const double d = static_cast<double>(a[e]) - v;
           signal[i] += static_cast<double>(a[e]) * a[e];
           noise[i] += d * d;
@@ -445,8 +559,10 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
       r.note = notes[i];
       r.device = "host";
       if (chosen[i]) {
-        r.input_scale = scales.at(layers[i].x.get());
+        r.input_scale = rw.input_of(layers[i].end).scale;
+        r.input_zero_point = rw.input_of(layers[i].end).zero;
         r.output_scale = end_scales[i];
+        r.output_zero_point = end_zeros[i];
         const auto d = device.find(layers[i].name);
         if (d != device.end() && d->second == graph::Device::Vta) r.device = "vta";
         if (round == 0 && options.min_sqnr_db > 0 && r.sqnr_db < options.min_sqnr_db) {
@@ -465,6 +581,10 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
 
 DLAVM_INLINE std::string to_string(Requantize r) {
   return r == Requantize::Shift ? "shift" : "multiplier";
+}
+
+DLAVM_INLINE std::string to_string(Activations a) {
+  return a == Activations::Asymmetric ? "asymmetric" : "symmetric";
 }
 
 DLAVM_INLINE double QuantizeResult::vta_mac_share() const {

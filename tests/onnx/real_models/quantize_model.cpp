@@ -3,6 +3,7 @@
 // and against the float model (the top class of a classifier's first output), both as
 // graph::build places them.
 //   onnx_quantize_model MODEL.onnx INPUT D0xD1... CALIBRATION_SAMPLES TEST_INPUTS noise|text
+//                       [symmetric|asymmetric] [multiplier|shift]
 // noise: inputs uniform in [-1, 1); many sit near a decision boundary, so 85% of the top
 // classes must agree. text: lines of text rendered upright or upside down (text_lines.hpp),
 // the inputs of PP-OCR's text-direction classifier; 99% must agree. The first 100 test inputs
@@ -40,9 +41,15 @@ int main(int argc, char** argv) try {
   namespace graph = dlavm::graph;
   namespace q = dlavm::quantization;
   using dlavm::te::NDArray;
-  if (argc != 7 || (std::string(argv[6]) != "noise" && std::string(argv[6]) != "text")) {
+  const auto arg = [&](int k, const char* otherwise) {
+    return std::string(k < argc ? argv[k] : otherwise);
+  };
+  if (argc < 7 || argc > 9 || (arg(6, "") != "noise" && arg(6, "") != "text") ||
+      (arg(7, "symmetric") != "symmetric" && arg(7, "") != "asymmetric") ||
+      (arg(8, "multiplier") != "multiplier" && arg(8, "") != "shift")) {
     fmt::print(stderr,
-               "usage: {} MODEL.onnx INPUT D0xD1... CALIBRATION_SAMPLES TEST_INPUTS noise|text\n",
+               "usage: {} MODEL.onnx INPUT D0xD1... CALIBRATION_SAMPLES TEST_INPUTS noise|text "
+               "[symmetric|asymmetric] [multiplier|shift]\n",
                argv[0]);
     return 2;
   }
@@ -82,7 +89,12 @@ int main(int argc, char** argv) try {
   const q::SampleSource samples{calibration, [&](std::size_t k) {
                                   return q::Sample{{{input, make_input(k).first}}};
                                 }};
-  const auto result = dlavm::quantize(fn, samples, {}, target);
+  const q::QuantizeOptions quantize_options{
+      .requantize =
+          arg(8, "multiplier") == "shift" ? q::Requantize::Shift : q::Requantize::Multiplier,
+      .activations = arg(7, "symmetric") == "asymmetric" ? q::Activations::Asymmetric
+                                                         : q::Activations::Symmetric};
+  const auto result = dlavm::quantize(fn, samples, quantize_options, target);
   auto mod = graph::build(result.function, target, {.name = "quantized"});
   dlavm::vta::SimDevice dev(target.env.config);
   graph::Executor exec(mod, dev);
@@ -114,10 +126,13 @@ int main(int argc, char** argv) try {
   std::size_t quantized = 0;
   for (const auto& l : result.layers) quantized += l.quantized;
   fmt::print(
-      "dlavm::quantize: {} of {} layers int8, {:.1f}% of their MACs on VTA, its grouped "
+      "dlavm::quantize ({}, {}): {} of {} layers int8, {:.1f}% of their MACs on VTA, the last "
+      "layer's SQNR {:.1f} dB, its grouped "
       "convolutions at {:.1f}% of their roofline bound; top class equal to the float model's on {} "
       "of {} inputs{}; VTA and host differ on {} of {}\n",
+      q::to_string(quantize_options.activations), q::to_string(quantize_options.requantize),
       quantized, result.layers.size(), 100 * result.vta_mac_share(),
+      result.layers.empty() ? 0.0 : result.layers.back().sqnr_db,
       grouped_cycles == 0
           ? 0.0
           : 100.0 * static_cast<double>(grouped_roofline) / static_cast<double>(grouped_cycles),

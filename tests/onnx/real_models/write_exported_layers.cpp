@@ -1,5 +1,6 @@
 // Random float layers (convolutions: dense, depthwise, strided, padded; dense layers; with a
-// bias and a ReLU, a ReLU6 clip or nothing), each quantized by dlavm::quantize and written by
+// bias and a ReLU, a ReLU6 clip or nothing), each quantized by dlavm::quantize (symmetric or
+// asymmetric activations, in turn by groups of four) and written by
 // dlavm::onnx::export_model with its int8 result as the model's output, for run.sh to hold
 // ONNX Runtime's run against dlavm's. Layer k goes to OUTDIR/layer<k>/: model.onnx, the input
 // in_x.bin (float32), dlavm's output out_0.bin (int64, as run_model.cpp writes integers) and
@@ -87,7 +88,11 @@ int main(int argc, char** argv) try {
     std::vector<dlavm::quantization::Sample> samples;
     for (std::uint64_t s = 0; s < 8; ++s)
       samples.push_back({{{"x", NDArray::random_float(shape, seed + 100 + s, -1, 1)}}, {}});
-    const auto q = dlavm::quantize(graph::function({x}, {y}), samples);
+    // every other group of four: asymmetric activations (zero points, pads with them)
+    const auto q = dlavm::quantize(
+        graph::function({x}, {y}), samples,
+        {.activations = (k / 4) % 2 == 1 ? dlavm::quantization::Activations::Asymmetric
+                                         : dlavm::quantization::Activations::Symmetric});
     // the int8 result: the quantized function's result before its dequantize_linear
     const auto* dq = call_of(q.function.results()[0], "dequantize_linear");
     if (dq == nullptr) throw dlavm::ValueError(fmt::format("layer {} was not quantized", k));

@@ -62,8 +62,6 @@ inline const AttrSchema<host::PadParams>& pad_schema() {
   return schema;
 }
 
-inline host::PadParams pad_params(const Attrs& attrs) { return pad_schema().from_attrs(attrs); }
-
 inline const AttrSchema<host::StridedSliceParams>& strided_slice_schema() {
   using P = host::StridedSliceParams;
   static const auto schema =
@@ -292,6 +290,9 @@ inline TensorType tile_type(const TypeCall& c) {
 DLAVM_INLINE host::TransposeParams transpose_params(const Attrs& attrs) {
   return detail::transpose_schema().from_attrs(attrs);
 }
+DLAVM_INLINE host::PadParams pad_params(const Attrs& attrs) {
+  return detail::pad_schema().from_attrs(attrs);
+}
 
 DLAVM_INLINE Expr reshape(Expr x, const host::ReshapeParams& p) {
   return call("reshape", {std::move(x)}, detail::reshape_schema().to_attrs(p));
@@ -449,7 +450,7 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
            .attrs = detail::pad_schema().specs(),
            .type_rule = detail::pad_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::pad(*a[0], detail::pad_params(attrs));
+             return host::pad(*a[0], pad_params(attrs));
            }});
   ops.add({.name = "strided_slice",
            .attrs = detail::strided_slice_schema().specs(),

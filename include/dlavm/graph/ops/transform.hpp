@@ -46,6 +46,8 @@ Expr broadcast_to(Expr x, const host::BroadcastToParams& p);
 Expr tile(Expr x, const host::TileParams& p);
 // The parameters in a transpose call's attributes.
 host::TransposeParams transpose_params(const Attrs& attrs);
+// The parameters in a pad call's attributes.
+host::PadParams pad_params(const Attrs& attrs);
 
 void add_transform_ops(OpRegistry& ops);
 
