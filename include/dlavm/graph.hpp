@@ -24,6 +24,7 @@
 #include <dlavm/graph/dot.hpp>
 #include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/executor.hpp>
+#include <dlavm/graph/fake_quantization_to_integer.hpp>
 #include <dlavm/graph/fold_batch_norm.hpp>
 #include <dlavm/graph/fold_rounding.hpp>
 #include <dlavm/graph/fold_scale_shift.hpp>

@@ -31060,6 +31060,8 @@ Expr broadcast_to(Expr x, const host::BroadcastToParams& p);
 Expr tile(Expr x, const host::TileParams& p);
 // The parameters in a transpose call's attributes.
 host::TransposeParams transpose_params(const Attrs& attrs);
+// The parameters in a pad call's attributes.
+host::PadParams pad_params(const Attrs& attrs);
 
 void add_transform_ops(OpRegistry& ops);
 
@@ -31138,8 +31140,6 @@ inline const AttrSchema<host::PadParams>& pad_schema() {
                   {"reflect", host::PadMode::Reflect}});
   return schema;
 }
-
-inline host::PadParams pad_params(const Attrs& attrs) { return pad_schema().from_attrs(attrs); }
 
 inline const AttrSchema<host::StridedSliceParams>& strided_slice_schema() {
   using P = host::StridedSliceParams;
@@ -31369,6 +31369,9 @@ inline TensorType tile_type(const TypeCall& c) {
 DLAVM_INLINE host::TransposeParams transpose_params(const Attrs& attrs) {
   return detail::transpose_schema().from_attrs(attrs);
 }
+DLAVM_INLINE host::PadParams pad_params(const Attrs& attrs) {
+  return detail::pad_schema().from_attrs(attrs);
+}
 
 DLAVM_INLINE Expr reshape(Expr x, const host::ReshapeParams& p) {
   return call("reshape", {std::move(x)}, detail::reshape_schema().to_attrs(p));
@@ -31526,7 +31529,7 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
            .attrs = detail::pad_schema().specs(),
            .type_rule = detail::pad_type,
            .host_kernel = [](HostArgs a, const Attrs& attrs) {
-             return host::pad(*a[0], detail::pad_params(attrs));
+             return host::pad(*a[0], pad_params(attrs));
            }});
   ops.add({.name = "strided_slice",
            .attrs = detail::strided_slice_schema().specs(),
@@ -35985,6 +35988,281 @@ std::vector<Pass> default_passes();
 // end dlavm/core/api.hpp
 // begin dlavm/graph/assign_layouts.hpp
 // end dlavm/graph/assign_layouts.hpp
+// begin dlavm/graph/fake_quantization_to_integer.hpp
+// The `fake_quantization_to_integer` pass (TVM's name for it): an element-wise op between a
+// dequantization of each operand and a quantization of its result, as ONNX Runtime's quantizer
+// writes Add and Mul (QDQ) and as its QLinearAdd / QLinearMul are defined, becomes integer
+// arithmetic on the quantized values where that gives the float path's result exactly:
+//
+//   quantize_linear(add(dequantize_linear(a, sa, za), dequantize_linear(b, sb, zb)), sy, zy)
+//     -> cast(clip((a - za) * 2^ka + (b - zb) * 2^kb + zy, qmin, qmax), T)   (int32 between)
+//
+// when sa = sy * 2^ka and sb = sy * 2^kb exactly, ka and kb in [0, 8] (equal scales: ka = kb =
+// 0), and `sub` the same. `mul` needs sa * sb = sy * 2^k exactly, k in [0, 4]: the product
+// (a - za)(b - zb) 2^k. The float path computes these sums and products in float32 with
+// relative errors of a few 2^-24, so its value lies within far less than half a level of the
+// integer, which quantize_linear's rounding returns: the two agree on every input. A relu or
+// clip between the op and the quantization is a clamp of the levels (quantization is
+// monotonic: Q(relu(v)) = max(Q(v), zy)). Scales are float32 scalar constants, zero points
+// int8 or uint8 scalar constants; T is the quantization's zero point type.
+//
+// Anything else stays: scales whose ratio is not such a power of two (the integer form would
+// round where the float path rounds differently), average pooling and Sigmoid (a division
+// or an exponential between the levels; ONNX Runtime's own kernels approximate them), and
+// an op or activation read outside the pattern. Those run in float on the host. (Ops that only
+// move or select values, such as MaxPool, Concat and Reshape, the ONNX importer's QDQ folding
+// already moves past the dequantization.) The pass needs no types.
+//
+//   auto integer = graph::fake_quantization_to_integer(fn, target);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+
+namespace dlavm::graph {
+
+Function fake_quantization_to_integer(const Function& fn, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/fake_quantization_to_integer-inl.hpp
+// Definitions for graph/fake_quantization_to_integer.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/fake_quantization_to_integer.hpp
+// end dlavm/graph/fake_quantization_to_integer.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/ops/elementwise.hpp
+// end dlavm/graph/ops/elementwise.hpp
+// begin dlavm/graph/ops/quantize.hpp
+// end dlavm/graph/ops/quantize.hpp
+// begin dlavm/graph/pattern.hpp
+// What the rewrites that recognize written-out forms (recognize_layer_norm, recognize_gelu,
+// recognize_hard_swish) and fold constants into layers (fold_scale_shift) ask of a graph: the
+// call of an op, a float32 scalar constant, how many places read a node, and the leaves of a
+// product or sum.
+//
+//   const graph::Users users(fn);
+//   if (const auto* m = graph::call_of(e, "reduce_mean"); m && users.once(e)) ...
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlavm::graph {
+
+// How many calls, results and states read each node of a function.
+class Users {
+ public:
+  explicit Users(const Function& fn) {
+    for (const Expr& e : post_order(fn.roots()))
+      if (const auto* c = e.as<CallNode>())
+        for (const Expr& a : c->args) ++count_[a.get()];
+    for (const Expr& r : fn.roots()) ++count_[r.get()];
+  }
+  int of(const Expr& e) const {
+    const auto it = count_.find(e.get());
+    return it == count_.end() ? 0 : it->second;
+  }
+  bool once(const Expr& e) const { return of(e) == 1; }
+
+ private:
+  std::unordered_map<const Node*, int> count_;
+};
+
+// e as a call of `op`, or null.
+inline const CallNode* call_of(const Expr& e, std::string_view op) {
+  const auto* c = e.as<CallNode>();
+  return c != nullptr && c->op() == op ? c : nullptr;
+}
+
+// The value of a float32 constant of one element (any rank), or nullopt.
+inline std::optional<float> float_scalar(const Expr& e) {
+  const auto* c = e.as<ConstantNode>();
+  if (c == nullptr || c->value->dtype() != DType::float32() || c->value->size() != 1)
+    return std::nullopt;
+  return c->value->fdata()[0];
+}
+
+// The leaves of nested calls of `op` (a product or a sum) rooted at e: an inner call counts as
+// a node of the tree only when read once (by its parent); e itself always does.
+inline void leaves_of(const Expr& e, std::string_view op, const Users& users,
+                      std::vector<Expr>& out, bool root = true) {
+  const auto* c = call_of(e, op);
+  if (c == nullptr || (!root && !users.once(e)) || c->args.size() != 2) {
+    out.push_back(e);
+    return;
+  }
+  leaves_of(c->args[0], op, users, out, false);
+  leaves_of(c->args[1], op, users, out, false);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/pattern.hpp
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fmt/format.h>
+
+#include <optional>
+#include <set>
+#include <string>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// The value of an int8 or uint8 constant of one element, and its type.
+struct ZeroPoint {
+  std::int64_t value;
+  DType dtype;
+};
+inline std::optional<ZeroPoint> zero_point_scalar(const Expr& e) {
+  const auto* c = e.as<ConstantNode>();
+  if (c == nullptr || c->value->size() != 1 ||
+      (c->value->dtype() != DType::int8() && c->value->dtype() != DType::uint8()))
+    return std::nullopt;
+  return ZeroPoint{c->value->data()[0], c->value->dtype()};
+}
+
+// k with `scale` = `unit` * 2^k exactly, k in [0, max_k] (doubles hold the product of two
+// floats exactly, so `scale` may be such a product); nullopt otherwise.
+inline std::optional<int> power_of_two_ratio(double scale, double unit, int max_k) {
+  if (!(unit > 0) || !std::isnormal(unit)) return std::nullopt;
+  for (int k = 0; k <= max_k; ++k)
+    if (scale == std::ldexp(unit, k)) return k;
+  return std::nullopt;
+}
+
+class FakeQuantizationToInteger : public ExprMutator<FakeQuantizationToInteger> {
+ public:
+  explicit FakeQuantizationToInteger(const Function& fn) : users_(fn) {
+    for (const Expr& e : post_order(fn.roots()))
+      if (const auto* c = e.as<ConstantNode>()) names_.insert(c->name);
+  }
+
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    Expr rebuilt = ExprMutator<FakeQuantizationToInteger>::visit_call(call, e, args);
+    if (call.op() != "quantize_linear" || call.args.size() != 3) return rebuilt;
+    if (auto integer = rewrite(call)) return *integer;
+    return rebuilt;
+  }
+
+ private:
+  struct Operand {
+    Expr levels;  // the quantized value (the function's node, mutated)
+    double scale;
+    std::int64_t zero;
+  };
+
+  // x as a dequantization of scalar parameters, or nullopt.
+  std::optional<Operand> dequantized(const Expr& x) const {
+    const auto* d = call_of(x, "dequantize_linear");
+    if (d == nullptr || d->args.size() != 3) return std::nullopt;
+    const auto s = float_scalar(d->args[1]);
+    const auto z = zero_point_scalar(d->args[2]);
+    if (!s || !z || !(*s > 0)) return std::nullopt;
+    return Operand{result_of(d->args[0]), *s, z->value};
+  }
+
+  std::optional<Expr> rewrite(const CallNode& q) {
+    const auto sy = float_scalar(q.args[1]);
+    const auto zy = zero_point_scalar(q.args[2]);
+    if (!sy || !zy || !(*sy > 0)) return std::nullopt;
+    const bool is_unsigned = zy->dtype == DType::uint8();
+    const double qmin = is_unsigned ? 0 : -128, qmax = is_unsigned ? 255 : 127;
+    // the levels' bounds: the type's, narrowed by a relu or clip before the quantization
+    double lo = qmin, hi = qmax;
+    Expr v = q.args[0];
+    // quantize_linear's level of a float32 value: its float32 quotient, rounded half to even
+    const auto level = [&](float real) {
+      const float quotient = real / *sy;
+      return std::clamp(
+          std::nearbyint(static_cast<double>(quotient)) + static_cast<double>(zy->value), qmin,
+          qmax);
+    };
+    if (const auto* r = call_of(v, "relu"); r != nullptr && users_.once(v)) {
+      lo = static_cast<double>(zy->value);
+      v = r->args[0];
+    } else if (const auto* c = call_of(v, "clip"); c != nullptr && users_.once(v)) {
+      const auto p = clip_params(c->attrs);
+      // the float path clips float32 values: bounds as float32
+      lo = std::max(lo, level(static_cast<float>(p.lo)));
+      hi = std::min(hi, level(static_cast<float>(p.hi)));
+      v = c->args[0];
+    }
+    const auto* op = v.as<CallNode>();
+    if (op == nullptr || op->args.size() != 2 || !users_.once(v) ||
+        (op->op() != "add" && op->op() != "sub" && op->op() != "mul"))
+      return std::nullopt;
+    const auto a = dequantized(op->args[0]), b = dequantized(op->args[1]);
+    if (!a || !b) return std::nullopt;
+    const auto int32 = [&](std::int64_t value) {
+      return constant(fresh(fmt::format("int{}", value)),
+                      te::NDArray::from_ints(DType::int32(), {}, {value}));
+    };
+    // (x - z) * 2^k in int32
+    const auto term = [&](const Operand& x, int k) {
+      Expr t = cast(x.levels, DType::int32());
+      if (x.zero != 0) t = add(t, int32(-x.zero));
+      if (k != 0) t = mul(t, int32(std::int64_t{1} << k));
+      return t;
+    };
+    const double unit = *sy;
+    Expr sum;
+    if (op->op() == "mul") {
+      const auto k = power_of_two_ratio(a->scale * b->scale, unit, 4);
+      if (!k) return std::nullopt;
+      sum = mul(term(*a, 0), term(*b, 0));
+      if (*k != 0) sum = mul(sum, int32(std::int64_t{1} << *k));
+    } else {
+      const auto ka = power_of_two_ratio(a->scale, unit, 8);
+      const auto kb = power_of_two_ratio(b->scale, unit, 8);
+      if (!ka || !kb) return std::nullopt;
+      sum =
+          op->op() == "add" ? add(term(*a, *ka), term(*b, *kb)) : sub(term(*a, *ka), term(*b, *kb));
+    }
+    if (zy->value != 0) sum = add(sum, int32(zy->value));
+    return cast(clip(sum, {.lo = lo, .hi = hi}), zy->dtype);
+  }
+
+  // A constant name no leaf of the function has (names identify leaves).
+  std::string fresh(const std::string& stem) {
+    std::string name = stem;
+    for (int k = 1; names_.contains(name); ++k) name = fmt::format("{}_{}", stem, k);
+    names_.insert(name);
+    return name;
+  }
+
+  Users users_;
+  std::set<std::string> names_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function fake_quantization_to_integer(const Function& fn, const Target&) {
+  return detail::FakeQuantizationToInteger(fn).mutate(fn);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/fake_quantization_to_integer-inl.hpp
+#endif
+// end dlavm/graph/fake_quantization_to_integer.hpp
 // begin dlavm/graph/fold_batch_norm.hpp
 // The `fold_batch_norm` pass: a batch_norm whose input is a convolution or a dense layer with a
 // constant float32 weight (and, between them, possibly a bias_add of a constant), read by the
@@ -36505,75 +36783,6 @@ Function fold_scale_shift(const Function& fn, const Target& target);
 // begin dlavm/graph/ops/elementwise.hpp
 // end dlavm/graph/ops/elementwise.hpp
 // begin dlavm/graph/pattern.hpp
-// What the rewrites that recognize written-out forms (recognize_layer_norm, recognize_gelu,
-// recognize_hard_swish) and fold constants into layers (fold_scale_shift) ask of a graph: the
-// call of an op, a float32 scalar constant, how many places read a node, and the leaves of a
-// product or sum.
-//
-//   const graph::Users users(fn);
-//   if (const auto* m = graph::call_of(e, "reduce_mean"); m && users.once(e)) ...
-
-// begin dlavm/core/api.hpp
-// end dlavm/core/api.hpp
-// begin dlavm/graph/functor.hpp
-// end dlavm/graph/functor.hpp
-// begin dlavm/graph/node.hpp
-// end dlavm/graph/node.hpp
-
-#include <optional>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
-
-namespace dlavm::graph {
-
-// How many calls, results and states read each node of a function.
-class Users {
- public:
-  explicit Users(const Function& fn) {
-    for (const Expr& e : post_order(fn.roots()))
-      if (const auto* c = e.as<CallNode>())
-        for (const Expr& a : c->args) ++count_[a.get()];
-    for (const Expr& r : fn.roots()) ++count_[r.get()];
-  }
-  int of(const Expr& e) const {
-    const auto it = count_.find(e.get());
-    return it == count_.end() ? 0 : it->second;
-  }
-  bool once(const Expr& e) const { return of(e) == 1; }
-
- private:
-  std::unordered_map<const Node*, int> count_;
-};
-
-// e as a call of `op`, or null.
-inline const CallNode* call_of(const Expr& e, std::string_view op) {
-  const auto* c = e.as<CallNode>();
-  return c != nullptr && c->op() == op ? c : nullptr;
-}
-
-// The value of a float32 constant of one element (any rank), or nullopt.
-inline std::optional<float> float_scalar(const Expr& e) {
-  const auto* c = e.as<ConstantNode>();
-  if (c == nullptr || c->value->dtype() != DType::float32() || c->value->size() != 1)
-    return std::nullopt;
-  return c->value->fdata()[0];
-}
-
-// The leaves of nested calls of `op` (a product or a sum) rooted at e: an inner call counts as
-// a node of the tree only when read once (by its parent); e itself always does.
-inline void leaves_of(const Expr& e, std::string_view op, const Users& users,
-                      std::vector<Expr>& out, bool root = true) {
-  const auto* c = call_of(e, op);
-  if (c == nullptr || (!root && !users.once(e)) || c->args.size() != 2) {
-    out.push_back(e);
-    return;
-  }
-  leaves_of(c->args[0], op, users, out, false);
-  leaves_of(c->args[1], op, users, out, false);
-}
-
-}  // namespace dlavm::graph
 // end dlavm/graph/pattern.hpp
 
 #include <fmt/format.h>
@@ -37368,6 +37577,10 @@ DLAVM_INLINE std::vector<Pass> default_passes() {
       {"recognize_hard_swish",
        "replaces hard swish written out in element-wise ops with one hard_swish",
        recognize_hard_swish},
+      {"fake_quantization_to_integer",
+       "computes an add, sub or mul between dequantizations and a quantization in integers where "
+       "that is exact",
+       fake_quantization_to_integer},
       {"type",
        "types every call with its op's type rule; a call the host cannot run stays unplaced",
        [](const Function& fn, const Target& t) {
@@ -39791,6 +40004,8 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/graph/executor-inl.hpp
 #endif
 // end dlavm/graph/executor.hpp
+// begin dlavm/graph/fake_quantization_to_integer.hpp
+// end dlavm/graph/fake_quantization_to_integer.hpp
 // begin dlavm/graph/fold_batch_norm.hpp
 // end dlavm/graph/fold_batch_norm.hpp
 // begin dlavm/graph/fold_rounding.hpp
@@ -40106,18 +40321,19 @@ DLAVM_INLINE float Observer::threshold(const CalibrationOptions& options) const 
 // out, ready for graph::build, with a per-layer report of what it costs in accuracy and where
 // each layer runs.
 //
-// What becomes integer: every conv2d (grouped and depthwise included) and dense layer with a constant float32
-// weight, with the bias_add of a constant after it and a relu or clip after that (a
-// batch_norm or a per-channel scale and shift after the layer is folded into it first: the
+// What becomes integer: every conv2d (grouped and depthwise included) and dense layer with a
+// constant float32 weight, with the bias_add of a constant after it and a relu or clip after that
+// (a batch_norm or a per-channel scale and shift after the layer is folded into it first: the
 // fold_batch_norm and fold_scale_shift passes). Per layer:
 //   - its weight: symmetric int8, one scale per output channel (max |w| / 127);
-//   - its input and its output: symmetric int8 per tensor (zero point 0, the padding VTA
-//     adds), the scale from calibration (quantize/calibration.hpp);
+//   - its input and its output: int8 per tensor, the scale (and, asymmetric, the zero point)
+//     from calibration (quantize/calibration.hpp);
 //   - its bias: int32 at scale input_scale * weight_scale[c]; where that would leave int32, the
 //     channel's weight scale is raised until it fits;
 //   - the int8 x int8 sum (on VTA), rescaled to the output's scale per channel (`rescale`:
 //     the host, an arbitrary multiplier), the activation a clamp of the int8 result, and a
-//     dequantization for the float ops after it. Consecutive layers pass the int8 value itself.
+//     dequantization for the float ops after it. Consecutive layers pass the int8 value itself,
+//     also through max pools, reshapes, flattens and transposes (applied to the levels).
 // Everything else stays float on the host. A layer stays float when the options name it
 // (`skip`) or its output's SQNR against the float model falls below `min_sqnr_db`; the report
 // says why.
@@ -40175,9 +40391,25 @@ enum class Requantize : std::uint8_t {
 };
 std::string to_string(Requantize r);
 
+// How a layer's input and output (the activations) are quantized. VTA multiplies int8 by int8:
+// ONNX's uint8 activations with a zero point are int8 ones here, their values and zero point
+// moved down by 128 (the same levels).
+enum class Activations : std::uint8_t {
+  // Zero point 0: [-t, t] over 255 levels, t the calibration threshold. A ReLU's output uses
+  // the 128 levels from 0 up. VTA's zero padding is the value 0.
+  Symmetric,
+  // A zero point z: the observed [min, max] (within [-t, t], 0 included) over all 256 levels,
+  // the value 0 at level z. A convolution reading such a value is padded with z by a host
+  // `pad` step before it (VTA pads with 0), and its bias absorbs z times each channel's
+  // weight sum, so that the product is still int8 x int8 on VTA.
+  Asymmetric,
+};
+std::string to_string(Activations a);
+
 struct QuantizeOptions {
   CalibrationOptions calibration = {};
   Requantize requantize = Requantize::Multiplier;
+  Activations activations = Activations::Symmetric;
   // Layers that stay float: a conv2d's or dense layer's call name, or "conv2d#K" / "dense#K"
   // for the K-th such layer (from 0, in the order the report lists them).
   std::vector<std::string> skip = {};
@@ -40196,8 +40428,9 @@ struct LayerReport {
   std::string note;    // why it stays float
   double sqnr_db = 0;  // its output against the float model's (infinite: equal)
   double max_abs_error = 0;
-  float input_scale = 0, output_scale = 0;  // 0 for a float layer
-  double macs = 0;                          // at the dims' maxima
+  float input_scale = 0, output_scale = 0;                   // 0 for a float layer
+  std::int64_t input_zero_point = 0, output_zero_point = 0;  // real 0's int8 level
+  double macs = 0;                                           // at the dims' maxima
 };
 
 struct QuantizeResult {
@@ -40260,6 +40493,8 @@ using quantization::quantize;
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 namespace dlavm::quantization {
@@ -40396,22 +40631,48 @@ inline graph::EvaluationTrace trace_of(const graph::Function& fn, const Sample& 
 inline float scale_of(float threshold) { return threshold > 0 ? threshold / 127.0f : 1.0f; }
 // The smallest power of two at least v (> 0).
 inline float pow2_at_least(float v) { return std::exp2(std::ceil(std::log2(v))); }
-inline std::int64_t quantize_value(double v, float scale) {
-  const double r = std::nearbyint(v / static_cast<double>(scale));
+inline std::int64_t quantize_value(double v, float scale, std::int64_t zero = 0) {
+  const double r = std::nearbyint(v / static_cast<double>(scale)) + static_cast<double>(zero);
   return static_cast<std::int64_t>(std::clamp(r, -128.0, 127.0));
 }
 
-// The quantized value of a layer's end: its int8 value and scale.
+// An activation's int8 quantization: value = (level - zero) * scale.
+struct ActivationParams {
+  float scale = 1;
+  std::int64_t zero = 0;
+};
+
+inline ActivationParams activation_params(const Observer& o, const QuantizeOptions& options) {
+  const float t = o.threshold(options.calibration);
+  const bool shift = options.requantize == Requantize::Shift;
+  if (options.activations == Activations::Symmetric) {
+    const float s = scale_of(t);
+    return {shift ? pow2_at_least(s) : s, 0};
+  }
+  // [lo, hi] holds 0 (a zero point is a level) and is clipped where the method clips
+  const float lo = std::max(std::min(o.min(), 0.0f), -t);
+  const float hi = std::min(std::max(o.max(), 0.0f), t);
+  if (!(hi > lo)) return {1.0f, 0};
+  float s = (hi - lo) / 255.0f;
+  if (shift) s = pow2_at_least(s);
+  const auto z = std::clamp<std::int64_t>(
+      std::llround(-128.0 - static_cast<double>(lo) / static_cast<double>(s)), -128, 127);
+  return {s, z};
+}
+
+// The quantized value of a layer's end: its int8 value, scale and zero point.
 struct Quantized {
   graph::Expr value;
   float scale;
+  std::int64_t zero = 0;
 };
 
 class Rewriter : public graph::ExprMutator<Rewriter> {
  public:
   Rewriter(const std::vector<Layer>& layers, const std::vector<bool>& quantize,
-           const std::unordered_map<const graph::Node*, float>& scales, Requantize requantize)
-      : scales_(scales), shift_(requantize == Requantize::Shift) {
+           const std::unordered_map<const graph::Node*, ActivationParams>& params,
+           Requantize requantize)
+      : params_(params), shift_(requantize == Requantize::Shift) {
     for (std::size_t k = 0; k < layers.size(); ++k)
       if (quantize[k]) by_end_.emplace(layers[k].end.get(), &layers[k]);
   }
@@ -40432,26 +40693,60 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
     if (it == by_end_.end()) return std::nullopt;
     return quantized_.at(result_of(end).get());
   }
+  // The quantization a quantized layer's input was given.
+  ActivationParams input_of(const graph::Expr& end) const { return inputs_used_.at(end.get()); }
 
  private:
-  // x as int8 at scale sx: a quantized layer's own int8 result, or one quantize_linear that
-  // every layer reading x shares.
-  graph::Expr int8_input(const graph::Expr& x_float, float sx) {
+  // x as int8 at (scale, zero point) p: a quantized layer's own int8 result, or one
+  // quantize_linear that every layer reading x shares.
+  graph::Expr int8_input(const graph::Expr& x_float, ActivationParams p) {
     if (const auto q = quantized_.find(x_float.get());
-        q != quantized_.end() && q->second.scale == sx)
+        q != quantized_.end() && q->second.scale == p.scale && q->second.zero == p.zero)
       return q->second.value;
-    const auto key = std::pair{x_float.get(), sx};
+    const auto key = std::tuple{x_float.get(), p.scale, p.zero};
     if (const auto it = inputs_.find(key); it != inputs_.end()) return it->second;
     auto q = graph::quantize_linear(
-        x_float, graph::constant(fresh("scale"), te::NDArray::from_floats({}, {sx})),
-        graph::constant(fresh("zero"), te::NDArray(DType::int8(), {})));
+        x_float, graph::constant(fresh("scale"), te::NDArray::from_floats({}, {p.scale})),
+        graph::constant(fresh("zero"), te::NDArray::from_ints(DType::int8(), {}, {p.zero})));
     kept_.push_back(x_float);
     inputs_.emplace(key, q);
     return q;
   }
 
+  // Ops that only move or select values: on int8 levels they give the levels of their float
+  // result at the same scale and zero point (a max pool pads with the lowest level, which no
+  // window's maximum is below).
+  static bool moves_values(std::string_view op) {
+    return op == "max_pool2d" || op == "reshape" || op == "flatten" || op == "transpose";
+  }
+
+  // x (rewritten) as a quantized layer's int8 result through ops that move values, applied to
+  // the levels: the next layer reads them at that layer's scale and zero point, and the ops
+  // run on int8 (a max pool on VTA).
+  std::optional<Quantized> moved_levels(const graph::Expr& x) const {
+    std::vector<const graph::CallNode*> chain;
+    graph::Expr e = x;
+    for (;;) {
+      if (const auto q = quantized_.find(e.get()); q != quantized_.end()) {
+        Quantized moved = q->second;
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+          moved.value = graph::call((*it)->op(), {moved.value}, (*it)->attrs);
+        return moved;
+      }
+      const auto* c = e.as<graph::CallNode>();
+      if (c == nullptr || c->args.size() != 1 || !moves_values(c->op())) return std::nullopt;
+      chain.push_back(c);
+      e = c->args[0];
+    }
+  }
+
   graph::Expr rewrite(const Layer& l) {
-    const float sx = scales_.at(l.x.get()), sy = scales_.at(l.end.get());
+    const auto moved = chain_input(l);
+    const ActivationParams px =
+        moved ? ActivationParams{moved->scale, moved->zero} : params_.at(l.x.get());
+    const ActivationParams py = params_.at(l.end.get());
+    inputs_used_[l.end.get()] = px;
+    const float sx = px.scale, sy = py.scale;
     const te::NDArray& w = *constant_value(l.weight);
     const std::int64_t channels = w.shape()[0];
     const auto per = static_cast<std::size_t>(w.size() / static_cast<std::size_t>(channels));
@@ -40467,7 +40762,7 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
     if (shift_) std::ranges::fill(sw, pow2_at_least(std::ranges::max(sw)));
     // the bias at scale sx * sw[c]; a channel whose bias would leave int32 gets a coarser
     // weight scale (shifts: the whole weight, by powers of two)
-    std::vector<std::int64_t> bq;
+    std::vector<std::int64_t> bq(static_cast<std::size_t>(channels), 0);
     if (l.bias) {
       const auto bv = constant_value(*l.bias)->fdata();
       constexpr double limit = 2147483647.0;
@@ -40484,9 +40779,9 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
         }
       }
       for (std::int64_t c = 0; c < channels; ++c)
-        bq.push_back(static_cast<std::int64_t>(
+        bq[static_cast<std::size_t>(c)] = static_cast<std::int64_t>(
             std::nearbyint(bv[static_cast<std::size_t>(c)] /
-                           static_cast<double>(sx * sw[static_cast<std::size_t>(c)]))));
+                           static_cast<double>(sx * sw[static_cast<std::size_t>(c)])));
     }
     te::NDArray wq(DType::int8(), w.shape());
     for (std::int64_t c = 0; c < channels; ++c)
@@ -40494,65 +40789,116 @@ class Rewriter : public graph::ExprMutator<Rewriter> {
         const std::size_t at = static_cast<std::size_t>(c) * per + i;
         wq.set_flat(at, quantize_value(w.fdata()[at], sw[static_cast<std::size_t>(c)]));
       }
-    const graph::Expr x8 = int8_input(result_of(l.x), sx);
+    // an input zero point zx: sum of (x - zx) w = sum of x w - zx * (the channel's weight sum),
+    // the second term a constant of the bias
+    if (px.zero != 0)
+      for (std::int64_t c = 0; c < channels; ++c) {
+        std::int64_t sum = 0;
+        for (std::size_t i = 0; i < per; ++i)
+          sum += wq.data()[static_cast<std::size_t>(c) * per + i];
+        bq[static_cast<std::size_t>(c)] -= px.zero * sum;
+      }
+    graph::Expr x8 = moved ? moved->value : int8_input(result_of(l.x), px);
     const auto* anchor = l.anchor.as<graph::CallNode>();
+    auto conv = l.op == "conv2d" ? graph::conv2d_params(anchor->attrs) : host::Conv2dParams{};
+    if (const auto& p = conv.padding;
+        px.zero != 0 && std::ranges::any_of(p, [](auto v) { return v != 0; })) {
+      // the padding holds the value 0, level zx; VTA's loads pad with level 0
+      x8 = graph::pad(x8, {.pad_before = {0, 0, p[0], p[1]},
+                           .pad_after = {0, 0, p[2], p[3]},
+                           .value = static_cast<double>(px.zero)});
+      conv.padding = {0, 0, 0, 0};
+    }
     const auto weight = graph::constant(fresh(l.name + ".weight"), std::move(wq));
-    graph::Expr acc = l.op == "conv2d"
-                          ? graph::conv2d(x8, weight, graph::conv2d_params(anchor->attrs))
-                          : graph::dense(x8, weight);
+    graph::Expr acc = l.op == "conv2d" ? graph::conv2d(x8, weight, conv) : graph::dense(x8, weight);
     acc = graph::named(acc, l.name);
     const std::int64_t axis = l.op == "conv2d" ? 1 : -1;
-    if (l.bias)
-      acc = graph::bias_add(acc,
-                            graph::constant(fresh(l.name + ".bias"),
-                                            te::NDArray::from_ints(DType::int32(), {channels}, bq)),
-                            {.axis = axis});
     graph::Expr y;
-    float so = sy;  // the scale the int8 result has
+    float so = sy;              // the scale the int8 result has
+    std::int64_t zo = py.zero;  // and its zero point
+    const auto with_bias = [&](graph::Expr sum) {
+      if (!l.bias && std::ranges::all_of(bq, [](auto b) { return b == 0; })) return sum;
+      for (std::int64_t c = 0; c < channels; ++c)
+        if (const auto b = bq[static_cast<std::size_t>(c)];
+            b < std::numeric_limits<std::int32_t>::min() ||
+            b > std::numeric_limits<std::int32_t>::max())
+          raise<ValueError>(
+              "dlavm::quantize: layer '{}': channel {}'s int32 bias would be {} with the input's "
+              "zero point {}; quantize with Activations::Symmetric",
+              l.name, c, b, px.zero);
+      return graph::bias_add(
+          sum,
+          graph::constant(fresh(l.name + ".bias"),
+                          te::NDArray::from_ints(DType::int32(), {channels}, bq)),
+          {.axis = axis});
+    };
     if (shift_) {
       // sy / (sx * sw) = 2^s: a rounding right shift, on VTA's ALU with the clamp; a product
       // scale already coarser than sy (s < 0) is kept as the result's scale
       const auto s = std::max<std::int64_t>(
           0, std::llround(std::log2(static_cast<double>(sy) / (static_cast<double>(sx) * sw[0]))));
       so = sx * sw[0] * std::exp2(static_cast<float>(s));
+      if (so != sy)  // the same real range, [-128, 127] at the coarser scale
+        zo = std::clamp<std::int64_t>(
+            std::llround(-128.0 + static_cast<double>(py.zero + 128) * sy / so), -128, 127);
+      // the output zero point: (sum + zo * 2^s) >> s = (sum >> s) + zo, a bias term
+      for (auto& b : bq) b += zo << s;
+      acc = with_bias(acc);
       std::int64_t lo = -128, hi = 127;
-      if (l.act == Layer::Act::Relu) lo = 0;
-      if (l.act == Layer::Act::Clip) lo = quantize_value(l.lo, so), hi = quantize_value(l.hi, so);
+      if (l.act == Layer::Act::Relu) lo = zo;
+      if (l.act == Layer::Act::Clip)
+        lo = quantize_value(l.lo, so, zo), hi = quantize_value(l.hi, so, zo);
       y = graph::requantize(acc, {.shift = s,
                                   .lo = lo,
                                   .hi = hi,
                                   .rounding = host::Rounding::Nearest,
                                   .out_dtype = DType::int8()});
     } else {
+      acc = with_bias(acc);
       std::vector<float> mult;
       for (const float s : sw) mult.push_back(static_cast<float>(sx * s) / sy);
       y = graph::rescale(
           acc,
           graph::constant(fresh(l.name + ".multiplier"),
                           te::NDArray::from_floats({channels}, mult)),
-          graph::constant(fresh(l.name + ".zero"), te::NDArray(DType::int8(), {channels})),
+          graph::constant(fresh(l.name + ".zero"),
+                          te::NDArray::from_ints(
+                              DType::int8(), {channels},
+                              std::vector<std::int64_t>(static_cast<std::size_t>(channels), zo))),
           {.axis = axis});
       if (l.act == Layer::Act::Relu)
-        y = graph::clip(y, {.lo = 0, .hi = 127});
+        y = graph::clip(y, {.lo = static_cast<double>(zo), .hi = 127});
       else if (l.act == Layer::Act::Clip)
-        y = graph::clip(y, {.lo = static_cast<double>(quantize_value(l.lo, sy)),
-                            .hi = static_cast<double>(quantize_value(l.hi, sy))});
+        y = graph::clip(y, {.lo = static_cast<double>(quantize_value(l.lo, sy, zo)),
+                            .hi = static_cast<double>(quantize_value(l.hi, sy, zo))});
     }
     const auto out = graph::dequantize_linear(
         y, graph::constant(fresh("scale"), te::NDArray::from_floats({}, {so})),
-        graph::constant(fresh("zero"), te::NDArray(DType::int8(), {})));
-    quantized_.emplace(out.get(), Quantized{y, so});
+        graph::constant(fresh("zero"), te::NDArray::from_ints(DType::int8(), {}, {zo})));
+    quantized_.emplace(out.get(), Quantized{y, so, zo});
     kept_.push_back(out);
     return out;
   }
 
   std::string fresh(const std::string& stem) { return fmt::format("{}.q{}", stem, counter_++); }
 
+  // The layer's input as moved levels (not a quantized layer's own result: that is
+  // int8_input's), or nullopt.
+  std::optional<Quantized> chain_input(const Layer& l) {
+    const graph::Expr x = result_of(l.x);
+    if (quantized_.contains(x.get())) return std::nullopt;
+    auto moved = moved_levels(x);
+    if (moved) kept_.push_back(moved->value);
+    return moved;
+  }
+
   std::unordered_map<const graph::Node*, const Layer*> by_end_;
-  const std::unordered_map<const graph::Node*, float>& scales_;
+  const std::unordered_map<const graph::Node*, ActivationParams>& params_;
   bool shift_;
   std::unordered_map<const graph::Node*, Quantized> quantized_;
-  std::map<std::pair<const graph::Node*, float>, graph::Expr> inputs_;  // quantized inputs
+  std::unordered_map<const graph::Node*, ActivationParams> inputs_used_;  // by layer end
+  std::map<std::tuple<const graph::Node*, float, std::int64_t>, graph::Expr>
+      inputs_;                     // quantized inputs
   std::vector<graph::Expr> kept_;  // (the keys of quantized_ and inputs_ stay alive)
   int counter_ = 0;
 };
@@ -40603,11 +40949,8 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
     }
   }
   if (options.progress) fmt::print(stderr, "\n");
-  std::unordered_map<const graph::Node*, float> scales;
-  for (const auto& [node, o] : observers)
-    scales[node] = options.requantize == Requantize::Shift
-                       ? detail::pow2_at_least(detail::scale_of(o.threshold(options.calibration)))
-                       : detail::scale_of(o.threshold(options.calibration));
+  std::unordered_map<const graph::Node*, detail::ActivationParams> params;
+  for (const auto& [node, o] : observers) params[node] = detail::activation_params(o, options);
 
   std::vector<bool> chosen(layers.size());
   std::vector<std::string> notes(layers.size());
@@ -40624,7 +40967,7 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
   const std::size_t measured =
       std::min(samples.count, std::max<std::size_t>(options.report_samples, 1));
   for (int round = 0;; ++round) {
-    detail::Rewriter rw(layers, chosen, scales, options.requantize);
+    detail::Rewriter rw(layers, chosen, params, options.requantize);
     const auto mutated = rw.mutate(typed);
     quantized = graph::infer_type(mutated, target.ops);
     // each layer's end in the typed result: infer_type keeps the graph's shape, so it sits at
@@ -40636,11 +40979,14 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
     std::unordered_map<const graph::Node*, std::size_t> position;
     for (std::size_t i = 0; i < before.size(); ++i) position[before[i].get()] = i;
     std::vector<graph::Expr> ends;
-    std::vector<float> end_scales;  // a quantized layer's: its int8 value times this
+    // a quantized layer's value: (its int8 level - zero) * scale
+    std::vector<float> end_scales;
+    std::vector<std::int64_t> end_zeros;
     for (const auto& l : layers) {
       const auto q = rw.quantized_of(l.end);
       ends.push_back(after.at(position.at(q ? q->value.get() : rw.value_of(l.end).get())));
       end_scales.push_back(q ? q->scale : 0.0f);
+      end_zeros.push_back(q ? q->zero : 0);
     }
     // the report: each layer's output against the float model's, on the first samples
     std::vector<double> signal(layers.size()), noise(layers.size()), max_err(layers.size());
@@ -40652,8 +40998,9 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
         const auto a = want.value_of(layers[i].end).fdata();
         const auto& b = got.value_of(ends[i]);
         for (std::size_t e = 0; e < a.size(); ++e) {
-          const double v = end_scales[i] != 0 ? static_cast<double>(b.data()[e]) * end_scales[i]
-                                              : static_cast<double>(b.fdata()[e]);
+          const double v = end_scales[i] != 0
+                               ? static_cast<double>(b.data()[e] - end_zeros[i]) * end_scales[i]
+                               : static_cast<double>(b.fdata()[e]);
           const double d = static_cast<double>(a[e]) - v;
           signal[i] += static_cast<double>(a[e]) * a[e];
           noise[i] += d * d;
@@ -40682,8 +41029,10 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
       r.note = notes[i];
       r.device = "host";
       if (chosen[i]) {
-        r.input_scale = scales.at(layers[i].x.get());
+        r.input_scale = rw.input_of(layers[i].end).scale;
+        r.input_zero_point = rw.input_of(layers[i].end).zero;
         r.output_scale = end_scales[i];
+        r.output_zero_point = end_zeros[i];
         const auto d = device.find(layers[i].name);
         if (d != device.end() && d->second == graph::Device::Vta) r.device = "vta";
         if (round == 0 && options.min_sqnr_db > 0 && r.sqnr_db < options.min_sqnr_db) {
@@ -40702,6 +41051,10 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, const SampleSour
 
 DLAVM_INLINE std::string to_string(Requantize r) {
   return r == Requantize::Shift ? "shift" : "multiplier";
+}
+
+DLAVM_INLINE std::string to_string(Activations a) {
+  return a == Activations::Asymmetric ? "asymmetric" : "symmetric";
 }
 
 DLAVM_INLINE double QuantizeResult::vta_mac_share() const {

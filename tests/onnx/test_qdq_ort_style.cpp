@@ -209,6 +209,62 @@ TEST_CASE("QDQ folding: MaxPool, Concat and Reshape between pairs of one quantiz
   }
 }
 
+TEST_CASE("QDQ: MaxPool on VTA, an Add of equal scales in integers, as the float path computes") {
+  // int8 activations (ONNX Runtime's quantizer with activation_type QInt8; VTA max-pools
+  // int8, so a uint8 MaxPool stays on the host)
+  // x (int8) -> DequantizeLinear -> MaxPool 3x3 (stride 1, pad 1) -> QuantizeLinear ->
+  // DequantizeLinear -> Add (+ x dequantized) -> Relu -> QuantizeLinear, one quantization;
+  // a second Add whose output scale is not a power-of-two ratio of its inputs' stays float
+  ModelBuilder b;
+  b.input("x", {std::int64_t{1}, std::int64_t{16}, std::int64_t{8}, std::int64_t{8}}, TP::INT8);
+  auto* z = b.g().add_initializer();
+  z->set_name("z");
+  z->set_data_type(TP::INT8);
+  z->add_int32_data(-5);
+  b.initializer("s", {}, {0.03f});
+  b.initializer("s3", {}, {0.07f});
+  b.node("DequantizeLinear", {"x", "s", "z"}, {"xd"});
+  auto& pool = b.node("MaxPool", {"xd"}, {"p"}, "pool");
+  onnx_test::set_ints(pool, "kernel_shape", {3, 3});
+  onnx_test::set_ints(pool, "pads", {1, 1, 1, 1});
+  b.node("QuantizeLinear", {"p", "s", "z"}, {"pq"});
+  b.node("DequantizeLinear", {"pq", "s", "z"}, {"pd"});
+  b.node("Add", {"pd", "xd"}, {"sum"}, "add");
+  b.node("Relu", {"sum"}, {"r"}, "relu");
+  b.node("QuantizeLinear", {"r", "s", "z"}, {"y"});
+  b.node("DequantizeLinear", {"y", "s", "z"}, {"yd"});
+  b.node("Add", {"yd", "xd"}, {"sum2"}, "add2");
+  b.node("QuantizeLinear", {"sum2", "s3", "z"}, {"y2"});
+  b.output("y");
+  b.output("y2");
+  const graph::Target target;
+  const auto placed = graph::infer_type(b.import(), target);
+  int int_adds = 0, float_adds = 0;
+  for (const auto& e : graph::post_order(placed.results()))
+    if (const auto* c = e.as<graph::CallNode>()) {
+      if (c->op() == "max_pool2d") CHECK(e.device() == graph::Device::Vta);
+      if (c->op() == "add") (e.type().dtype.is_float() ? float_adds : int_adds) += 1;
+    }
+  // the first Add: the zero points out, the sum, the zero point in; the second stays float
+  CHECK(int_adds >= 2);
+  CHECK(float_adds == 1);
+  // against the float path: the same model unfolded, the pass left out
+  const auto float_path =
+      graph::run_passes(b.import({.fold_qdq = false}), target, graph::default_passes(),
+                        {.disabled = {"fake_quantization_to_integer"}});
+  auto mod = graph::build(placed, target, {.name = "qdq_add"});
+  vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
+  for (std::uint64_t seed = 0; seed < 3; ++seed) {
+    const auto x = NDArray::random(DType::int8(), {1, 16, 8, 8}, 60 + seed);
+    const auto want = graph::evaluate(float_path, {{"x", x}}, {});
+    const auto got = exec.run({{"x", x}});
+    REQUIRE(got.size() == 2);
+    CHECK(got[0] == want[0]);
+    CHECK(got[1] == want[1]);
+  }
+}
+
 // ---- QOperator (com.microsoft) -----------------------------------------------------------
 
 struct QModel {

@@ -3,6 +3,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/assign_layouts.hpp>
+#include <dlavm/graph/fake_quantization_to_integer.hpp>
 #include <dlavm/graph/fold_batch_norm.hpp>
 #include <dlavm/graph/fold_rounding.hpp>
 #include <dlavm/graph/fold_scale_shift.hpp>
@@ -34,6 +35,10 @@ DLAVM_INLINE std::vector<Pass> default_passes() {
       {"recognize_hard_swish",
        "replaces hard swish written out in element-wise ops with one hard_swish",
        recognize_hard_swish},
+      {"fake_quantization_to_integer",
+       "computes an add, sub or mul between dequantizations and a quantization in integers where "
+       "that is exact",
+       fake_quantization_to_integer},
       {"type",
        "types every call with its op's type rule; a call the host cannot run stays unplaced",
        [](const Function& fn, const Target& t) {
