@@ -41213,6 +41213,7 @@ DLAVM_INLINE QuantizeResult quantize(const graph::Function& fn, std::span<const 
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <iosfwd>
 #include <map>
 #include <optional>
@@ -41264,6 +41265,16 @@ Record parse_record(std::string_view line);
 // Appends the record as a line and flushes it: what was appended survives the process.
 void append(std::ostream& out, const Record& r);
 
+// A log opened for appending, after cutting a last line that a killed run left without its
+// newline (appended to, it would glue the next record onto the partial one and leave a line
+// no reader can parse). `repair` says what was cut ("'a.log': cut 37 bytes, a last line
+// without its newline"), empty when nothing was. ValueError when the file cannot be opened.
+struct AppendLog {
+  std::ofstream out;
+  std::string repair;
+};
+AppendLog open_for_append(const std::filesystem::path& path);
+
 struct Log {
   std::vector<Record> records;
   // "<source>:<line>: <what is wrong>", one per skipped line, but one per format version for
@@ -41287,8 +41298,10 @@ std::string config_difference(const vta::Config& logged, const vta::Config& here
 // and strategy revision) evaluated in more than one keeps its first record.
 std::vector<Record> merge(std::span<const Log> logs);
 
-// Per workload, its `k` best records that ran: least cycles first, ties in log order. Records
-// of every target count: select a target's first (tune::for_target, tune/apply.hpp).
+// Per workload, its `k` best records that ran: least cycles first; ties go to the knobs that
+// print first, then the target and strategy revision, so that the same records in any order
+// (merged shards, say) give the same choice. Records of every target count: select a
+// target's first (tune::for_target, tune/apply.hpp).
 std::map<std::string, std::vector<Record>> best(std::span<const Record> records, std::size_t k);
 
 }  // namespace dlavm::tune
@@ -41745,9 +41758,11 @@ DLAVM_INLINE Dump load_dump(const std::string& dir) {
 #include <array>
 #include <fstream>
 #include <istream>
+#include <iterator>
 #include <limits>
 #include <ostream>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <variant>
 
@@ -42168,6 +42183,31 @@ DLAVM_INLINE void append(std::ostream& out, const Record& r) {
   out.flush();
 }
 
+DLAVM_INLINE AppendLog open_for_append(const std::filesystem::path& path) {
+  AppendLog log;
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > 0) {
+    // the bytes after the last newline: a record a killed run did not finish
+    std::ifstream in(path, std::ios::binary);
+    if (!in) raise<ValueError>("tuning log '{}' cannot be opened", path.string());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto newline = text.rfind('\n');
+    const std::size_t keep = newline == std::string::npos ? 0 : newline + 1;
+    if (keep < text.size()) {
+      std::filesystem::resize_file(path, keep, ec);
+      if (ec)
+        raise<ValueError>("tuning log '{}': cannot cut its partial last line: {}", path.string(),
+                          ec.message());
+      log.repair = fmt::format("'{}': cut {} bytes, a last line without its newline", path.string(),
+                               text.size() - keep);
+    }
+  }
+  log.out.open(path, std::ios::app);
+  if (!log.out) raise<ValueError>("tuning log '{}' cannot be opened for writing", path.string());
+  return log;
+}
+
 DLAVM_INLINE Log read_log(std::istream& in, std::string_view source) {
   Log log;
   detail::OtherVersions others;
@@ -42244,9 +42284,15 @@ DLAVM_INLINE std::map<std::string, std::vector<Record>> best(std::span<const Rec
   std::map<std::string, std::vector<Record>> out;
   for (const auto& r : records)
     if (r.cycles) out[r.workload].push_back(r);
+  // the order of equal cycles: what the records are, never where they stand
+  const auto tie_key = [](const Record& r) {
+    return std::tuple{to_string(r.knobs), r.target.to_json(), r.strategy.revision};
+  };
   for (auto& [w, rs] : out) {
-    std::stable_sort(rs.begin(), rs.end(),
-                     [](const Record& a, const Record& b) { return *a.cycles < *b.cycles; });
+    std::stable_sort(rs.begin(), rs.end(), [&](const Record& a, const Record& b) {
+      if (*a.cycles != *b.cycles) return *a.cycles < *b.cycles;
+      return tie_key(a) < tie_key(b);
+    });
     if (rs.size() > k) rs.resize(k);
   }
   return out;

@@ -9,7 +9,11 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "../vta/temp_dir.hpp"
+#include <algorithm>
+#include <fstream>
 #include <functional>
+#include <random>
 #include <sstream>
 
 namespace tune_records {
@@ -90,6 +94,54 @@ TEST_CASE("a log keeps its good lines and names each bad one; best() ranks by cy
   CHECK(top.at(a)[0].knobs.values == std::vector<std::int64_t>{2, 2});  // ties in log order
   CHECK(top.at(a)[1].knobs.values == std::vector<std::int64_t>{4, 4});
   CHECK_THROWS_AS(tune::read_log(std::filesystem::path("/nonexistent/x.log")), ValueError);
+}
+
+TEST_CASE("best() chooses among equal cycles by the records, not their order") {
+  std::vector<tune::Record> records;
+  for (std::int64_t i = 0; i < 6; ++i) records.push_back(record(16, {i, 5 - i}, i < 4 ? 500 : 700));
+  const auto want = tune::best(records, 2);
+  REQUIRE(want.size() == 1);
+  std::mt19937 rng(7);
+  for (int n = 0; n < 20; ++n) {
+    std::shuffle(records.begin(), records.end(), rng);
+    CHECK(tune::best(records, 2) == want);
+  }
+  // of the four at 500 cycles, the knobs that print first
+  std::vector<std::string> tied;
+  for (const auto& r : records)
+    if (*r.cycles == 500) tied.push_back(graph::to_string(r.knobs));
+  std::ranges::sort(tied);
+  CHECK(graph::to_string(want.begin()->second.at(0).knobs) == tied[0]);
+  CHECK(graph::to_string(want.begin()->second.at(1).knobs) == tied[1]);
+}
+
+TEST_CASE("open_for_append cuts a last line without its newline, and only that") {
+  const dlavm_test::TempDir dir("tune_append");
+  const auto path = dir.path / "cut.log";
+  const auto r = record(16, {1, 2}, 900);
+  {
+    std::ofstream out(path);
+    tune::append(out, r);
+    const auto line = tune::to_json_line(r);
+    out << line.substr(0, line.size() / 3);  // the kill
+  }
+  {
+    auto log = tune::open_for_append(path);
+    CHECK(log.repair.find("cut.log': cut ") != std::string::npos);
+    tune::append(log.out, record(16, {3, 4}, 800));
+  }
+  const auto back = tune::read_log(path);
+  CHECK(back.warnings.empty());
+  CHECK(back.records.size() == 2);
+  // a whole log, an empty one and a new file are left as they are
+  for (const bool exists : {true, false}) {
+    const auto other = dir.path / (exists ? "whole.log" : "new.log");
+    if (exists) std::ofstream(other) << tune::to_json_line(r) << '\n';
+    auto log = tune::open_for_append(other);
+    CHECK(log.repair.empty());
+  }
+  CHECK(tune::read_log(dir.path / "whole.log").records.size() == 1);
+  CHECK_THROWS_AS(tune::open_for_append(dir.path / "no" / "such" / "dir.log"), dlavm::ValueError);
 }
 
 TEST_CASE("shards partition a run, and their merged logs are the single run's") {

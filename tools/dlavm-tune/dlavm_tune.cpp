@@ -114,10 +114,14 @@ int run_tune(const std::vector<std::string_view>& args) {
   if (log_path.empty()) throw ValueError("dlavm-tune tune: --log FILE is required");
   const graph::Target target;
   std::vector<tune::Record> done;
-  if (std::filesystem::exists(log_path) && std::filesystem::file_size(log_path) > 0) {
-    if (!resume)
-      throw ValueError(fmt::format(
-          "dlavm-tune: '{}' holds records already: --resume continues it, or remove it", log_path));
+  const bool exists = std::filesystem::exists(log_path) && std::filesystem::file_size(log_path) > 0;
+  if (exists && !resume)
+    throw ValueError(fmt::format(
+        "dlavm-tune: '{}' holds records already: --resume continues it, or remove it", log_path));
+  // a record a killed run left half written is cut before anything is read or appended
+  auto appended = tune::open_for_append(log_path);
+  if (!appended.repair.empty()) fmt::print(stderr, "warning: {}\n", appended.repair);
+  if (exists) {
     const auto log = tune::read_log(log_path);
     print_warnings(log.warnings);
     // the records of another configuration or strategy revision: their candidates run again
@@ -129,8 +133,7 @@ int run_tune(const std::vector<std::string_view>& args) {
   if (!config_path.empty())
     for (const auto& w : tune::restrict(tasks, tune::read_config(config_path)))
       fmt::print(stderr, "warning: {}\n", w);
-  std::ofstream out(log_path, std::ios::app);
-  if (!out) throw ValueError(fmt::format("dlavm-tune: cannot write '{}'", log_path));
+  auto& out = appended.out;
   if (isatty(STDERR_FILENO)) options.progress = progress_line;
   vta::SimDevice simulator(target.env.config);
   options.device = &simulator;
@@ -174,7 +177,13 @@ int run_best(const std::vector<std::string_view>& args) {
   if (args.size() != 1) throw ValueError("dlavm-tune best: one LOG");
   const auto log = tune::read_log(std::filesystem::path(args[0]));
   print_warnings(log.warnings);
-  for (const auto& [workload, records] : tune::best(log.records, 1))
+  const auto top = tune::best(log.records, 1);
+  if (top.empty())
+    throw ValueError(fmt::format(
+        "dlavm-tune best: '{}' has no record of a candidate that ran ({} records, all failed; {} "
+        "lines skipped)",
+        args[0], log.records.size(), log.warnings.size()));
+  for (const auto& [workload, records] : top)
     fmt::print("{} cycles  {}\n  {}\n", *records.front().cycles,
                graph::to_string(records.front().knobs), workload);
   return 0;

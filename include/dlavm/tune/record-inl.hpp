@@ -16,9 +16,11 @@
 #include <array>
 #include <fstream>
 #include <istream>
+#include <iterator>
 #include <limits>
 #include <ostream>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <variant>
 
@@ -439,6 +441,31 @@ DLAVM_INLINE void append(std::ostream& out, const Record& r) {
   out.flush();
 }
 
+DLAVM_INLINE AppendLog open_for_append(const std::filesystem::path& path) {
+  AppendLog log;
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > 0) {
+    // the bytes after the last newline: a record a killed run did not finish
+    std::ifstream in(path, std::ios::binary);
+    if (!in) raise<ValueError>("tuning log '{}' cannot be opened", path.string());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto newline = text.rfind('\n');
+    const std::size_t keep = newline == std::string::npos ? 0 : newline + 1;
+    if (keep < text.size()) {
+      std::filesystem::resize_file(path, keep, ec);
+      if (ec)
+        raise<ValueError>("tuning log '{}': cannot cut its partial last line: {}", path.string(),
+                          ec.message());
+      log.repair = fmt::format("'{}': cut {} bytes, a last line without its newline", path.string(),
+                               text.size() - keep);
+    }
+  }
+  log.out.open(path, std::ios::app);
+  if (!log.out) raise<ValueError>("tuning log '{}' cannot be opened for writing", path.string());
+  return log;
+}
+
 DLAVM_INLINE Log read_log(std::istream& in, std::string_view source) {
   Log log;
   detail::OtherVersions others;
@@ -515,9 +542,15 @@ DLAVM_INLINE std::map<std::string, std::vector<Record>> best(std::span<const Rec
   std::map<std::string, std::vector<Record>> out;
   for (const auto& r : records)
     if (r.cycles) out[r.workload].push_back(r);
+  // the order of equal cycles: what the records are, never where they stand
+  const auto tie_key = [](const Record& r) {
+    return std::tuple{to_string(r.knobs), r.target.to_json(), r.strategy.revision};
+  };
   for (auto& [w, rs] : out) {
-    std::stable_sort(rs.begin(), rs.end(),
-                     [](const Record& a, const Record& b) { return *a.cycles < *b.cycles; });
+    std::stable_sort(rs.begin(), rs.end(), [&](const Record& a, const Record& b) {
+      if (*a.cycles != *b.cycles) return *a.cycles < *b.cycles;
+      return tie_key(a) < tie_key(b);
+    });
     if (rs.size() > k) rs.resize(k);
   }
   return out;

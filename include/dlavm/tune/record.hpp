@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <iosfwd>
 #include <map>
 #include <optional>
@@ -89,6 +90,16 @@ Record parse_record(std::string_view line);
 // Appends the record as a line and flushes it: what was appended survives the process.
 void append(std::ostream& out, const Record& r);
 
+// A log opened for appending, after cutting a last line that a killed run left without its
+// newline (appended to, it would glue the next record onto the partial one and leave a line
+// no reader can parse). `repair` says what was cut ("'a.log': cut 37 bytes, a last line
+// without its newline"), empty when nothing was. ValueError when the file cannot be opened.
+struct AppendLog {
+  std::ofstream out;
+  std::string repair;
+};
+AppendLog open_for_append(const std::filesystem::path& path);
+
 struct Log {
   std::vector<Record> records;
   // "<source>:<line>: <what is wrong>", one per skipped line, but one per format version for
@@ -112,8 +123,10 @@ std::string config_difference(const vta::Config& logged, const vta::Config& here
 // and strategy revision) evaluated in more than one keeps its first record.
 std::vector<Record> merge(std::span<const Log> logs);
 
-// Per workload, its `k` best records that ran: least cycles first, ties in log order. Records
-// of every target count: select a target's first (tune::for_target, tune/apply.hpp).
+// Per workload, its `k` best records that ran: least cycles first; ties go to the knobs that
+// print first, then the target and strategy revision, so that the same records in any order
+// (merged shards, say) give the same choice. Records of every target count: select a
+// target's first (tune::for_target, tune/apply.hpp).
 std::map<std::string, std::vector<Record>> best(std::span<const Record> records, std::size_t k);
 
 }  // namespace dlavm::tune
