@@ -21407,6 +21407,7 @@ struct ModuleStep {
   enum class Kind : std::uint8_t { Host, Pack, Unpack, Vta, Append };
   Kind kind = Kind::Host;
   std::string label;                // "%3 conv2d, bias_add, requantize, relu"
+  std::vector<std::string> fused;   // VTA: the calls fused before its result ("%1", "%2")
   std::vector<std::size_t> inputs;  // value indices (VTA: in the program's parameter order)
   std::size_t output = 0;
   // Host: the op (run with the module's op registry) and its attributes; VTA: the ops fused
@@ -21674,7 +21675,15 @@ DLAVM_INLINE std::size_t Module::value_of(std::string_view node) const {
     if (values_[v].node == printed &&
         (!found || values_[*found].layout.kind != Layout::Kind::Plain))
       found = v;
-  if (!found) raise<ValueError>("module '{}': no value holds node {}", name_, node);
+  if (!found) {
+    for (std::size_t k = 0; k < steps_.size(); ++k)
+      if (std::ranges::find(steps_[k].fused, printed) != steps_[k].fused.end())
+        raise<ValueError>(
+            "module '{}': node {} was fused into VTA step {} ({}), which keeps only its result; "
+            "graph::evaluate_trace gives every node's value",
+            name_, printed, k, steps_[k].label);
+    raise<ValueError>("module '{}': no value holds node {}", name_, node);
+  }
   return *found;
 }
 
@@ -37970,6 +37979,7 @@ class ModuleBuilder {
     std::vector<std::string> ops;
     for (const auto& c : g.calls) ops.push_back(c.name());
     s.label = fmt::format("{} {}", names_.name(g.output()), fmt::join(ops, "+"));
+    for (std::size_t k = 0; k + 1 < g.calls.size(); ++k) s.fused.push_back(names_.name(g.calls[k]));
     s.op = fmt::format("{}", fmt::join(ops, "+"));
     // what the kernel reads (the anchor's arguments, then the epilogue's operands), packed
     const auto& layouts = *g.layouts;
@@ -39426,6 +39436,8 @@ DLAVM_INLINE ReplayResult replay(Device& dev, const Dump& dump) {
 #include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <set>
+#include <string>
 
 namespace dlavm::graph {
 
@@ -39540,7 +39552,10 @@ class Executor::Run {
         raise<ValueError>("module '{}': no array for input {}", m_.name(), v.name);
       const auto& a = given->value.get();
       const auto shape = detail::concrete_dims(v.shape, bindings_, "input " + v.name);
-      if (a.dtype() != v.dtype || a.shape() != shape)
+      if (a.dtype() != v.dtype)
+        raise<TypeError>("module '{}': input {} is {}[{}], expected {}[{}]", m_.name(), v.name,
+                         a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
+      if (a.shape() != shape)
         raise<ShapeError>("module '{}': input {} is {}[{}], expected {}[{}]", m_.name(), v.name,
                           a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
       arrays_[p] = a;
@@ -39614,8 +39629,26 @@ class Executor::Run {
     }
   }
 
-  // Every symbolic dim of the inputs is bound, within its range.
+  // Every symbolic dim of the inputs is bound, once and within its range, and every binding
+  // names a symbolic dim of the module.
   void check_bindings() const {
+    std::set<std::string, std::less<>> dims;
+    for (const auto& v : m_.values())
+      for (const auto* shape : {&v.shape, &v.logical})
+        for (const auto& d : *shape)
+          for (const auto& var : ne::free_vars(d)) dims.insert(var.as<ne::VarNode>()->name);
+    for (std::size_t i = 0; i < bindings_.size(); ++i) {
+      const auto& b = bindings_[i];
+      for (std::size_t j = 0; j < i; ++j)
+        if (bindings_[j].name == b.name)
+          raise<ValueError>("module '{}': symbolic dim '{}' is bound twice ({} and {})", m_.name(),
+                            b.name, bindings_[j].value, b.value);
+      if (!dims.contains(b.name))
+        raise<ValueError>("module '{}': '{}' is no symbolic dim of the module ({})", m_.name(),
+                          b.name,
+                          dims.empty() ? std::string("it has none")
+                                       : fmt::format("its dims: {}", fmt::join(dims, ", ")));
+    }
     for (auto p : m_.signature().params)
       for (const auto& d : m_.values()[p].logical)
         for (const auto& v : ne::free_vars(d)) {
@@ -39837,14 +39870,24 @@ DLAVM_INLINE void Executor::set_state(std::string_view name, te::NDArray value) 
     fits = var != nullptr ? n >= var->min && n <= var->max + 1 : n == *v.shape[k].as_int();
   }
   if (!fits) {
-    std::vector<std::string> dims;
-    for (const auto& d : v.shape)
-      dims.push_back(d.is_const() ? fmt::format("{}", d)
-                                  : fmt::format("{} in [{}, {}]", d, d.as<ne::VarNode>()->min,
-                                                detail::state_capacity(d)));
-    raise<ShapeError>("module '{}': state '{}' is {}[{}], the array is {}[{}]", m.name(), name,
-                      v.dtype, fmt::join(dims, ", "), value.dtype(),
-                      fmt::join(value.shape(), ", "));
+    // the type as declared, then how long the state may be along its growing dims: its
+    // variable's maximum + 1 (a run from the maximum appends one position)
+    std::vector<std::string> dims, lengths;
+    for (const auto& d : v.shape) {
+      if (d.is_const()) {
+        dims.push_back(fmt::format("{}", d));
+        continue;
+      }
+      const auto* var = d.as<ne::VarNode>();
+      dims.push_back(fmt::format("{} in [{}, {}]", d, var->min, var->max));
+      lengths.push_back(
+          fmt::format("{} to {} along {}", var->min, detail::state_capacity(d), var->name));
+    }
+    raise<ShapeError>("module '{}': state '{}' is {}[{}]{}, the array is {}[{}]", m.name(), name,
+                      v.dtype, fmt::join(dims, ", "),
+                      lengths.empty() ? std::string()
+                                      : fmt::format(" (an array of {})", fmt::join(lengths, ", ")),
+                      value.dtype(), fmt::join(value.shape(), ", "));
   }
   if (states_.appended[i]) states_.appended[i]->assign(value);
   states_.arrays[i] = std::move(value);

@@ -512,6 +512,17 @@ TEST_CASE("module: bad inputs and bindings are errors naming the input or dim") 
   CHECK_THROWS_WITH_AS(exec.run({{"x", good}}, {{"batch", 4}}),
                        "module 'fc': input %x is int8[3, 32], expected int8[4, 32]",
                        dlavm::ShapeError);
+  const auto unsigned_x = te::NDArray::random(DType::uint8(), {3, 32}, 2);
+  CHECK_THROWS_WITH_AS(exec.run({{"x", unsigned_x}}, {{"batch", 3}}),
+                       "module 'fc': input %x is uint8[3, 32], expected int8[3, 32]",
+                       dlavm::TypeError);
+  // a dim bound twice (the check and the run would read different ones), a name that is no dim
+  CHECK_THROWS_WITH_AS(exec.run({{"x", good}}, {{"batch", 3}, {"batch", 4}}),
+                       "module 'fc': symbolic dim 'batch' is bound twice (3 and 4)",
+                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(exec.run({{"x", good}}, {{"batch", 3}, {"btach", 3}}),
+                       "module 'fc': 'btach' is no symbolic dim of the module (its dims: batch)",
+                       dlavm::ValueError);
   const auto out = exec.run({{"x", good}}, {{"batch", 3}});
   CHECK(out[0].shape() == std::vector<std::int64_t>{3, 16});
   CHECK_THROWS_WITH_AS(exec.value_of("%0"),
@@ -520,6 +531,11 @@ TEST_CASE("module: bad inputs and bindings are errors naming the input or dim") 
   exec.run({{"x", good}}, {{"batch", 3}}, {.keep_values = true});
   CHECK(exec.value_of("%1") == out[0]);
   CHECK_THROWS_WITH_AS(exec.value_of("%7"), "module 'fc': no value holds node %7",
+                       dlavm::ValueError);
+  // the dense sum lives only inside the VTA kernel that requantizes it
+  CHECK_THROWS_WITH_AS(exec.value_of("%0"),
+                       doctest::Contains("module 'fc': node %0 was fused into VTA step 1 (%1 "
+                                         "dense+requantize), which keeps only its result"),
                        dlavm::ValueError);
 }
 

@@ -113,8 +113,8 @@ TEST_CASE("kv cache: each run appends to the state and attends over it on VTA") 
   CHECK(exec.state("k_cache").shape() == std::vector<std::int64_t>{2, 8, 20});
   CHECK_THROWS_WITH_AS(
       exec.set_state("k_cache", te::NDArray(DType::int8(), {2, 11, 20})),
-      "module 'cache': state 'k_cache' is int8[2, last_token in [0, 10], 20], the array is "
-      "int8[2, 11, 20]",
+      "module 'cache': state 'k_cache' is int8[2, last_token in [0, 9], 20] (an array of 0 to "
+      "10 along last_token), the array is int8[2, 11, 20]",
       dlavm::ShapeError);
 }
 

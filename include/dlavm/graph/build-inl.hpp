@@ -228,6 +228,7 @@ class ModuleBuilder {
     std::vector<std::string> ops;
     for (const auto& c : g.calls) ops.push_back(c.name());
     s.label = fmt::format("{} {}", names_.name(g.output()), fmt::join(ops, "+"));
+    for (std::size_t k = 0; k + 1 < g.calls.size(); ++k) s.fused.push_back(names_.name(g.calls[k]));
     s.op = fmt::format("{}", fmt::join(ops, "+"));
     // what the kernel reads (the anchor's arguments, then the epilogue's operands), packed
     const auto& layouts = *g.layouts;

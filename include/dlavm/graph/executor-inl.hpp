@@ -15,6 +15,8 @@
 #include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <set>
+#include <string>
 
 namespace dlavm::graph {
 
@@ -129,7 +131,10 @@ class Executor::Run {
         raise<ValueError>("module '{}': no array for input {}", m_.name(), v.name);
       const auto& a = given->value.get();
       const auto shape = detail::concrete_dims(v.shape, bindings_, "input " + v.name);
-      if (a.dtype() != v.dtype || a.shape() != shape)
+      if (a.dtype() != v.dtype)
+        raise<TypeError>("module '{}': input {} is {}[{}], expected {}[{}]", m_.name(), v.name,
+                         a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
+      if (a.shape() != shape)
         raise<ShapeError>("module '{}': input {} is {}[{}], expected {}[{}]", m_.name(), v.name,
                           a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
       arrays_[p] = a;
@@ -203,8 +208,26 @@ class Executor::Run {
     }
   }
 
-  // Every symbolic dim of the inputs is bound, within its range.
+  // Every symbolic dim of the inputs is bound, once and within its range, and every binding
+  // names a symbolic dim of the module.
   void check_bindings() const {
+    std::set<std::string, std::less<>> dims;
+    for (const auto& v : m_.values())
+      for (const auto* shape : {&v.shape, &v.logical})
+        for (const auto& d : *shape)
+          for (const auto& var : ne::free_vars(d)) dims.insert(var.as<ne::VarNode>()->name);
+    for (std::size_t i = 0; i < bindings_.size(); ++i) {
+      const auto& b = bindings_[i];
+      for (std::size_t j = 0; j < i; ++j)
+        if (bindings_[j].name == b.name)
+          raise<ValueError>("module '{}': symbolic dim '{}' is bound twice ({} and {})", m_.name(),
+                            b.name, bindings_[j].value, b.value);
+      if (!dims.contains(b.name))
+        raise<ValueError>("module '{}': '{}' is no symbolic dim of the module ({})", m_.name(),
+                          b.name,
+                          dims.empty() ? std::string("it has none")
+                                       : fmt::format("its dims: {}", fmt::join(dims, ", ")));
+    }
     for (auto p : m_.signature().params)
       for (const auto& d : m_.values()[p].logical)
         for (const auto& v : ne::free_vars(d)) {
@@ -426,14 +449,24 @@ DLAVM_INLINE void Executor::set_state(std::string_view name, te::NDArray value) 
     fits = var != nullptr ? n >= var->min && n <= var->max + 1 : n == *v.shape[k].as_int();
   }
   if (!fits) {
-    std::vector<std::string> dims;
-    for (const auto& d : v.shape)
-      dims.push_back(d.is_const() ? fmt::format("{}", d)
-                                  : fmt::format("{} in [{}, {}]", d, d.as<ne::VarNode>()->min,
-                                                detail::state_capacity(d)));
-    raise<ShapeError>("module '{}': state '{}' is {}[{}], the array is {}[{}]", m.name(), name,
-                      v.dtype, fmt::join(dims, ", "), value.dtype(),
-                      fmt::join(value.shape(), ", "));
+    // the type as declared, then how long the state may be along its growing dims: its
+    // variable's maximum + 1 (a run from the maximum appends one position)
+    std::vector<std::string> dims, lengths;
+    for (const auto& d : v.shape) {
+      if (d.is_const()) {
+        dims.push_back(fmt::format("{}", d));
+        continue;
+      }
+      const auto* var = d.as<ne::VarNode>();
+      dims.push_back(fmt::format("{} in [{}, {}]", d, var->min, var->max));
+      lengths.push_back(
+          fmt::format("{} to {} along {}", var->min, detail::state_capacity(d), var->name));
+    }
+    raise<ShapeError>("module '{}': state '{}' is {}[{}]{}, the array is {}[{}]", m.name(), name,
+                      v.dtype, fmt::join(dims, ", "),
+                      lengths.empty() ? std::string()
+                                      : fmt::format(" (an array of {})", fmt::join(lengths, ", ")),
+                      value.dtype(), fmt::join(value.shape(), ", "));
   }
   if (states_.appended[i]) states_.appended[i]->assign(value);
   states_.arrays[i] = std::move(value);

@@ -167,7 +167,15 @@ DLAVM_INLINE std::size_t Module::value_of(std::string_view node) const {
     if (values_[v].node == printed &&
         (!found || values_[*found].layout.kind != Layout::Kind::Plain))
       found = v;
-  if (!found) raise<ValueError>("module '{}': no value holds node {}", name_, node);
+  if (!found) {
+    for (std::size_t k = 0; k < steps_.size(); ++k)
+      if (std::ranges::find(steps_[k].fused, printed) != steps_[k].fused.end())
+        raise<ValueError>(
+            "module '{}': node {} was fused into VTA step {} ({}), which keeps only its result; "
+            "graph::evaluate_trace gives every node's value",
+            name_, printed, k, steps_[k].label);
+    raise<ValueError>("module '{}': no value holds node {}", name_, node);
+  }
   return *found;
 }
 

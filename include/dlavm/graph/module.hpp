@@ -77,6 +77,7 @@ struct ModuleStep {
   enum class Kind : std::uint8_t { Host, Pack, Unpack, Vta, Append };
   Kind kind = Kind::Host;
   std::string label;                // "%3 conv2d, bias_add, requantize, relu"
+  std::vector<std::string> fused;   // VTA: the calls fused before its result ("%1", "%2")
   std::vector<std::size_t> inputs;  // value indices (VTA: in the program's parameter order)
   std::size_t output = 0;
   // Host: the op (run with the module's op registry) and its attributes; VTA: the ops fused
