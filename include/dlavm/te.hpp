@@ -9,6 +9,7 @@
 #include <dlavm/te/iter_var.hpp>
 #include <dlavm/te/mutator.hpp>
 #include <dlavm/te/ndarray.hpp>
+#include <dlavm/te/npy.hpp>
 #include <dlavm/te/ops.hpp>
 #include <dlavm/te/pad.hpp>
 #include <dlavm/te/printer.hpp>
