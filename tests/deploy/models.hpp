@@ -62,7 +62,8 @@ inline graph::Function host_ops() {
 }
 
 // The float and quantization kernels of the attention models: a per-channel dequantization,
-// layer norm, causal mask, softmax, a per-tensor quantization and a transpose; the integer
+// layer norm, causal mask, softmax, a per-tensor quantization and a transpose, and a per-channel
+// rescale (ONNX's QLinearConv output step); the integer
 // softmax, causal over the last dim, plain over the symbolic first, causal over dim -2 with the
 // queries last (on the host) and with the queries before the keys (on VTA).
 inline graph::Function float_ops() {
@@ -87,15 +88,26 @@ inline graph::Function float_ops() {
                               stat("bn_mean", 11, -1, 1), stat("bn_var", 12, 0.2, 2),
                               {.axis = 1, .epsilon = 1e-3});
   return graph::function(
-      {x}, {graph::transpose(q, {.perm = {2, 0, 1}}), f, bn,
-            graph::integer_softmax(x, {.axis = -1, .causal = true}),
-            graph::integer_softmax(x, {.axis = 0, .scale = 0.05}),
-            // on the host, the queries the last dim
-            graph::integer_softmax(graph::transpose(x, {.perm = {0, 2, 1}}),
-                                   {.axis = -2, .causal = true}),
-            // on VTA, the queries before the keys
-            graph::integer_softmax(
-                x, {.axis = -2, .causal = true, .queries = dlavm::host::CausalQueries::Before})});
+      {x},
+      {graph::transpose(q, {.perm = {2, 0, 1}}), f, bn,
+       graph::integer_softmax(x, {.axis = -1, .causal = true}),
+       graph::integer_softmax(x, {.axis = 0, .scale = 0.05}),
+       // on the host, the queries the last dim
+       graph::integer_softmax(graph::transpose(x, {.perm = {0, 2, 1}}),
+                              {.axis = -2, .causal = true}),
+       // on VTA, the queries before the keys
+       graph::integer_softmax(
+           x, {.axis = -2, .causal = true, .queries = dlavm::host::CausalQueries::Before}),
+       // ONNX's requantization of an int32 sum: per channel, uint8 with zero points, ties
+       // (x * 3 * 0.5) among the values
+       graph::rescale(
+           graph::mul(graph::cast(x, DType::int32()),
+                      graph::constant("three", te::NDArray::from_ints(DType::int32(), {}, {3}))),
+           graph::constant("mult", te::NDArray::from_floats(
+                                       {8}, {0.5f, 0.25f, 1.5f, 0.1f, 2.0f, 0.75f, 0.3f, 1.0f})),
+           graph::constant("rz", te::NDArray::from_ints(DType::uint8(), {8},
+                                                        {0, 128, 7, 255, 100, 3, 50, 128})),
+           {.axis = -1})});
 }
 
 // The data movement kernels ONNX models need (strided_slice, take, broadcast_to, tile,

@@ -175,12 +175,13 @@ inline FirmwareCall cast_firmware(const FirmwareStep& s) {
   return c;
 }
 
-// runtime::quantize_linear / dequantize_linear(x, scale, zero point, y, outer, channels,
-// inner[, the output type's range]).
-inline FirmwareCall linear_quant_firmware(const FirmwareStep& s, bool quantize) {
+// runtime::quantize_linear / dequantize_linear / rescale(x, scale, zero point, y, outer,
+// channels, inner[, the output type's range]).
+inline FirmwareCall linear_quant_firmware(const FirmwareStep& s, std::string_view kernel) {
+  const bool quantize = kernel != "dequantize_linear";
   const auto split = host::split_channels(std::span(s.input(0)), s.input(1).size(),
                                           linear_quant_schema().from_attrs(s.call.attrs).axis);
-  FirmwareCall c{quantize ? "dlavm::runtime::quantize_linear" : "dlavm::runtime::dequantize_linear",
+  FirmwareCall c{fmt::format("dlavm::runtime::{}", kernel),
                  {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::input(2),
                   FirmwareArg::output(), FirmwareArg::dim(split.outer),
                   FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner)}};
@@ -218,15 +219,20 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
   linear("quantize_linear", detail::quantize_linear_type,
          [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
             const host::LinearQuantParams& p) { return host::quantize_linear(x, s, z, p); },
-         {.call = [](const FirmwareStep& s) { return detail::linear_quant_firmware(s, true); }});
+         {.call = [](const FirmwareStep& s) {
+           return detail::linear_quant_firmware(s, "quantize_linear");
+         }});
   linear("dequantize_linear", detail::dequantize_linear_type,
          [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
             const host::LinearQuantParams& p) { return host::dequantize_linear(x, s, z, p); },
-         {.call = [](const FirmwareStep& s) { return detail::linear_quant_firmware(s, false); }});
-  linear("rescale", detail::rescale_type,
-         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); },
-         {});
+         {.call = [](const FirmwareStep& s) {
+           return detail::linear_quant_firmware(s, "dequantize_linear");
+         }});
+  linear(
+      "rescale", detail::rescale_type,
+      [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+         const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); },
+      {.call = [](const FirmwareStep& s) { return detail::linear_quant_firmware(s, "rescale"); }});
   ops.add({.name = "cast",
            .attrs = detail::cast_schema().specs(),
            .type_rule = detail::cast_type,
