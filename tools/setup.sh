@@ -15,7 +15,7 @@ set -euo pipefail
 packages=(g++ make cmake libboost-dev librange-v3-dev libfmt-dev doctest-dev nlohmann-json3-dev
           libhwy-dev libbenchmark-dev libdnnl-dev clang-format clang-tidy graphviz)
 onnx_packages=(libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
-               libfreetype-dev fonts-dejavu-core)
+               libfreetype-dev fonts-dejavu-core libcli11-dev)
 cross_packages=(g++-arm-linux-gnueabihf qemu-user)
 cluster_packages=(slurm-wlm munge)
 fuzz_packages=(clang libclang-rt-dev)

@@ -25929,13 +25929,17 @@ void bias_add(const T* x, const T* b, T* y, std::int64_t outer, std::int64_t cha
       add_scalar(x + base, b[c], y + base, inner);
     }
 }
+// x rounded to the nearest integer, half to even, whatever the rounding mode.
+inline double round_half_even(double x) {
+  double r = std::floor(x);
+  const double frac = x - r;  // exact: r and x are within one of each other
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+  return r;
+}
 // A float rounded half to even and saturated to [lo, hi]; NaN is 0.
 inline std::int64_t float_to_int(float v, std::int64_t lo, std::int64_t hi) {
   if (std::isnan(v)) return 0;
-  const double x = v;
-  double r = std::floor(x);
-  const double frac = x - r;  // exact: x has 24 significant bits
-  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+  const double r = round_half_even(v);
   if (r <= static_cast<double>(lo)) return lo;
   if (r >= static_cast<double>(hi)) return hi;
   return static_cast<std::int64_t>(r);
@@ -25972,6 +25976,24 @@ void quantize_linear(const float* x, const float* scale, const Out* zero, Out* y
             static_cast<std::int64_t>(zero[c]);
         y[i] = static_cast<Out>(r < lo ? lo : r > hi ? hi : r);
       }
+}
+
+// rescale y = clamp(round_half_even(acc * multiplier[c]) + zero[c], lo, hi): an int32 sum
+// requantized as ONNX's QLinearConv does, the product in double as host::rescale computes it.
+template <class Out>
+void rescale(const std::int32_t* acc, const float* multiplier, const Out* zero, Out* y,
+             std::int64_t outer, std::int64_t channels, std::int64_t inner, std::int64_t lo,
+             std::int64_t hi) {
+  for (std::int64_t o = 0, i = 0; o < outer; ++o)
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const double m = multiplier[c], z = static_cast<double>(zero[c]);
+      for (std::int64_t end = i + inner; i < end; ++i) {
+        const double r = round_half_even(static_cast<double>(acc[i]) * m) + z;
+        y[i] = static_cast<Out>(r < static_cast<double>(lo)   ? lo
+                                : r > static_cast<double>(hi) ? hi
+                                                              : static_cast<std::int64_t>(r));
+      }
+    }
 }
 
 template <class In>
@@ -29711,12 +29733,13 @@ inline FirmwareCall cast_firmware(const FirmwareStep& s) {
   return c;
 }
 
-// runtime::quantize_linear / dequantize_linear(x, scale, zero point, y, outer, channels,
-// inner[, the output type's range]).
-inline FirmwareCall linear_quant_firmware(const FirmwareStep& s, bool quantize) {
+// runtime::quantize_linear / dequantize_linear / rescale(x, scale, zero point, y, outer,
+// channels, inner[, the output type's range]).
+inline FirmwareCall linear_quant_firmware(const FirmwareStep& s, std::string_view kernel) {
+  const bool quantize = kernel != "dequantize_linear";
   const auto split = host::split_channels(std::span(s.input(0)), s.input(1).size(),
                                           linear_quant_schema().from_attrs(s.call.attrs).axis);
-  FirmwareCall c{quantize ? "dlavm::runtime::quantize_linear" : "dlavm::runtime::dequantize_linear",
+  FirmwareCall c{fmt::format("dlavm::runtime::{}", kernel),
                  {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::input(2),
                   FirmwareArg::output(), FirmwareArg::dim(split.outer),
                   FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner)}};
@@ -29754,15 +29777,20 @@ DLAVM_INLINE void add_quantize_ops(OpRegistry& ops) {
   linear("quantize_linear", detail::quantize_linear_type,
          [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
             const host::LinearQuantParams& p) { return host::quantize_linear(x, s, z, p); },
-         {.call = [](const FirmwareStep& s) { return detail::linear_quant_firmware(s, true); }});
+         {.call = [](const FirmwareStep& s) {
+           return detail::linear_quant_firmware(s, "quantize_linear");
+         }});
   linear("dequantize_linear", detail::dequantize_linear_type,
          [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
             const host::LinearQuantParams& p) { return host::dequantize_linear(x, s, z, p); },
-         {.call = [](const FirmwareStep& s) { return detail::linear_quant_firmware(s, false); }});
-  linear("rescale", detail::rescale_type,
-         [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
-            const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); },
-         {});
+         {.call = [](const FirmwareStep& s) {
+           return detail::linear_quant_firmware(s, "dequantize_linear");
+         }});
+  linear(
+      "rescale", detail::rescale_type,
+      [](const te::NDArray& x, const te::NDArray& s, const te::NDArray& z,
+         const host::LinearQuantParams& p) { return host::rescale(x, s, z, p); },
+      {.call = [](const FirmwareStep& s) { return detail::linear_quant_firmware(s, "rescale"); }});
   ops.add({.name = "cast",
            .attrs = detail::cast_schema().specs(),
            .type_rule = detail::cast_type,

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The dlavm tool end to end (tests/CMakeLists.txt: the cli test): inspect and run on an ONNX
+# model that write_cli_model wrote, the run's output against the reference executor's, and bad
+# input (a missing file, wrong dims, a wrong array shape or dtype, an unknown subcommand), each
+# with exit status 2 and a message naming what is wrong.
+#   run.sh DLAVM WRITE_CLI_MODEL WORKDIR
+set -uo pipefail
+dlavm=$1 writer=$2 dir=$3
+rm -rf "$dir" && mkdir -p "$dir"
+failed=0
+output=$("$writer" "$dir") || { echo "FAIL write_cli_model"; exit 1; }
+model=$dir/model.onnx
+
+# expect STATUS TEXT -- ARGS: dlavm's exit status is STATUS and its output holds TEXT
+expect() {
+  local status=$1 text=$2
+  shift 3
+  local got
+  got=$("$dlavm" "$@" 2>&1)
+  local s=$?
+  if [[ $s -ne $status || $got != *"$text"* ]]; then
+    echo "FAIL dlavm $*: status $s (want $status), output:"
+    echo "$got" | head -20
+    failed=1
+  else
+    echo "ok   dlavm $* ($s)"
+  fi
+}
+
+expect 0 "Subcommands:" -- --help
+expect 0 "--input" -- run --help
+expect 0 "multiply-accumulates on VTA: 100.0%" -- inspect "$model" --dims batch=1..4 \
+  --dot "$dir/model.dot" --svg "$dir/model.svg"
+grep -q "digraph" "$dir/model.dot" || { echo "FAIL --dot wrote no DOT"; failed=1; }
+grep -q "<svg" "$dir/model.svg" || { echo "FAIL --svg wrote no SVG"; failed=1; }
+expect 0 "VTA cycles" -- run "$model" --dims batch=1..4 --input "image=$dir/image.npy" \
+  --output "$dir/out"
+if ! cmp -s "$dir/out/$output.npy" "$dir/want.npy"; then
+  echo "FAIL the run's $output.npy differs from the reference executor's"
+  failed=1
+fi
+expect 0 "softmax" -- inspect mlp
+expect 0 "of the layers' multiply-accumulates on VTA" -- quantize "$dir/float.onnx" \
+  --dims batch=1..4 --calib "$dir/calib" -o "$dir/q.onnx" --report "$dir/report.svg"
+grep -q "<svg" "$dir/report.svg" || { echo "FAIL --report wrote no SVG"; failed=1; }
+expect 0 "VTA cycles" -- run "$dir/q.onnx" --dims batch=1..4 --input "image=$dir/image.npy"
+expect 0 "static streams" -- compile "$model" --dims batch=1..4 -o "$dir/fw" --ns cnn
+[[ -f $dir/fw/cnn.hpp && -f $dir/fw/cnn.weights.bin ]] || {
+  echo "FAIL compile wrote no cnn.hpp or cnn.weights.bin"
+  failed=1
+}
+# the header as firmware compiles it (the rescale of a QDQ layer has its firmware kernel)
+include=$(cd "$(dirname "$0")/../../include" && pwd)
+if ! "${CXX:-c++}" -std=c++17 -fno-exceptions -fno-rtti -fsyntax-only -I"$include" \
+     -x c++ "$dir/fw/cnn.hpp" 2>"$dir/fw/cxx.log"; then
+  echo "FAIL the emitted header does not compile as firmware:"
+  head -20 "$dir/fw/cxx.log"
+  failed=1
+fi
+
+# bad input: status 2, the file, the dim, the input named
+expect 2 "'$dir/none.onnx': no such file" -- inspect "$dir/none.onnx"
+expect 2 "--dims batch: 0..4 is no range" -- inspect "$model" --dims batch=0..4
+expect 2 "the range is MIN..MAX" -- inspect "$model" --dims batch=4
+expect 2 "input %image is float32[2, 3, 4, 4], expected float32[2, 3, 8, 8]" -- \
+  run "$model" --dims batch=1..4 --input "image=$dir/image_small.npy"
+expect 2 "input %image is int8[2, 3, 8, 8], expected float32[2, 3, 8, 8]" -- \
+  run "$model" --dims batch=1..4 --input "image=$dir/image_int8.npy"
+expect 2 "--input image: '$dir/nothing.npy' cannot be opened" -- \
+  run "$model" --dims batch=1..4 --input "image=$dir/nothing.npy"
+expect 2 "--input image: $model: not a .npy file" -- \
+  run "$model" --dims batch=1..4 --input "image=$model"
+expect 2 "'photo' is not an input" -- \
+  run "$model" --dims batch=1..4 --input "photo=$dir/image.npy"
+expect 2 "symbolic dim 'batch' = 9 is outside its range [1, 4]" -- \
+  run "$model" --dims batch=1..4 --input "image=$dir/image.npy" --bind batch=9
+expect 2 "calibration sample 0: " -- quantize "$dir/float.onnx" --dims batch=1..4 \
+  --calib "$dir/calib_bad" -o "$dir/bad.onnx"
+expect 2 "--calib: '$dir/none' is no directory" -- quantize "$dir/float.onnx" \
+  --dims batch=1..4 --calib "$dir/none" -o "$dir/bad.onnx"
+expect 2 "unknown subcommand 'frob' (inspect, run, quantize, compile)" -- frob
+expect 2 "MODEL is required" -- inspect
+exit $failed

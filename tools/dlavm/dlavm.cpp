@@ -1,0 +1,374 @@
+// dlavm: the command line's front door to the library, for a user's own ONNX models and the
+// gallery's (as tvmc is TVM's). Each subcommand is the public API a C++ program would call:
+//
+//   dlavm inspect MODEL [--dims NAME=MIN..MAX]... [--dot FILE] [--svg FILE]
+//       every VTA kernel and host step, where it runs and why; the share of the
+//       multiply-accumulates on VTA; the memory plan; a Graphviz picture
+//   dlavm run MODEL --input NAME=FILE.npy... [--dims NAME=MIN..MAX]... [--bind NAME=VALUE]...
+//             [--output DIR]
+//       runs the model on the simulated VTA, writes each output as DIR/<name>.npy, prints the
+//       VTA cycles and their share of the roofline bound
+//   dlavm quantize MODEL --calib DIR -o OUT.onnx [--dims ...] [--shift] [--asymmetric]
+//                  [--report FILE.svg]
+//       a float model quantized by dlavm::quantize from DIR's .npy files (one sample each, or
+//       DIR/<k>/<input>.npy for a model of several inputs), written as a QDQ ONNX model; the
+//       per-layer report on standard output
+//   dlavm compile MODEL -o DIR [--dims ...] [--ns NAME] [--lite]
+//       the firmware header and its weight and stream files (deploy::emit)
+//
+// MODEL is an .onnx file or a gallery model (resnet18, mlp). Exit status: 0 done, 1 the model
+// could not be built or run (a failure of the tool or a limit of VTA), 2 bad input (the
+// command line, a missing or malformed file, dims or arrays that do not fit the model).
+#include <dlavm/dlavm.hpp>
+#include <dlavm/onnx/export.hpp>
+#include <dlavm/onnx/import.hpp>
+#include <dlavm/te/npy.hpp>
+#include <dlavm/vta/hw/sim_device.hpp>
+
+#include <fmt/format.h>
+
+#include "models.hpp"
+#include "onnx_import/mac_split.hpp"
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace dlavm;
+namespace fs = std::filesystem;
+
+// Bad input: the command line or a file the user gave (exit status 2).
+struct BadInput : ValueError {
+  using ValueError::ValueError;
+};
+
+// f(), its errors of what the user gave (a value, a shape, a type) as bad input: the library's
+// checks of arrays, bindings and samples name the input, the dim and the sample.
+template <class F>
+auto as_bad_input(F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const ValueError& e) {
+    throw BadInput(e.what());
+  } catch (const ShapeError& e) {
+    throw BadInput(e.what());
+  } catch (const TypeError& e) {
+    throw BadInput(e.what());
+  }
+}
+
+std::int64_t integer(const std::string& what, std::string_view text) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size())
+    throw BadInput(fmt::format("{}: '{}' is not an integer", what, text));
+  return v;
+}
+
+// "NAME=VALUE" split at its first '='.
+std::pair<std::string, std::string> name_value(const std::string& flag, const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw BadInput(fmt::format("{} takes NAME=VALUE, not '{}'", flag, text));
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+// --dims NAME=MIN..MAX: the range of a symbolic dim of an ONNX model's inputs.
+decltype(onnx::ImportOptions::dims) dim_ranges(const std::vector<std::string>& specs) {
+  decltype(onnx::ImportOptions::dims) out;
+  for (const auto& spec : specs) {
+    const auto [name, range] = name_value("--dims", spec);
+    const auto dots = range.find("..");
+    if (dots == std::string::npos)
+      throw BadInput(fmt::format("--dims {}: the range is MIN..MAX, not '{}'", name, range));
+    const auto lo = integer("--dims " + name, range.substr(0, dots));
+    const auto hi = integer("--dims " + name, range.substr(dots + 2));
+    if (lo < 1 || hi < lo)
+      throw BadInput(fmt::format("--dims {}: {}..{} is no range of at least 1", name, lo, hi));
+    out[name] = {lo, hi};
+  }
+  return out;
+}
+
+graph::Function load_model(const std::string& model, const std::vector<std::string>& dims) {
+  if (model == "resnet18" || model == "mlp") {
+    if (!dims.empty()) throw BadInput("--dims: the gallery's models have no symbolic dims to set");
+    return model == "resnet18" ? models::ResNet18(224).function() : models::Mlp().function();
+  }
+  if (!fs::exists(model))
+    throw BadInput(
+        fmt::format("'{}': no such file (and no gallery model of that name: resnet18, "
+                    "mlp)",
+                    model));
+  onnx::ImportOptions options;
+  options.dims = dim_ranges(dims);
+  try {
+    return onnx::import(model, options);
+  } catch (const Error& e) {
+    throw BadInput(e.what());
+  }
+}
+
+std::string millions(double v) { return fmt::format("{:.2f} M", v / 1e6); }
+
+int inspect(const std::string& model, const std::vector<std::string>& dims,
+            const std::string& dot_path, const std::string& svg_path) {
+  const auto fn = load_model(model, dims);
+  const graph::Target target;
+  const auto placed = graph::infer_type(fn, target);
+  const auto& part = *placed.placement();
+  fmt::print("{}: {} inputs, {} outputs, {} kernels and steps\n", model, placed.params().size(),
+             placed.results().size(), part.groups.size());
+  for (std::size_t k = 0; k < part.groups.size(); ++k)
+    fmt::print("{:>4}  {}\n", k, part.describe(part.groups[k]));
+  const auto split = qdq_models::mac_split(placed);
+  fmt::print("multiply-accumulates on VTA: {:.1f}% of {}\n", 100 * split.vta_share(),
+             millions(split.all));
+  const auto mod = graph::build(placed, target, {.name = "model"});
+  fmt::print("{}", mod.plan().report(mod.name()));
+  const auto dot = graph::to_dot(placed, {.name = "model"});
+  if (!dot_path.empty()) {
+    std::ofstream out(dot_path);
+    if (!(out << dot)) throw BadInput(fmt::format("--dot: cannot write '{}'", dot_path));
+  }
+  if (!svg_path.empty()) {
+    const fs::path tmp = fs::path(svg_path).concat(".dot");
+    std::ofstream(tmp) << dot;
+    const auto command = fmt::format("dot -Tsvg '{}' -o '{}'", tmp.string(), svg_path);
+    const int status = std::system(command.c_str());
+    fs::remove(tmp);
+    if (status != 0)
+      throw ValueError(fmt::format(
+          "--svg: Graphviz's dot failed (status {}); is it installed (apt install graphviz)?",
+          status));
+  }
+  return 0;
+}
+
+int run(const std::string& model, const std::vector<std::string>& dims,
+        const std::vector<std::string>& input_specs, const std::vector<std::string>& bind_specs,
+        const std::string& output_dir) {
+  const auto fn = load_model(model, dims);
+  const graph::Target target;
+  std::vector<std::pair<std::string, te::NDArray>> arrays;
+  for (const auto& spec : input_specs) {
+    const auto [name, path] = name_value("--input", spec);
+    try {
+      arrays.emplace_back(name, te::read_npy(path));
+    } catch (const Error& e) {
+      throw BadInput(fmt::format("--input {}: {}", name, e.what()));
+    }
+  }
+  std::vector<std::pair<std::string, std::int64_t>> binds;
+  for (const auto& spec : bind_specs) {
+    const auto [name, value] = name_value("--bind", spec);
+    binds.emplace_back(name, integer("--bind " + name, value));
+  }
+  // a symbolic dim the arrays fix: bound from the first input that has it, unless --bind did
+  for (const auto& p : fn.params())
+    for (const auto& [name, a] : arrays)
+      if (name == p.name() && a.ndim() == p.type().shape.size())
+        for (std::size_t k = 0; k < a.ndim(); ++k)
+          if (const auto* v = p.type().shape[k].as<ne::VarNode>();
+              v != nullptr &&
+              std::ranges::none_of(binds, [&](const auto& b) { return b.first == v->name; }))
+            binds.emplace_back(v->name, a.shape()[k]);
+  auto mod = graph::build(graph::infer_type(fn, target), target, {.name = "model"});
+  vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
+  std::vector<graph::NamedArray> inputs;
+  for (const auto& [name, a] : arrays) inputs.push_back({name, a});
+  std::vector<ne::Binding> bindings;
+  for (const auto& [name, v] : binds) bindings.push_back({name, v});
+  const auto outputs = as_bad_input([&] { return exec.run(inputs, bindings); });
+  const auto& last = exec.last_run();
+  std::uint64_t roofline = 0;
+  for (const auto& s : last.steps) roofline += s.roofline_cycles;
+  fmt::print("{}: {} VTA cycles ({:.1f}% of the roofline bound {})\n", model, last.vta_cycles,
+             last.vta_cycles == 0
+                 ? 0.0
+                 : 100.0 * static_cast<double>(roofline) / static_cast<double>(last.vta_cycles),
+             roofline);
+  if (!output_dir.empty()) fs::create_directories(output_dir);
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    const auto& r = fn.results()[k];
+    const auto* call = r.as<graph::CallNode>();
+    std::string name = call != nullptr && !call->result_name.empty() ? call->result_name
+                                                                     : fmt::format("output_{}", k);
+    for (auto& c : name)
+      if (c == '/' || c == '\\') c = '_';
+    fmt::print("  {} {}[{}]\n", name, outputs[k].dtype(), fmt::join(outputs[k].shape(), ", "));
+    if (!output_dir.empty()) te::write_npy(fs::path(output_dir) / (name + ".npy"), outputs[k]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+// The calibration samples of a model: DIR/*.npy, one file per sample, for a model of one input;
+// DIR/<sample>/<input>.npy for several. A symbolic dim is bound from the arrays.
+std::vector<quantization::Sample> calibration_samples(const graph::Function& fn,
+                                                      const std::string& dir) {
+  if (!fs::is_directory(dir)) throw BadInput(fmt::format("--calib: '{}' is no directory", dir));
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(dir)) entries.push_back(e.path());
+  std::ranges::sort(entries);
+  const auto sample_of = [&](std::vector<std::pair<std::string, fs::path>> files) {
+    quantization::Sample s;
+    for (const auto& [name, path] : files) {
+      try {
+        s.inputs.emplace_back(name, te::read_npy(path));
+      } catch (const Error& e) {
+        throw BadInput(fmt::format("--calib: {}", e.what()));
+      }
+      for (const auto& p : fn.params())
+        if (p.name() == name && p.type().shape.size() == s.inputs.back().second.ndim())
+          for (std::size_t k = 0; k < p.type().shape.size(); ++k)
+            if (const auto* v = p.type().shape[k].as<ne::VarNode>();
+                v != nullptr &&
+                std::ranges::none_of(s.dims, [&](const auto& d) { return d.first == v->name; }))
+              s.dims.emplace_back(v->name, s.inputs.back().second.shape()[k]);
+    }
+    return s;
+  };
+  std::vector<quantization::Sample> samples;
+  if (fn.params().size() == 1) {
+    for (const auto& e : entries)
+      if (e.extension() == ".npy") samples.push_back(sample_of({{fn.params()[0].name(), e}}));
+  } else {
+    for (const auto& e : entries) {
+      if (!fs::is_directory(e)) continue;
+      std::vector<std::pair<std::string, fs::path>> files;
+      for (const auto& p : fn.params()) files.emplace_back(p.name(), e / (p.name() + ".npy"));
+      samples.push_back(sample_of(files));
+    }
+  }
+  if (samples.empty())
+    throw BadInput(fmt::format("--calib: '{}' holds no samples ({})", dir,
+                               fn.params().size() == 1
+                                   ? "a .npy file per sample"
+                                   : "a folder per sample with a <input>.npy file per input"));
+  return samples;
+}
+
+int quantize(const std::string& model, const std::vector<std::string>& dims,
+             const std::string& calib, const std::string& out, bool shift, bool asymmetric,
+             const std::string& report) {
+  const auto fn = load_model(model, dims);
+  const auto samples = calibration_samples(fn, calib);
+  const auto result = as_bad_input([&] {
+    return dlavm::quantize(fn, samples,
+                           {.requantize = shift ? quantization::Requantize::Shift
+                                                : quantization::Requantize::Multiplier,
+                            .activations = asymmetric ? quantization::Activations::Asymmetric
+                                                      : quantization::Activations::Symmetric,
+                            .progress = true});
+  });
+  fmt::print("{}", result.table());
+  if (!report.empty()) {
+    std::ofstream svg(report);
+    if (!(svg << result.svg())) throw BadInput(fmt::format("--report: cannot write '{}'", report));
+  }
+  onnx::export_model(result.function, out);
+  fmt::print("{} samples; written to {}\n", samples.size(), out);
+  return 0;
+}
+
+int compile(const std::string& model, const std::vector<std::string>& dims, const std::string& out,
+            const std::string& ns, bool lite) {
+  const auto fn = load_model(model, dims);
+  const graph::Target target;
+  const auto mod = graph::build(graph::infer_type(fn, target), target, {.name = ns});
+  fs::create_directories(out);
+  const auto r = deploy::emit(mod, out, {.ns = ns, .lite = lite});
+  fmt::print(
+      "{}: {} static streams ({} instructions), {} steps replayed per run\n  {}\n  {}\n  "
+      "{}\n",
+      model, r.static_streams, r.static_instructions, r.replayed_steps, r.header, r.weights,
+      r.insts);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  CLI::App app{"dlavm: compile, inspect and run models for the VTA accelerator"};
+  app.require_subcommand(1);
+  app.footer(
+      "MODEL: an .onnx file, or a gallery model (resnet18, mlp).\n"
+      "Exit status: 0 done; 1 the model could not be built or run; 2 bad input.");
+  std::string model, dot_path, svg_path, output_dir, calib, out, report, ns = "model";
+  std::vector<std::string> dims, inputs, binds;
+  bool shift = false, asymmetric = false, lite = false;
+
+  auto* inspect_cmd =
+      app.add_subcommand("inspect", "where each kernel and step runs and why, the memory plan");
+  inspect_cmd->add_option("MODEL", model, "an .onnx file or a gallery model")->required();
+  inspect_cmd->add_option("--dims", dims, "NAME=MIN..MAX: the range of a symbolic input dim");
+  inspect_cmd->add_option("--dot", dot_path, "write the placed graph as Graphviz DOT");
+  inspect_cmd->add_option("--svg", svg_path, "render the placed graph as SVG (Graphviz's dot)");
+
+  auto* run_cmd = app.add_subcommand("run", "run the model on the simulated VTA");
+  run_cmd->add_option("MODEL", model, "an .onnx file or a gallery model")->required();
+  run_cmd->add_option("--input", inputs, "NAME=FILE.npy: an input's array")->required();
+  run_cmd->add_option("--dims", dims, "NAME=MIN..MAX: the range of a symbolic input dim");
+  run_cmd->add_option("--bind", binds,
+                      "NAME=VALUE: a symbolic dim's value (else read off the arrays)");
+  run_cmd->add_option("--output", output_dir, "write each output as DIR/NAME.npy");
+
+  auto* quantize_cmd = app.add_subcommand(
+      "quantize", "quantize a float model from calibration samples, written as QDQ ONNX");
+  quantize_cmd->add_option("MODEL", model, "an .onnx file or a gallery model")->required();
+  quantize_cmd
+      ->add_option("--calib", calib,
+                   "a folder of .npy samples (one per file; a folder per sample for several "
+                   "inputs)")
+      ->required();
+  quantize_cmd->add_option("-o,--output", out, "the quantized model, an .onnx file")->required();
+  quantize_cmd->add_option("--dims", dims, "NAME=MIN..MAX: the range of a symbolic input dim");
+  quantize_cmd->add_flag("--shift", shift,
+                         "power-of-two scales: requantization on VTA (else a float multiplier)");
+  quantize_cmd->add_flag("--asymmetric", asymmetric, "activations with a zero point");
+  quantize_cmd->add_option("--report", report, "the per-layer SQNR as an SVG plot");
+
+  auto* compile_cmd =
+      app.add_subcommand("compile", "the firmware header, weights and streams (deploy::emit)");
+  compile_cmd->add_option("MODEL", model, "an .onnx file or a gallery model")->required();
+  compile_cmd->add_option("-o,--output", out, "the folder the files go to")->required();
+  compile_cmd->add_option("--dims", dims, "NAME=MIN..MAX: the range of a symbolic input dim");
+  compile_cmd->add_option("--ns", ns, "the header's namespace and the files' name");
+  compile_cmd->add_flag("--lite", lite, "consecutive static VTA steps as one stream");
+
+  // (CLI11 would say only that a subcommand is required)
+  std::vector<std::string> names;
+  for (const auto* c : app.get_subcommands({})) names.push_back(c->get_name());
+  if (argc > 1 && argv[1][0] != '-' && std::ranges::find(names, argv[1]) == names.end()) {
+    fmt::print(stderr, "dlavm: unknown subcommand '{}' ({}); dlavm --help lists them\n", argv[1],
+               fmt::join(names, ", "));
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);
+    return status == 0 ? 0 : 2;
+  }
+  try {
+    if (*inspect_cmd) return inspect(model, dims, dot_path, svg_path);
+    if (*run_cmd) return run(model, dims, inputs, binds, output_dir);
+    if (*quantize_cmd) return quantize(model, dims, calib, out, shift, asymmetric, report);
+    if (*compile_cmd) return compile(model, dims, out, ns, lite);
+  } catch (const BadInput& e) {
+    fmt::print(stderr, "dlavm: {}\n", e.what());
+    return 2;
+  } catch (const Error& e) {
+    fmt::print(stderr, "dlavm: {}\n", e.what());
+    return 1;
+  }
+  return 2;
+}
