@@ -49,10 +49,16 @@ expect 0 "static streams" -- compile "$model" --dims batch=1..4 -o "$dir/fw" --n
   echo "FAIL compile wrote no cnn.hpp or cnn.weights.bin"
   failed=1
 }
-# the header as firmware compiles it (the rescale of a QDQ layer has its firmware kernel)
+# the header as firmware compiles it (the rescale of a QDQ layer has its firmware kernel), its
+# byte sizes functions of the batch: a float32 image of 3x8x8 in, 16 float32 features out
 include=$(cd "$(dirname "$0")/../../include" && pwd)
+cat >"$dir/fw/sizes.cpp" <<'CPP'
+#include "cnn.hpp"
+static_assert(cnn::input_image_bytes(2) == 2 * 3 * 8 * 8 * 4);
+static_assert(cnn::output_0_bytes(3) == 3 * 16 * 4);
+CPP
 if ! "${CXX:-c++}" -std=c++17 -fno-exceptions -fno-rtti -fsyntax-only -I"$include" \
-     -x c++ "$dir/fw/cnn.hpp" 2>"$dir/fw/cxx.log"; then
+     "$dir/fw/sizes.cpp" 2>"$dir/fw/cxx.log"; then
   echo "FAIL the emitted header does not compile as firmware:"
   head -20 "$dir/fw/cxx.log"
   failed=1

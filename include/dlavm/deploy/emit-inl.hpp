@@ -2,6 +2,8 @@
 #pragma once
 
 #include <dlavm/deploy/emit.hpp>
+#include <dlavm/ne/functor.hpp>
+#include <dlavm/ne/simplify.hpp>
 #include <dlavm/runtime/model_file.hpp>
 #include <dlavm/vta/codegen.hpp>
 
@@ -253,12 +255,17 @@ class HeaderPrinter {
           p_.dims[k].var.max());
     put(out, "\n// Inputs, outputs and states: row-major arrays in the runtime (cache) region.\n");
     const auto& sig = m_.signature();
-    for (auto p : sig.params)
+    for (auto p : sig.params) {
+      const auto name = identifier(m_.values()[p].param);
       put(out, "// {}\ninline {}* input_{}(Session& s) {{ return {}; }}\n", describe(p), type_of(p),
-          identifier(m_.values()[p].param), ptr(p));
-    for (std::size_t k = 0; k < sig.results.size(); ++k)
+          name, ptr(p));
+      byte_size(out, fmt::format("input_{}_bytes", name), p);
+    }
+    for (std::size_t k = 0; k < sig.results.size(); ++k) {
       put(out, "// {}\ninline const {}* output_{}(Session& s) {{ return {}; }}\n",
           describe(sig.results[k]), type_of(sig.results[k]), k, ptr(sig.results[k]));
+      byte_size(out, fmt::format("output_{}_bytes", k), sig.results[k]);
+    }
     for (std::size_t i = 0; i < sig.state.size(); ++i) {
       const auto& st = sig.state[i];
       const auto name = identifier(m_.values()[st.value].param);
@@ -273,6 +280,38 @@ class HeaderPrinter {
       put(out, "// {}\ninline {}* state_{}(Session& s) {{ return {}; }}\n", describe(st.value),
           type_of(st.value), name, ptr(st.value));
     }
+  }
+
+  // The bytes of value v (its logical dims times its element's size) as a constexpr function
+  // of the dims run() takes, so that firmware sizes its buffers from the header: a constant
+  // for a model whose dims are all static. A value whose size depends on a growing state's
+  // length reads that length from the session.
+  void byte_size(fmt::memory_buffer& out, const std::string& name, std::size_t v) const {
+    const auto& value = m_.values()[v];
+    ne::Expr elements = 1;
+    for (const auto& d : value.logical) elements = elements * d;
+    elements = ne::simplify(elements);
+    std::vector<std::string> args, body;
+    bool growing = false;
+    for (const auto& var : ne::free_vars(elements))
+      for (std::size_t k = p_.param_dims; k < p_.dims.size(); ++k)
+        growing = growing || p_.dims[k].var.name() == var.as<ne::VarNode>()->name;
+    if (growing) args.push_back("Session& s");
+    for (std::size_t k = 0; k < p_.param_dims; ++k) {
+      args.push_back(
+          fmt::format("[[maybe_unused]] std::int64_t {}", identifier(p_.dims[k].var.name())));
+      body.push_back(fmt::format("  [[maybe_unused]] const std::int64_t d{} = {};\n", k,
+                                 identifier(p_.dims[k].var.name())));
+    }
+    if (growing)
+      for (std::size_t k = p_.param_dims; k < p_.dims.size(); ++k)
+        body.push_back(fmt::format("  [[maybe_unused]] const std::int64_t d{} = {}[0];\n", k,
+                                   counters(p_.dims[k].counters)));
+    put(out,
+        "inline {}std::size_t {}({}) {{\n{}  return static_cast<std::size_t>({}) * "
+        "sizeof({});\n}}\n",
+        growing ? "" : "constexpr ", name, fmt::join(args, ", "), fmt::join(body, ""),
+        expr(elements), type_of(v));
   }
 
   void static_streams(fmt::memory_buffer& out) const {
