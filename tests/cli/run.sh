@@ -64,7 +64,16 @@ if ! "${CXX:-c++}" -std=c++17 -fno-exceptions -fno-rtti -fsyntax-only -I"$includ
   failed=1
 fi
 
+expect 0 "candidates evaluated" -- tune "$model" --dims batch=1..4 --log "$dir/model.log" \
+  --top 2 --threads 1
+[[ -s $dir/model.log ]] || { echo "FAIL tune wrote no log"; failed=1; }
+expect 0 "candidates evaluated" -- tune "$model" --dims batch=1..4 --log "$dir/model.log" \
+  --top 3 --threads 1 --resume
+
 # bad input: status 2, the file, the dim, the input named
+expect 2 "holds records already: --resume continues it" -- tune "$model" --dims batch=1..4 \
+  --log "$dir/model.log"
+expect 2 "shard '3/2'" -- tune mlp --log "$dir/mlp.log" --shard 3/2
 expect 2 "'$dir/none.onnx': no such file" -- inspect "$dir/none.onnx"
 expect 2 "--dims batch: 0..4 is no range" -- inspect "$model" --dims batch=0..4
 expect 2 "the range is MIN..MAX" -- inspect "$model" --dims batch=4
@@ -84,6 +93,6 @@ expect 2 "calibration sample 0: " -- quantize "$dir/float.onnx" --dims batch=1..
   --calib "$dir/calib_bad" -o "$dir/bad.onnx"
 expect 2 "--calib: '$dir/none' is no directory" -- quantize "$dir/float.onnx" \
   --dims batch=1..4 --calib "$dir/none" -o "$dir/bad.onnx"
-expect 2 "unknown subcommand 'frob' (inspect, run, quantize, compile)" -- frob
+expect 2 "unknown subcommand 'frob' (inspect, run, quantize, tune, compile)" -- frob
 expect 2 "MODEL is required" -- inspect
 exit $failed

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "models.hpp"
+#include "tune_command.hpp"
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -60,89 +61,39 @@ graph::Function model(std::string_view name, std::int64_t image) {
   throw ValueError(fmt::format("dlavm-tune: no model '{}' (resnet18, mlp)", name));
 }
 
-void print_warnings(std::span<const std::string> warnings) {
-  for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
-}
-
-// "  120/5000 candidates  340/s  best 1234567 cycles  00:14 left", rewritten in place.
-void progress_line(const tune::Progress& p) {
-  const double rate = p.seconds > 0 ? static_cast<double>(p.done) / p.seconds : 0;
-  const auto left = rate > 0 && p.total >= p.done
-                        ? static_cast<long>(static_cast<double>(p.total - p.done) / rate)
-                        : 0;
-  fmt::print(stderr, "\r{:>7}/{} candidates  {:.0f}/s  best {} cycles  {:02}:{:02} left   ", p.done,
-             p.total, rate, p.best_cycles ? fmt::format("{}", *p.best_cycles) : "-", left / 60,
-             left % 60);
-  if (p.done == p.total) fmt::print(stderr, "\n");
-}
-
 int run_tune(const std::vector<std::string_view>& args) {
   if (args.empty()) throw ValueError("dlavm-tune tune: which model?");
-  std::string log_path;
-  tune::TuneOptions options;
-  bool resume = false;
+  dlavm_tools::TuneCommand c;
   std::int64_t image = 224;
-  std::string config_path;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const auto flag = args[i];
     if (flag == "--resume") {
-      resume = true;
+      c.resume = true;
       continue;
     }
     if (i + 1 >= args.size()) throw ValueError(fmt::format("dlavm-tune: {} needs a value", flag));
     const auto value = args[++i];
     if (flag == "--log") {
-      log_path = value;
+      c.log = value;
     } else if (flag == "--top") {
-      options.top = static_cast<std::size_t>(integer(flag, value));
+      c.options.top = static_cast<std::size_t>(integer(flag, value));
     } else if (flag == "--threads") {
-      options.threads = static_cast<unsigned>(integer(flag, value));
+      c.options.threads = static_cast<unsigned>(integer(flag, value));
     } else if (flag == "--shard") {
-      options.shard = tune::parse_shard(value);
+      c.options.shard = tune::parse_shard(value);
     } else if (flag == "--budget") {
-      options.budget_seconds = static_cast<double>(integer(flag, value));
+      c.options.budget_seconds = static_cast<double>(integer(flag, value));
     } else if (flag == "--image") {
       image = integer(flag, value);
     } else if (flag == "--config") {
-      config_path = value;
+      c.config = value;
     } else if (flag == "--verify") {
-      options.verify_every = static_cast<std::size_t>(integer(flag, value));
+      c.options.verify_every = static_cast<std::size_t>(integer(flag, value));
     } else {
       throw ValueError(fmt::format("dlavm-tune tune: unknown option '{}'", flag));
     }
   }
-  if (log_path.empty()) throw ValueError("dlavm-tune tune: --log FILE is required");
-  const graph::Target target;
-  std::vector<tune::Record> done;
-  const bool exists = std::filesystem::exists(log_path) && std::filesystem::file_size(log_path) > 0;
-  if (exists && !resume)
-    throw ValueError(fmt::format(
-        "dlavm-tune: '{}' holds records already: --resume continues it, or remove it", log_path));
-  // a record a killed run left half written is cut before anything is read or appended
-  auto appended = tune::open_for_append(log_path);
-  if (!appended.repair.empty()) fmt::print(stderr, "warning: {}\n", appended.repair);
-  if (exists) {
-    const auto log = tune::read_log(log_path);
-    print_warnings(log.warnings);
-    // the records of another configuration or strategy revision: their candidates run again
-    auto mine = tune::for_target(log.records, target);
-    print_warnings(mine.warnings);
-    done = std::move(mine.records);
-  }
-  auto tasks = tune::tasks(model(args[0], image), target);
-  if (!config_path.empty())
-    for (const auto& w : tune::restrict(tasks, tune::read_config(config_path)))
-      fmt::print(stderr, "warning: {}\n", w);
-  auto& out = appended.out;
-  if (isatty(STDERR_FILENO)) options.progress = progress_line;
-  vta::SimDevice simulator(target.env.config);
-  options.device = &simulator;
-  const auto written = tune::tune(tasks, target.env, out, done, options);
-  const auto failed = std::count_if(written.begin(), written.end(),
-                                    [](const tune::Record& r) { return !r.cycles; });
-  fmt::print("{}: {} workloads, {} candidates evaluated, {} failed ({} in the log before)\n",
-             args[0], tasks.size(), written.size(), failed, done.size());
-  return 0;
+  return dlavm_tools::tune_command(model(args[0], image), std::string(args[0]), std::move(c));
 }
 
 int run_space(const std::vector<std::string_view>& args) {
@@ -163,7 +114,7 @@ int run_merge(const std::vector<std::string_view>& args) {
   std::vector<tune::Log> logs;
   for (std::size_t i = 1; i < args.size(); ++i) {
     logs.push_back(tune::read_log(std::filesystem::path(args[i])));
-    print_warnings(logs.back().warnings);
+    dlavm_tools::print_warnings(logs.back().warnings);
   }
   const auto merged = tune::merge(logs);
   std::ofstream out{std::string(args[0])};
@@ -176,7 +127,7 @@ int run_merge(const std::vector<std::string_view>& args) {
 int run_best(const std::vector<std::string_view>& args) {
   if (args.size() != 1) throw ValueError("dlavm-tune best: one LOG");
   const auto log = tune::read_log(std::filesystem::path(args[0]));
-  print_warnings(log.warnings);
+  dlavm_tools::print_warnings(log.warnings);
   const auto top = tune::best(log.records, 1);
   if (top.empty())
     throw ValueError(fmt::format(

@@ -15,6 +15,9 @@
 //       per-layer report on standard output
 //   dlavm compile MODEL -o DIR [--dims ...] [--ns NAME] [--lite]
 //       the firmware header and its weight and stream files (deploy::emit)
+//   dlavm tune MODEL --log FILE [--dims ...] [--shard I/N] [--resume] [--budget S] [--top K]
+//              [--threads N] [--verify N] [--config FILE]
+//       the schedules of its VTA kernels searched on the cycle model (as dlavm-tune tune)
 //
 // MODEL is an .onnx file or a gallery model (resnet18, mlp). Exit status: 0 done, 1 the model
 // could not be built or run (a failure of the tool or a limit of VTA), 2 bad input (the
@@ -27,6 +30,7 @@
 
 #include <fmt/format.h>
 
+#include "dlavm-tune/tune_command.hpp"
 #include "models.hpp"
 #include "onnx_import/mac_split.hpp"
 #include <CLI/CLI.hpp>
@@ -336,6 +340,25 @@ int main(int argc, char** argv) {
   quantize_cmd->add_flag("--asymmetric", asymmetric, "activations with a zero point");
   quantize_cmd->add_option("--report", report, "the per-layer SQNR as an SVG plot");
 
+  dlavm_tools::TuneCommand tune_options;
+  std::string shard;
+  double budget = 0;
+  auto* tune_cmd = app.add_subcommand(
+      "tune", "search the schedules of the model's VTA kernels, appending to a log");
+  tune_cmd->add_option("MODEL", model, "an .onnx file or a gallery model")->required();
+  tune_cmd->add_option("--log", tune_options.log, "the log appended to")->required();
+  tune_cmd->add_option("--dims", dims, "NAME=MIN..MAX: the range of a symbolic input dim");
+  tune_cmd->add_option("--shard", shard, "I/N: this process's share of the candidates");
+  tune_cmd->add_flag("--resume", tune_options.resume, "continue a log that holds records");
+  tune_cmd->add_option("--budget", budget, "stop after this many seconds")
+      ->check(CLI::PositiveNumber);
+  tune_cmd->add_option("--top", tune_options.options.top,
+                       "candidates per workload, the cycle model's best first");
+  tune_cmd->add_option("--threads", tune_options.options.threads, "threads evaluating candidates");
+  tune_cmd->add_option("--verify", tune_options.options.verify_every,
+                       "every N-th candidate also run on the simulator");
+  tune_cmd->add_option("--config", tune_options.config, "a knob-space file (dlavm-tune space)");
+
   auto* compile_cmd =
       app.add_subcommand("compile", "the firmware header, weights and streams (deploy::emit)");
   compile_cmd->add_option("MODEL", model, "an .onnx file or a gallery model")->required();
@@ -363,6 +386,13 @@ int main(int argc, char** argv) {
     if (*run_cmd) return run(model, dims, inputs, binds, output_dir);
     if (*quantize_cmd) return quantize(model, dims, calib, out, shift, asymmetric, report);
     if (*compile_cmd) return compile(model, dims, out, ns, lite);
+    if (*tune_cmd) {
+      if (!shard.empty())
+        tune_options.options.shard = as_bad_input([&] { return tune::parse_shard(shard); });
+      if (budget > 0) tune_options.options.budget_seconds = budget;
+      const auto fn = load_model(model, dims);
+      return as_bad_input([&] { return dlavm_tools::tune_command(fn, model, tune_options); });
+    }
   } catch (const BadInput& e) {
     fmt::print(stderr, "dlavm: {}\n", e.what());
     return 2;
