@@ -525,19 +525,20 @@ inline constexpr int version_patch = DLAVM_VERSION_PATCH;
 // deploy::emit: a built model handed to firmware. It plans the firmware (deploy::plan_firmware,
 // deploy/firmware_plan.hpp: plain data) and prints the plan into three files:
 //
-//   <name>.hpp          C++17 for firmware: the memory plan's regions and value addresses, the
+//   <ns>.hpp            C++17 for firmware: the memory plan's regions and value addresses, the
 //                       static VTA streams as constant data (static_assert-ed sizes), the
 //                       replays of the symbolic ones (vta::replay_source), and the functions
 //                       open, load_params, prepare, run(dims...) and the inputs' and outputs'
 //                       addresses; it includes only <dlavm/runtime/...> (and the headers of
 //                       EmitOptions::includes) and builds with -fno-exceptions -fno-rtti and no
 //                       heap
-//   <name>.weights.bin  the weight region's image (runtime/model_file.hpp's header, then bytes)
-//   <name>.insts.bin    the static streams' words, for firmware that loads them from a file
+//   <ns>.weights.bin    the weight region's image (runtime/model_file.hpp's header, then bytes)
+//   <ns>.insts.bin      the static streams' words, for firmware that loads them from a file
 //
 //   deploy::emit(mod, "out", {.ns = "mlp", .lite = true});
 //   std::string text = deploy::header_text(deploy::plan_firmware(mod));   // the header alone
 //
+// The files are named <ns>: EmitOptions::ns, the header's namespace, or the module's name.
 // Options (EmitOptions): `ns`, the header's namespace (several models in one firmware); `debug`,
 // a log line per step and per transfer of each stream (through Session::set_log); `lite`,
 // consecutive VTA steps whose dims are all static written as one stream (one device run);
@@ -23730,7 +23731,9 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
   const auto insts = insts_file(plan);
   const auto header = header_text(plan);
   EmitResult r;
-  const std::string stem = dir + "/" + m.name();
+  // the files are named as the header's namespace: two models emitted into one folder under
+  // different namespaces do not overwrite each other's files
+  const std::string stem = dir + "/" + detail::identifier(plan.ns);
   r.header = stem + ".hpp";
   r.weights = stem + ".weights.bin";
   r.insts = stem + ".insts.bin";

@@ -20,7 +20,10 @@ TEST_CASE("emit: the files, their headers and the options") {
   const dlavm_test::TempDir dir("dlavm_emit");
   auto mod = graph::build(models::Mlp().function(), graph::Target{}, {.name = "mlp"});
   const auto r = deploy::emit(mod, dir.str(), {.ns = "fw_mlp", .debug = true});
-  CHECK(r.header == dir.str() + "/mlp.hpp");
+  // the files are named as the namespace (two namespaces in one folder keep their files)
+  CHECK(r.header == dir.str() + "/fw_mlp.hpp");
+  CHECK(r.weights == dir.str() + "/fw_mlp.weights.bin");
+  CHECK(deploy::emit(mod, dir.str()).header == dir.str() + "/mlp.hpp");
   CHECK(r.replayed_steps == 3);
   CHECK(r.static_streams == 0);
   const auto header = slurp(r.header);

@@ -511,7 +511,9 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
   const auto insts = insts_file(plan);
   const auto header = header_text(plan);
   EmitResult r;
-  const std::string stem = dir + "/" + m.name();
+  // the files are named as the header's namespace: two models emitted into one folder under
+  // different namespaces do not overwrite each other's files
+  const std::string stem = dir + "/" + detail::identifier(plan.ns);
   r.header = stem + ".hpp";
   r.weights = stem + ".weights.bin";
   r.insts = stem + ".insts.bin";
