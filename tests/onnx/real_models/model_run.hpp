@@ -66,7 +66,9 @@ inline Spec parse(const std::vector<std::string>& words) {
       if (v.size() != 3)
         throw dlavm::ValueError(fmt::format("--dim '{}': expected MIN:MAX:VALUE", arg));
       s.options.dims[name] = {v[0], v[1]};
-      s.dims.emplace_back(name, v[2]);
+      // a range of one value imports as that constant: the module has no such dim to bind
+      // (the executor refuses a binding of a name that is no dim of the module)
+      if (v[0] != v[1]) s.dims.emplace_back(name, v[2]);
     } else if (flag == "--shape") {
       s.options.shapes[name] = parse_ints(value, 'x', arg);
     } else if (flag == "--const") {
