@@ -4,15 +4,12 @@
 // DLAVM_CONSUMER_HEADERS (the header-only target, installed or through add_subdirectory): the
 // headers it uses and one of each third-party library the dlavm target carries, not the
 // umbrella. The target's include directories and usage requirements are what those ways check
-// (the package installs include/ whole); parsing the whole library header-only costs about 25 s
-// of CI's two cores, paid by the single header here and by tests/standalone's
-// header_only_umbrella_emits_nothing, which checks that a header-only unit defines nothing it
-// does not use.
-// DLAVM_CONSUMER_RUNS_VTA (the single header, and the installed compiled library): the program
-// also builds the vector add, runs it on the simulator, reads a configuration back (the file
-// readers, outside the umbrella) and disassembles a stream. With the single header this is the
-// check that the library's code compiles and runs header-only, where the suites link the
-// compiled library.
+// (the package installs include/ whole); parsing the whole library header-only costs about 45 s,
+// paid once by tests/standalone's header_only_umbrella_emits_nothing, which compiles the single
+// header and checks that a header-only unit defines nothing it does not use.
+// DLAVM_CONSUMER_RUNS_VTA (the installed compiled library): the program also builds the vector
+// add, runs it on the simulator, reads a configuration back (the file readers, outside the
+// umbrella) and disassembles a stream.
 #ifdef DLAVM_CONSUMER_HEADERS
 #include <dlavm/ne.hpp>
 #include <dlavm/runtime/isa.hpp>
@@ -24,8 +21,8 @@
 #else
 #include <dlavm/dlavm.hpp>
 #endif
-#if defined(DLAVM_CONSUMER_RUNS_VTA) && !defined(DLAVM_CONSUMER_SINGLE_HEADER)
-#include <dlavm/vta/hw/read.hpp>  // the single header has the file readers already
+#ifdef DLAVM_CONSUMER_RUNS_VTA
+#include <dlavm/vta/hw/read.hpp>
 #endif
 
 #include <fmt/format.h>
