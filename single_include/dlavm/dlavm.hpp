@@ -2530,6 +2530,11 @@ struct PlanOptions {
   // bytes, a power of two; the plan aligns to the request's min_alignment where that is larger
   std::int64_t alignment = 256;
   bool reuse = true;  // runtime buffers share bytes when their lifetimes do not meet
+  // Runtime buffers live before the first step (a module's inputs) keep their bytes to the end
+  // of a run: no value a run writes shares them, so a run leaves its inputs as written (run it
+  // again, or fill the next inputs while it runs). True: their bytes are free once their last
+  // reader ran, and a later value, an output among them, may overwrite them.
+  bool reuse_inputs = false;
   std::uint64_t address_limit = std::uint64_t{1} << 32;  // VTA's 32-bit physical addresses
 };
 
@@ -2786,7 +2791,9 @@ DLAVM_INLINE MemoryPlan plan_memory(const PlanRequest& request, const PlanOption
           "memory plan: buffer '{}' asks for the {} region, which holds the streams; size it "
           "with PlanRequest::{}_bytes",
           r.name, region_name(r.region), region_name(r.region));
-    plan.buffers.push_back({r.name, r.region, 0, r.bytes, r.first, r.last});
+    // an input kept to the end of the run (PlanOptions::reuse_inputs)
+    const bool kept = !options.reuse_inputs && r.region == RegionKind::Runtime && r.first == -1;
+    plan.buffers.push_back({r.name, r.region, 0, r.bytes, r.first, kept ? request.steps : r.last});
   }
   std::int64_t sizes[kRegionCount] = {};
   for (const RegionKind r : {RegionKind::Weight, RegionKind::Runtime, RegionKind::Cache}) {
@@ -22045,8 +22052,13 @@ namespace dlavm::deploy {
 
 struct EmitOptions {
   std::string ns = {};  // the header's namespace; empty: the module's name
-  bool debug = false;   // a log line per step and per transfer of each stream
-  bool lite = false;    // consecutive static VTA steps written as one stream (one device run)
+  // a log line per step and per transfer of each stream (Session::set_log); without it the
+  // header calls no logging, and no printf-family function is linked
+  bool debug = false;
+  bool lite = false;  // consecutive static VTA steps written as one stream (one device run)
+  // also write <ns>.weights.hpp: the weights file as a constant array, kWeightsFile, for
+  // firmware that keeps its weights in its image (flash) rather than reading a file
+  bool weights_array = false;
   graph::PlanOptions plan = {};  // the region map and alignment
   // Headers the generated header includes after dlavm's (a custom op's firmware kernel):
   // "my_kernels.hpp" is written as #include "my_kernels.hpp".
@@ -22158,21 +22170,24 @@ std::optional<std::string> firmware_ctype(DType t);
 //       28     4  reserved, 0
 //       32    12  instructions per queue (load, compute, store); 0 for weights
 //       44     4  micro-op words; 0 for weights
-//       48     8  payload bytes
-//       56     8  payload checksum (FNV-1a, 64 bits)
+//       48     8  payload bytes: for instructions, 16 per instruction and 4 per micro-op word
+//       56     8  checksum (FNV-1a, 64 bits) of the whole file, header and payload, with these
+//               8 bytes read as 0
 //       64    32  model name, NUL-padded
 //
 // all little-endian. check_model_file refuses a wrong magic or version, another
-// configuration, a truncated file and a payload whose checksum differs (tampered, or another
-// build: the generated header holds the checksum it was built with). Standard library only,
-// no exceptions, C++17.
+// configuration, header fields that disagree (reserved bytes, counts and payload size), a
+// truncated file and a file whose checksum differs: every byte of the header and the payload
+// is covered (tampered, or another build: the generated header holds the checksum it was built
+// with). Version 1 files (whose checksum covered the payload only) are refused as BadVersion.
+// Standard library only, no exceptions, C++17.
 
 #include <cstddef>
 #include <cstdint>
 
 namespace dlavm::runtime {
 
-inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kFormatVersion = 2;
 inline constexpr std::size_t kFileHeaderBytes = 96;
 inline constexpr std::size_t kModelNameBytes = 32;
 
@@ -22193,6 +22208,7 @@ enum class ModelStatus : std::int32_t {
   StreamError,    // encoding an instruction stream failed (error() holds the writer's)
   DeviceError,    // VTADeviceRun failed or timed out
   AddressRange,   // a DRAM address moved to where the driver's memory is leaves its field
+  BadHeader,      // header fields that disagree (reserved bytes, counts, payload size)
 };
 
 constexpr const char* status_name(ModelStatus s) {
@@ -22227,6 +22243,8 @@ constexpr const char* status_name(ModelStatus s) {
       return "VTA device run failed";
     case ModelStatus::AddressRange:
       return "device memory placed where a stream's addresses do not fit their fields";
+    case ModelStatus::BadHeader:
+      return "file header fields disagree (reserved bytes, counts or payload size)";
   }
   return "unknown status";
 }
@@ -22276,7 +22294,17 @@ constexpr std::uint64_t get(const std::uint8_t* p, int bytes) {
 }
 }  // namespace file_detail
 
-// Writes the 96 header bytes.
+// The checksum of a file whose header (at `file`) is followed by `payload_bytes` bytes: FNV-1a
+// over the header, its checksum field read as 0, then the payload.
+constexpr std::uint64_t file_checksum(const std::uint8_t* file, std::uint64_t payload_bytes) {
+  constexpr std::uint8_t zeros[8] = {};
+  std::uint64_t h = fnv1a(file, 56);
+  h = fnv1a(zeros, 8, h);
+  h = fnv1a(file + 64, kFileHeaderBytes - 64, h);
+  return fnv1a(file + kFileHeaderBytes, static_cast<std::size_t>(payload_bytes), h);
+}
+
+// Writes the 96 header bytes as `h` gives them, its checksum included (seal_file computes it).
 constexpr void write_file_header(const FileHeader& h, std::uint8_t* out) {
   using namespace file_detail;
   for (std::size_t i = 0; i < kFileHeaderBytes; ++i) out[i] = 0;
@@ -22292,8 +22320,16 @@ constexpr void write_file_header(const FileHeader& h, std::uint8_t* out) {
     out[64 + i] = static_cast<std::uint8_t>(h.name[i]);
 }
 
-// Checks a file of `size` bytes: its kind, version, configuration, size and checksum; on Ok,
-// `header` holds its fields and the payload follows the header.
+// Writes the checksum of a file whose header and payload are in place (write_file_header's,
+// then the payload) into its header, and returns it.
+constexpr std::uint64_t seal_file(std::uint8_t* file) {
+  const std::uint64_t sum = file_checksum(file, file_detail::get(file + 48, 8));
+  file_detail::put(file + 56, sum, 8);
+  return sum;
+}
+
+// Checks a file of `size` bytes: its kind, version, configuration, header fields, size and
+// checksum; on Ok, `header` holds its fields and the payload follows the header.
 constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t size, FileKind kind,
                                        const ConfigId& config, FileHeader& header) {
   using namespace file_detail;
@@ -22314,10 +22350,16 @@ constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t siz
   header.checksum = get(file + 56, 8);
   for (std::size_t i = 0; i < kModelNameBytes; ++i)
     header.name[i] = static_cast<char>(file[64 + i]);
+  // the fields must agree: reserved bytes 0; a weights file counts nothing; an instructions
+  // file's payload is exactly its instructions and micro-op words
+  if (get(file + 28, 4) != 0) return ModelStatus::BadHeader;
+  const std::uint64_t insns =
+      std::uint64_t{header.queue_insns[0]} + header.queue_insns[1] + header.queue_insns[2];
+  if (kind == FileKind::Weights ? (insns != 0 || header.uop_words != 0)
+                                : header.payload_bytes != insns * 16 + header.uop_words * 4ULL)
+    return ModelStatus::BadHeader;
   if (header.payload_bytes > size - kFileHeaderBytes) return ModelStatus::Truncated;
-  if (fnv1a(file + kFileHeaderBytes, static_cast<std::size_t>(header.payload_bytes)) !=
-      header.checksum)
-    return ModelStatus::BadChecksum;
+  if (file_checksum(file, header.payload_bytes) != header.checksum) return ModelStatus::BadChecksum;
   return ModelStatus::Ok;
 }
 
@@ -23176,6 +23218,12 @@ class FirmwarePlanner {
 }  // namespace detail
 
 DLAVM_INLINE FirmwarePlan plan_firmware(const graph::Module& m, const EmitOptions& options) {
+  // the model files hold the name whole (runtime::FileHeader), and the session compares it
+  if (m.name().empty() || m.name().size() > runtime::kModelNameBytes)
+    raise<ValueError>(
+        "deploy::emit: module name '{}' has {} bytes; the model files hold 1 to {} (name it with "
+        "graph::BuildOptions::name)",
+        m.name(), m.name().size(), runtime::kModelNameBytes);
   return detail::FirmwarePlanner(m, options).run();
 }
 
@@ -23195,6 +23243,7 @@ namespace dlavm::deploy {
 
 struct EmitResult {
   std::string header, weights, insts;  // the paths written
+  std::string weights_array;           // <ns>.weights.hpp, with EmitOptions::weights_array
   graph::MemoryPlan plan;
   std::size_t static_streams = 0;  // streams placed once (lite: groups of steps)
   std::size_t replayed_steps = 0;  // VTA steps replayed for the dims of each run
@@ -23209,6 +23258,9 @@ EmitResult emit(const graph::Module& m, const std::string& dir, const EmitOption
 std::string header_text(const FirmwarePlan& plan);
 std::vector<std::uint8_t> weights_file(const FirmwarePlan& plan);
 std::vector<std::uint8_t> insts_file(const FirmwarePlan& plan);
+// The weights file as C++ (EmitOptions::weights_array): `<ns>::kWeightsFile`, a constant byte
+// array firmware links into its image (flash) and passes to load_params as it would the file.
+std::string weights_array_text(const FirmwarePlan& plan);
 
 }  // namespace dlavm::deploy
 
@@ -23295,13 +23347,18 @@ inline std::vector<std::uint8_t> model_file(const FirmwarePlan& p, runtime::File
   for (int q = 0; q < 3; ++q) h.queue_insns[q] = queues != nullptr ? queues[q] : 0;
   h.uop_words = uops;
   h.payload_bytes = payload.size();
-  h.checksum = runtime::fnv1a(payload.data(), payload.size());
-  std::snprintf(h.name, sizeof h.name, "%s", p.module.name().c_str());
+  std::memcpy(h.name, p.module.name().data(), p.module.name().size());  // plan_firmware: fits
   std::vector<std::uint8_t> out(runtime::kFileHeaderBytes + payload.size());
   runtime::write_file_header(h, out.data());
   if (!payload.empty())
     std::memcpy(out.data() + runtime::kFileHeaderBytes, payload.data(), payload.size());
+  runtime::seal_file(out.data());
   return out;
+}
+
+// A model file's checksum (its header's), which the generated header holds.
+inline std::uint64_t checksum(const std::vector<std::uint8_t>& file) {
+  return runtime::file_checksum(file.data(), file.size() - runtime::kFileHeaderBytes);
 }
 
 // Prints a plan as the header's C++.
@@ -23456,8 +23513,7 @@ class HeaderPrinter {
         m_.name(), lo, hi, span(graph::RegionKind::Weight), span(graph::RegionKind::Runtime),
         span(graph::RegionKind::Cache), span(graph::RegionKind::Insts),
         span(graph::RegionKind::Uop), p_.memory.alignment, p_.weights.size(),
-        runtime::fnv1a(p_.weights.data(), p_.weights.size()), p_.insts.size(),
-        runtime::fnv1a(p_.insts.data(), p_.insts.size()));
+        checksum(weights_file(p_)), p_.insts.size(), checksum(insts_file(p_)));
   }
 
   std::string describe(std::size_t v) const {
@@ -23682,18 +23738,20 @@ class HeaderPrinter {
   void run_step(fmt::memory_buffer& out, const PlannedStep& step) const {
     const auto& s = m_.steps()[step.step];
     if (p_.options.debug) put(out, "  s.log(\"step {}: {}\");\n", step.step, escaped(s.label));
+    // only a debug header logs transfers, so only its program has their formatting
+    const std::string_view logged = p_.options.debug ? "<true>" : "";
     switch (step.kind) {
       case PlannedStep::Kind::Replay:
         put(out,
-            "  st = s.replay(WriterLayout{{}}, [](auto& r, const std::int64_t* d) {{ return "
+            "  st = s.replay{1}(WriterLayout{{}}, [](auto& r, const std::int64_t* d) {{ return "
             "step{0}::replay(r, d); "
             "}},\n               step{0}::kRegions, std::size(step{0}::kRegions), "
             "step{0}::kParams, workspace.params,\n               std::size(step{0}::kParams), "
             "dims, replay_slots(workspace));\n  if (st != ModelStatus::Ok) return st;\n",
-            step.step);
+            step.step, logged);
         break;
       case PlannedStep::Kind::Static:
-        put(out, "  st = s.run(kStreams[{}]);\n  if (st != ModelStatus::Ok) return st;\n",
+        put(out, "  st = s.run{}(kStreams[{}]);\n  if (st != ModelStatus::Ok) return st;\n", logged,
             step.stream);
         break;
       case PlannedStep::Kind::Joined:
@@ -23724,6 +23782,29 @@ DLAVM_INLINE std::vector<std::uint8_t> insts_file(const FirmwarePlan& plan) {
                             plan.uop_words);
 }
 
+DLAVM_INLINE std::string weights_array_text(const FirmwarePlan& plan) {
+  const auto file = weights_file(plan);
+  const std::string ns = detail::identifier(plan.ns);
+  std::string out = fmt::format(
+      "// Generated by dlavm::deploy::emit: the weights file of model '{0}' ({1}.weights.bin, "
+      "{2} bytes)\n// as a constant array. Do not edit.\n//   {1}::load_params(s, "
+      "{1}::kWeightsFile, sizeof {1}::kWeightsFile);\n#pragma once\n\n#include <cstdint>\n\n"
+      "namespace {1} {{\n\nalignas(16) inline constexpr std::uint8_t kWeightsFile[{2}] = {{",
+      plan.module.name(), ns, file.size());
+  // 16 bytes a line, as hex: about 6 characters a byte
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.reserve(out.size() + file.size() * 6 + 64);
+  for (std::size_t i = 0; i < file.size(); ++i) {
+    out += i % 16 == 0 ? "\n    " : " ";
+    out += "0x";
+    out += kHex[file[i] >> 4];
+    out += kHex[file[i] & 15];
+    out += ',';
+  }
+  out += fmt::format("\n}};\n\n}}  // namespace {}\n", ns);
+  return out;
+}
+
 DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
                              const EmitOptions& options) {
   const FirmwarePlan plan = plan_firmware(m, options);
@@ -23740,6 +23821,11 @@ DLAVM_INLINE EmitResult emit(const graph::Module& m, const std::string& dir,
   detail::write_file(r.header, header.data(), header.size());
   detail::write_file(r.weights, weights.data(), weights.size());
   detail::write_file(r.insts, insts.data(), insts.size());
+  if (options.weights_array) {
+    const auto text = weights_array_text(plan);
+    r.weights_array = stem + ".weights.hpp";
+    detail::write_file(r.weights_array, text.data(), text.size());
+  }
   r.plan = plan.memory;
   r.static_streams = plan.streams.size();
   r.replayed_steps = plan.replayed.size();
@@ -44066,8 +44152,9 @@ struct ModelInfo {
   std::uint64_t base = 0, end = 0;  // the plan's addresses [base, end)
   RegionSpan weight, runtime, cache, insts, uop;
   std::uint64_t alignment = 256;
+  // each file's payload bytes and its checksum (model_file.hpp: header and payload)
   std::uint64_t weights_bytes = 0, weights_checksum = 0;
-  std::uint64_t insts_bytes = 0, insts_checksum = 0;  // the insts file's payload
+  std::uint64_t insts_bytes = 0, insts_checksum = 0;
 };
 
 // A stream whose words the generator wrote (all dims static): planned addresses, placed at
@@ -44136,14 +44223,15 @@ class Session {
   }
   std::uint64_t phys(std::uint64_t addr) const { return phys_ + (addr - info_->base); }
 
-  // The weights file: checked (kind, version, configuration, size, checksum, this model's)
-  // and copied to the weight region.
+  // The weights file: checked (kind, version, configuration, header, size, checksum; this
+  // model's: its name, size and checksum) and copied to the weight region.
   ModelStatus load_params(const std::uint8_t* file, std::size_t size) {
     if (!is_open()) return fail(ModelStatus::NotOpen);
     FileHeader h;
     const ModelStatus st = check_model_file(file, size, FileKind::Weights, info_->config, h);
     if (st != ModelStatus::Ok) return fail(st);
-    if (h.payload_bytes != info_->weights_bytes || h.checksum != info_->weights_checksum)
+    if (!this_model(h) || h.payload_bytes != info_->weights_bytes ||
+        h.checksum != info_->weights_checksum)
       return fail(ModelStatus::WrongModel);
     copy_in(info_->weight.base, file + kFileHeaderBytes, static_cast<std::size_t>(h.payload_bytes));
     weights_ = true;
@@ -44166,7 +44254,8 @@ class Session {
     FileHeader h;
     const ModelStatus st = check_model_file(file, size, FileKind::Insts, info_->config, h);
     if (st != ModelStatus::Ok) return fail(st);
-    if (h.payload_bytes != info_->insts_bytes || h.checksum != info_->insts_checksum)
+    if (!this_model(h) || h.payload_bytes != info_->insts_bytes ||
+        h.checksum != info_->insts_checksum)
       return fail(ModelStatus::WrongModel);
     const std::uint8_t* p = file + kFileHeaderBytes;
     for (std::size_t k = 0; k < n; ++k) {
@@ -44177,18 +44266,20 @@ class Session {
     return ModelStatus::Ok;
   }
 
-  // Runs a placed static stream.
+  // Runs a placed static stream. `LogTransfers`: each of its transfers logged first (a header
+  // emitted with `debug`); only then is the formatting (snprintf) part of the program.
+  template <bool LogTransfers = false>
   ModelStatus run(const StaticStream& s) {
     if (!weights_ || !streams_) return fail(ModelStatus::NotLoaded);
-    log_stream(at<InsnWord>(s.insn_addr), s.insn_count);
+    if constexpr (LogTransfers) log_stream(at<InsnWord>(s.insn_addr), s.insn_count);
     return run_at(s.insn_addr, s.insn_count);
   }
 
   // Replays a symbolic program for `dims` into its slots and runs it. `replay` is the
   // generated function; `params` the planned addresses of its parameters; `layout` the
   // writer's (StaticLayout<kLayout> in the generated code: the same as set_target's, folded
-  // into the code).
-  template <class Layout, class Fn>
+  // into the code). `LogTransfers` as for run.
+  template <bool LogTransfers = false, class Layout, class Fn>
   ModelStatus replay(Layout layout, Fn replay, const SramRegion* regions, std::size_t region_count,
                      const std::uint64_t* params, std::uint64_t* params_phys,
                      std::size_t param_count, const std::int64_t* dims, const ReplaySlots& slots) {
@@ -44210,7 +44301,7 @@ class Session {
     for (std::size_t i = 0; i < st.reloc_count(); ++i)
       if (!add_to_field(st.insn(st.relocs()[i]), dram, uop_base))
         return fail(ModelStatus::AddressRange);
-    log_stream(st.insns(), st.insn_count());
+    if constexpr (LogTransfers) log_stream(st.insns(), st.insn_count());
     return run_at(slots.insn_addr, static_cast<std::uint32_t>(st.insn_count()));
   }
 
@@ -44221,7 +44312,8 @@ class Session {
     elem_ = elem;
   }
 
-  // Debug: called with a line per step and per transfer (DMA) of each stream run.
+  // Debug: called with a line per step and per transfer (DMA) of each stream run, where the
+  // header was emitted with `debug` (without it, nothing calls the function).
   using LogFn = void (*)(const char* line, void* context);
   void set_log(LogFn fn, void* context) {
     log_ = fn;
@@ -44236,6 +44328,15 @@ class Session {
   std::uint32_t wait_cycles = 100000000;
 
  private:
+  // the file names this model (its NUL-padded name field holds the model's name)
+  bool this_model(const FileHeader& h) const {
+    std::size_t n = 0;
+    while (info_->name[n] != 0) ++n;
+    if (n > kModelNameBytes || std::memcmp(h.name, info_->name, n) != 0) return false;
+    for (std::size_t i = n; i < kModelNameBytes; ++i)
+      if (h.name[i] != 0) return false;
+    return true;
+  }
   ModelStatus fail(ModelStatus s) {
     status_ = s;
     return s;

@@ -258,7 +258,8 @@ inline graph::Function logic_ops() {
 
 inline std::vector<Case> cases() {
   std::vector<Case> out;
-  out.push_back({"mlp", models::Mlp().function(), {.debug = true}, "batch", {1, 5, 33, 256}});
+  out.push_back({"mlp", models::Mlp().function(), {.debug = true, .weights_array = true}, "batch",
+                 {1, 5, 33, 256}});
   out.push_back({"resnet", models::ResNet18(32).function(), {}, "", {1}});
   out.push_back({"resnet_lite", models::ResNet18(32).function(), {.lite = true}, "", {1}});
   out.push_back(

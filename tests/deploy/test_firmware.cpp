@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "firmware_models.hpp"
+#include "mlp.weights.hpp"  // EmitOptions::weights_array
 #include "models.hpp"
 #include <cstdio>
 #include <fstream>
@@ -77,10 +78,11 @@ TEST_CASE("firmware: every emitted model equals Executor::run, run after run") {
         for (const auto& d : p.type().shape) shape.push_back(ne::eval(d, bind));
         arrays.push_back(te::NDArray::random(p.type().dtype, shape, 31 * r + c));
       }
+      std::vector<std::vector<std::uint8_t>> written;
       for (std::size_t i = 0; i < arrays.size(); ++i) {
         in.push_back({k.fn.params()[i].name(), arrays[i]});
-        const auto b = bytes_of(arrays[i]);
-        std::memcpy(e.input(s, i), b.data(), b.size());
+        written.push_back(bytes_of(arrays[i]));
+        std::memcpy(e.input(s, i), written.back().data(), written.back().size());
       }
       const auto expected = exec.run(in, bind);
       const std::int64_t dims[] = {v};
@@ -90,9 +92,19 @@ TEST_CASE("firmware: every emitted model equals Executor::run, run after run") {
         CHECK(std::memcmp(e.output(s, o), b.data(), b.size()) == 0);
         ++compared;
       }
+      // the run left its inputs as written (PlanOptions::reuse_inputs is off), so a second
+      // run on them gives the same outputs (a stateless model's)
+      for (std::size_t i = 0; i < written.size(); ++i)
+        CHECK(std::memcmp(e.input(s, i), written[i].data(), written[i].size()) == 0);
+      if (mod.signature().state.empty()) {
+        REQUIRE(e.run(s, dims) == Status::Ok);
+        for (std::size_t o = 0; o < expected.size(); ++o) {
+          const auto b = bytes_of(expected[o]);
+          CHECK(std::memcmp(e.output(s, o), b.data(), b.size()) == 0);
+        }
+      }
     }
-    // every stream run logs its transfers (a model with VTA steps); the MLP, emitted with
-    // debug, a line per step too
+    // the MLP, emitted with debug, logs a line per step and per transfer of each stream
     const auto lines = [&](std::string_view what) {
       return std::count_if(log.begin(), log.end(),
                            [&](const std::string& l) { return l.find(what) != std::string::npos; });
@@ -100,11 +112,14 @@ TEST_CASE("firmware: every emitted model equals Executor::run, run after run") {
     const bool vta = std::any_of(mod.steps().begin(), mod.steps().end(), [](const auto& st) {
       return st.kind == graph::ModuleStep::Kind::Vta;
     });
-    CHECK((lines(" LOAD ") > 0) == vta);
-    CHECK((lines(" STORE OUT ") > 0) == vta);
+    // only a header emitted with debug logs (the MLP's)
+    const bool debug = k.emit.debug;
+    CHECK((lines(" LOAD ") > 0) == (vta && debug));
+    CHECK((lines(" STORE OUT ") > 0) == (vta && debug));
     if (k.name == "mlp") {
       CHECK(log.front() == "step 0: pack %x:matrix[1x16]");
-      CHECK(lines("step ") == static_cast<long>(mod.steps().size() * k.values.size()));
+      // two runs per value: stateless
+      CHECK(lines("step ") == static_cast<long>(mod.steps().size() * k.values.size() * 2));
     } else {
       CHECK(lines("step ") == 0);
     }
@@ -135,8 +150,14 @@ TEST_CASE("firmware: bad files, dims and calls get error codes, and nothing runs
   bad[0] = 'X';
   CHECK(load(bad) == Status::BadMagic);
   bad = good;
-  bad[8] = 2;  // version
+  bad[8] = 1;  // version 1
   CHECK(load(bad) == Status::BadVersion);
+  bad = good;
+  bad[64] ^= 1;  // the name: covered by the checksum
+  CHECK(load(bad) == Status::BadChecksum);
+  bad = good;
+  bad[33] = 1;  // a weights file that counts instructions
+  CHECK(load(bad) == Status::BadHeader);
   bad = good;
   bad[16 + 5] = 5;  // log_block_in
   CHECK(load(bad) == Status::WrongConfig);
@@ -196,6 +217,23 @@ TEST_CASE("firmware: a generated header keeps no mutable static storage (run() i
     }
   }
   CHECK(workspaces == headers);
+}
+
+TEST_CASE("firmware: weights emitted as a C array are the weights file, and load as it does") {
+  const auto file = read(dir() + "/mlp.weights.bin");
+  REQUIRE(sizeof mlp::kWeightsFile == file.size());
+  CHECK(std::memcmp(mlp::kWeightsFile, file.data(), file.size()) == 0);
+  CHECK(reinterpret_cast<std::uintptr_t>(mlp::kWeightsFile) % 16 == 0);
+  static_assert(
+      std::is_same_v<decltype(mlp::kWeightsFile), const std::uint8_t[sizeof mlp::kWeightsFile]>);
+  const auto& e = entry("mlp");
+  Session s;
+  REQUIRE(e.open(s) == Status::Ok);
+  CHECK(e.load_params(s, mlp::kWeightsFile, sizeof mlp::kWeightsFile) == Status::Ok);
+  CHECK(e.prepare(s) == Status::Ok);
+  // a model emitted without the option has no array file
+  std::ifstream other(dir() + "/resnet.weights.hpp");
+  CHECK_FALSE(other.good());
 }
 
 }  // namespace firmware_test

@@ -71,7 +71,9 @@ struct VtaCycles {
 // The memory plan's invariants: regions disjoint and aligned, every buffer aligned and inside
 // its region, no two buffers of a region sharing a byte while both are live, the runtime
 // region at least its live peak.
-inline void check_plan(const graph::Module& mod) {
+// (`inputs_kept`: planned with PlanOptions::reuse_inputs off, the default: no other runtime
+// value shares a param's bytes, whatever the lifetimes)
+inline void check_plan(const graph::Module& mod, bool inputs_kept = true) {
   const auto& plan = mod.plan();
   const auto a = plan.alignment;
   for (const auto& r : plan.regions) {
@@ -89,7 +91,12 @@ inline void check_plan(const graph::Module& mod) {
     CHECK(b.first <= b.last);
     for (std::size_t j = i + 1; j < bufs.size(); ++j) {
       const auto& c = bufs[j];
-      if (c.region != b.region || c.last < b.first || b.last < c.first) continue;
+      const auto param = [&](std::size_t v) {
+        return mod.values()[v].kind == graph::ModuleValue::Kind::Param;
+      };
+      const bool kept =
+          inputs_kept && b.region == graph::RegionKind::Runtime && (param(i) || param(j));
+      if (c.region != b.region || (!kept && (c.last < b.first || b.last < c.first))) continue;
       INFO("values ", mod.values()[i].name, " and ", mod.values()[j].name);
       CHECK((b.offset + std::max<std::int64_t>(b.bytes, 1) <= c.offset ||
              c.offset + std::max<std::int64_t>(c.bytes, 1) <= b.offset));

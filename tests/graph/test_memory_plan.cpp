@@ -39,10 +39,10 @@ TEST_CASE("memory plan: plain requests, placed by hand-derived offsets") {
       {"s", RegionKind::Cache, 24, -1, 3}};
   req.insts_bytes = 160;
   req.uop_bytes = 40;
-  const auto plan = graph::plan_memory(req, {.alignment = 256});
-  // largest first, each at the lowest offset free for its lifetime: a at 0; c at 0 too (a is
-  // dead once c is written); b after a's and c's 1024 aligned bytes; d, alive with all
-  // three, after b's 512
+  // the inputs' bytes reused too (reuse_inputs): largest first, each at the lowest offset free
+  // for its lifetime: a at 0; c at 0 too (a is dead once c is written); b after a's and c's
+  // 1024 aligned bytes; d, alive with all three, after b's 512
+  const auto plan = graph::plan_memory(req, {.alignment = 256, .reuse_inputs = true});
   CHECK(plan.buffers[0].offset == 0);
   CHECK(plan.buffers[2].offset == 0);
   CHECK(plan.buffers[1].offset == 1024);
@@ -57,9 +57,22 @@ TEST_CASE("memory plan: plain requests, placed by hand-derived offsets") {
   const auto report = plan.report("hand");
   CHECK(report.starts_with("memory plan of hand (alignment 256 bytes)\n"));
   CHECK(report.find("     2   runtime         0        900    1..out  c\n") != std::string::npos);
+  // by default the inputs a and d live to the end of the run: c no longer fits at a's 0, so
+  // a 0, c 1024, b 2048 (alive with c at step 1), d 2560
+  const auto kept = graph::plan_memory(req, {.alignment = 256});
+  CHECK(kept.buffers[0].offset == 0);
+  CHECK(kept.buffers[2].offset == 1024);
+  CHECK(kept.buffers[1].offset == 2048);
+  CHECK(kept.buffers[3].offset == 2560);
+  CHECK(kept.buffers[0].last == 3);
+  CHECK(kept.buffers[3].last == 3);
+  CHECK(kept.buffers[4].last == 1);  // a constant (weight region) keeps its lifetime
+  CHECK(kept.region(RegionKind::Runtime).bytes == 2816);
+  CHECK(kept.live_peak == 2816);  // step 1: all four
   // a target's element size raises the alignment: b's 300 bytes take 1024
   req.min_alignment = 1024;
-  CHECK(graph::plan_memory(req, {.alignment = 256}).buffers[3].offset == 2048);
+  CHECK(graph::plan_memory(req, {.alignment = 256, .reuse_inputs = true}).buffers[3].offset ==
+        2048);
   // and explicit region bases must keep it
   graph::PlanOptions at;
   at.regions = {{"weight", std::uint64_t{0x100}},
@@ -167,6 +180,50 @@ TEST_CASE("memory plan: a module planned without reuse or at a base address runs
   CHECK(mod.plan().region(RegionKind::Runtime).base % 4096 == 0);
   vta::SimDevice dev;
   CHECK(graph::Executor(mod, dev).run(in, bind)[0] == expected);
+}
+
+TEST_CASE("memory plan: inputs keep their bytes to the end of a run unless reuse_inputs") {
+  // a chain whose input dies at its first step: with reuse_inputs its bytes go to a later
+  // value
+  const auto n = ne::var("batch", 1, 4);
+  auto x = graph::input("x", {n, 64}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {64, 64}, 4, -8, 8));
+  auto h = graph::requantize(graph::dense(x, w), {.shift = 6});
+  auto y = graph::requantize(graph::dense(h, w), {.shift = 6});
+  const auto fn = graph::function({x}, {graph::requantize(graph::dense(y, w), {.shift = 6})});
+  const auto overlaps_input = [](const graph::Module& mod) {
+    const auto& bufs = mod.plan().buffers;
+    std::size_t x_at = 0;
+    for (std::size_t v = 0; v < bufs.size(); ++v)
+      if (mod.values()[v].kind == graph::ModuleValue::Kind::Param) x_at = v;
+    const auto& in = bufs[x_at];
+    int shared = 0;
+    for (std::size_t v = 0; v < bufs.size(); ++v)
+      if (v != x_at && bufs[v].region == RegionKind::Runtime &&
+          bufs[v].offset < in.offset + in.bytes && in.offset < bufs[v].offset + bufs[v].bytes)
+        ++shared;
+    return std::pair{shared, in.last};
+  };
+  const auto kept = graph::build(fn, graph::Target{});
+  random_graphs::check_plan(kept);
+  CHECK(overlaps_input(kept) == std::pair{0, kept.plan().steps});
+  graph::PlanOptions opt;
+  opt.reuse_inputs = true;
+  const auto reused = graph::build(fn, graph::Target{}, {.plan = opt});
+  random_graphs::check_plan(reused, false);
+  const auto [shared, last] = overlaps_input(reused);
+  CHECK(shared > 0);
+  CHECK(last < reused.plan().steps);
+  CHECK(reused.plan().region(RegionKind::Runtime).bytes <
+        kept.plan().region(RegionKind::Runtime).bytes);
+  // both run the same
+  const ne::Binding bind[] = {{"batch", 3}};
+  const auto arrays = random_graphs::random_inputs(fn, bind, 5);
+  const graph::NamedArray in[] = {{"x", arrays[0]}};
+  vta::SimDevice dev;
+  auto a = kept;
+  auto b = reused;
+  CHECK(graph::Executor(a, dev).run(in, bind)[0] == graph::Executor(b, dev).run(in, bind)[0]);
 }
 
 TEST_CASE("memory plan: bad maps and options name the region") {

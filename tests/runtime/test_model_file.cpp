@@ -1,8 +1,9 @@
 // runtime/model_file.hpp: write_file_header's bytes against the table in the header comment,
 // checked byte by byte with values whose every byte differs; check_model_file reading them
 // back, and returning each of its statuses (BadMagic, BadVersion, WrongConfig, Truncated for
-// a null file, a file shorter than its header and a cut payload, BadChecksum) for files
-// damaged one field at a time, in the order it checks them; fnv1a against the published FNV-1a
+// a null file, a file shorter than its header and a cut payload, BadHeader, BadChecksum) for
+// files damaged one field at a time, in the order it checks them; every one of the 96 header
+// bytes and the payload's changed alone refused; fnv1a against the published FNV-1a
 // 64-bit test vectors (and Python's computation of one more); status_name for every status.
 #include <dlavm/runtime/model_file.hpp>
 
@@ -38,18 +39,18 @@ std::vector<std::uint8_t> make_file(FileKind kind, const std::vector<std::uint8_
   rt::FileHeader h;
   h.kind = kind;
   h.config = default_config();
-  if (kind == FileKind::Insts) {
+  if (kind == FileKind::Insts) {  // as many words as the payload holds
     h.queue_insns[0] = 3;
     h.queue_insns[1] = 5;
-    h.queue_insns[2] = 2;
-    h.uop_words = 7;
+    h.queue_insns[2] = static_cast<std::uint32_t>(payload.size() / 16 - 8);
+    h.uop_words = static_cast<std::uint32_t>(payload.size() % 16 / 4);
   }
   h.payload_bytes = payload.size();
-  h.checksum = rt::fnv1a(payload.data(), payload.size());
   std::strncpy(h.name, name, rt::kModelNameBytes);
   std::vector<std::uint8_t> file(rt::kFileHeaderBytes);
   rt::write_file_header(h, file.data());
   file.insert(file.end(), payload.begin(), payload.end());
+  h.checksum = rt::seal_file(file.data());
   return file;
 }
 
@@ -100,7 +101,7 @@ TEST_CASE("runtime model file: the header's bytes are the table's, little-endian
 }
 
 TEST_CASE("runtime model file: check_model_file reads back what was written") {
-  const auto p = payload(1000);
+  const auto p = payload(1000);  // 62 instructions and 2 micro-op words
   const auto f = make_file(FileKind::Insts, p, "llm_layer");
   rt::FileHeader h;
   REQUIRE(rt::check_model_file(f.data(), f.size(), FileKind::Insts, default_config(), h) ==
@@ -110,10 +111,14 @@ TEST_CASE("runtime model file: check_model_file reads back what was written") {
   CHECK(h.config == default_config());
   CHECK(h.queue_insns[0] == 3);
   CHECK(h.queue_insns[1] == 5);
-  CHECK(h.queue_insns[2] == 2);
-  CHECK(h.uop_words == 7);
+  CHECK(h.queue_insns[2] == 54);
+  CHECK(h.uop_words == 2);
   CHECK(h.payload_bytes == 1000);
-  CHECK(h.checksum == rt::fnv1a(p.data(), p.size()));
+  // the checksum: FNV-1a of the header with its checksum bytes 0, then the payload
+  auto zeroed = f;
+  for (std::size_t i = 56; i < 64; ++i) zeroed[i] = 0;
+  CHECK(h.checksum == rt::fnv1a(zeroed.data(), zeroed.size()));
+  CHECK(h.checksum == le(f, 56, 8));
   CHECK(std::string(h.name) == "llm_layer");
   // a name of all 32 bytes has no terminator in the file; it is read back whole
   const std::string long_name(32, 'n');
@@ -144,7 +149,9 @@ TEST_CASE("runtime model file: every status, one damaged field at a time") {
   }
   SUBCASE("version") {
     auto f = good;
-    f[8] = 2;
+    f[8] = 1;  // version 1 (a checksum of the payload only)
+    CHECK(check(f) == ModelStatus::BadVersion);
+    f[8] = 3;
     CHECK(check(f) == ModelStatus::BadVersion);
     f = good;
     f[11] = 1;  // 0x01000001
@@ -196,11 +203,43 @@ TEST_CASE("runtime model file: every status, one damaged field at a time") {
     auto f = good;
     f[56] ^= 0x80;  // the stored checksum itself
     CHECK(check(f) == ModelStatus::BadChecksum);
-    // the name and the counts are not covered by the checksum (the generated header holds
-    // the checksum, so they are checked by the caller, as WrongModel)
+  }
+  SUBCASE("header fields that disagree") {
+    auto f = good;
+    f[29] = 1;  // reserved
+    CHECK(check(f) == ModelStatus::BadHeader);
     f = good;
-    f[64] = 'X';
-    CHECK(check(f) == ModelStatus::Ok);
+    f[32] = 1;  // a weights file with an instruction
+    CHECK(check(f) == ModelStatus::BadHeader);
+    f = good;
+    f[44] = 1;  // ... or a micro-op word
+    CHECK(check(f) == ModelStatus::BadHeader);
+    const auto insts = make_file(FileKind::Insts, payload(1000));
+    REQUIRE(check(insts, FileKind::Insts) == ModelStatus::Ok);
+    f = insts;
+    f[40] += 1;  // one instruction more than the payload holds
+    CHECK(check(f, FileKind::Insts) == ModelStatus::BadHeader);
+    f = insts;
+    f[44] -= 1;  // one micro-op word fewer
+    CHECK(check(f, FileKind::Insts) == ModelStatus::BadHeader);
+  }
+}
+
+TEST_CASE("runtime model file: every byte of the header and the payload is checked") {
+  // changed alone, each of the 96 header bytes (the name and its padding among them) and
+  // each payload byte makes the file refused, whatever the field
+  for (const auto kind : {FileKind::Weights, FileKind::Insts}) {
+    const auto good = make_file(kind, payload(200), "mlp");
+    REQUIRE(check(good, kind) == ModelStatus::Ok);
+    for (std::size_t at = 0; at < good.size(); ++at) {
+      for (const std::uint8_t flip : {0x01, 0x80}) {
+        CAPTURE(at);
+        CAPTURE(static_cast<int>(flip));
+        auto f = good;
+        f[at] ^= flip;
+        CHECK(check(f, kind) != ModelStatus::Ok);
+      }
+    }
   }
 }
 
@@ -224,7 +263,7 @@ TEST_CASE("runtime model file: fnv1a equals the published FNV-1a 64-bit vectors"
 
 TEST_CASE("runtime model file: status_name gives every status a sentence of its own") {
   std::set<std::string> seen;
-  const auto last = static_cast<int>(ModelStatus::AddressRange);
+  const auto last = static_cast<int>(ModelStatus::BadHeader);
   for (int s = 0; s <= last; ++s) {
     const std::string name = rt::status_name(static_cast<ModelStatus>(s));
     CAPTURE(s);
@@ -246,6 +285,7 @@ TEST_CASE("runtime model file: status_name gives every status a sentence of its 
   CHECK(static_cast<int>(ModelStatus::BadMagic) == 1);
   CHECK(static_cast<int>(ModelStatus::DeviceError) == 13);
   CHECK(static_cast<int>(ModelStatus::AddressRange) == 14);
+  CHECK(static_cast<int>(ModelStatus::BadHeader) == 15);
 }
 
 TEST_CASE("runtime model file: ConfigId compares all twelve parameters") {

@@ -171,17 +171,27 @@ constexpr u64 kUops0 = 0x1000, kUops1 = 0x1100, kReplayUops = 0x1200, kEnd = 0x2
 
 rt::ConfigId default_config() { return {{3, 3, 5, 3, 0, 4, 4, 15, 15, 18, 17, 6}}; }
 
-std::vector<std::uint8_t> file_of(rt::FileKind kind, const std::vector<std::uint8_t>& payload) {
+// A model file; an insts file's payload is `uops` micro-op words after its instructions.
+std::vector<std::uint8_t> file_of(rt::FileKind kind, const std::vector<std::uint8_t>& payload,
+                                  std::uint32_t uops = 0, const char* name = "vadd") {
   rt::FileHeader h;
   h.kind = kind;
   h.config = default_config();
+  if (kind == rt::FileKind::Insts) {
+    h.queue_insns[1] = static_cast<std::uint32_t>((payload.size() - 4 * uops) / 16);
+    h.uop_words = uops;
+  }
   h.payload_bytes = payload.size();
-  h.checksum = rt::fnv1a(payload.data(), payload.size());
-  std::strcpy(h.name, "vadd");
+  std::strcpy(h.name, name);
   std::vector<std::uint8_t> f(rt::kFileHeaderBytes);
   rt::write_file_header(h, f.data());
   f.insert(f.end(), payload.begin(), payload.end());
+  rt::seal_file(f.data());
   return f;
+}
+// the checksum a file's header holds (what the generated header's ModelInfo holds)
+u64 checksum_of(const std::vector<std::uint8_t>& f) {
+  return rt::file_checksum(f.data(), f.size() - rt::kFileHeaderBytes);
 }
 
 void put_le(std::vector<std::uint8_t>& out, u64 v, int bytes) {
@@ -269,6 +279,7 @@ Model make_model(u64 base, std::uint64_t seed = 1) {
     add_stream(m, b, kInsts1, kUops1);
   }
   std::vector<std::uint8_t> w, in;
+  std::uint32_t uop_words = 0;
   for (auto v : m.a) put_le(w, static_cast<std::uint32_t>(v), 4);
   for (auto v : m.b) put_le(w, static_cast<std::uint32_t>(v), 4);
   for (std::size_t k = 0; k < m.words.size(); ++k) {
@@ -277,6 +288,7 @@ Model make_model(u64 base, std::uint64_t seed = 1) {
       put_le(in, x.word[1], 8);
     }
     for (auto u : m.uops[k]) put_le(in, u, 4);
+    uop_words += static_cast<std::uint32_t>(m.uops[k].size());
     auto& st = m.streams[k];
     st.insns = m.words[k].data();
     st.insn_count = static_cast<std::uint32_t>(m.words[k].size());
@@ -286,7 +298,7 @@ Model make_model(u64 base, std::uint64_t seed = 1) {
     st.reloc_count = static_cast<std::uint32_t>(m.relocs[k].size());
   }
   m.weights = file_of(rt::FileKind::Weights, w);
-  m.insts = file_of(rt::FileKind::Insts, in);
+  m.insts = file_of(rt::FileKind::Insts, in, uop_words);
   auto& i = m.info;
   i.name = "vadd";
   i.config = default_config();
@@ -298,9 +310,9 @@ Model make_model(u64 base, std::uint64_t seed = 1) {
   i.uop = {base + kUops0, 0x1000};
   i.alignment = 256;
   i.weights_bytes = w.size();
-  i.weights_checksum = rt::fnv1a(w.data(), w.size());
+  i.weights_checksum = checksum_of(m.weights);
   i.insts_bytes = in.size();
-  i.insts_checksum = rt::fnv1a(in.data(), in.size());
+  i.insts_checksum = checksum_of(m.insts);
   return m;
 }
 
@@ -427,6 +439,10 @@ TEST_CASE("runtime session: load_params checks the file and that it is this mode
   std::vector<std::uint8_t> shorter(m.weights.begin() + rt::kFileHeaderBytes, m.weights.end() - 4);
   const auto small = file_of(rt::FileKind::Weights, shorter);
   CHECK(s.load_params(small.data(), small.size()) == ModelStatus::WrongModel);
+  // a valid file of the same bytes under another model's name: WrongModel
+  const std::vector<std::uint8_t> same(m.weights.begin() + rt::kFileHeaderBytes, m.weights.end());
+  const auto renamed = file_of(rt::FileKind::Weights, same, 0, "vadd2");
+  CHECK(s.load_params(renamed.data(), renamed.size()) == ModelStatus::WrongModel);
   // the file's own statuses
   CHECK(s.load_params(m.insts.data(), m.insts.size()) == ModelStatus::BadMagic);
   auto bad = m.weights;
@@ -579,10 +595,11 @@ TEST_CASE("runtime session: an address that leaves its field is refused (Address
     for (auto u : m.uops[0]) put_le(payload, u, 4);
     put_le(payload, word.word[0], 8);
     put_le(payload, word.word[1], 8);
-    const auto file = file_of(rt::FileKind::Insts, payload);
+    const auto file =
+        file_of(rt::FileKind::Insts, payload, static_cast<std::uint32_t>(m.uops[0].size()));
     rt::ModelInfo info = m.info;
     info.insts_bytes = payload.size();
-    info.insts_checksum = rt::fnv1a(payload.data(), payload.size());
+    info.insts_checksum = checksum_of(file);
     rt::StaticStream streams[2] = {m.streams[0], {}};
     streams[1].insn_count = 1;
     streams[1].insn_addr = base + kInsts1;
@@ -770,7 +787,7 @@ TEST_CASE("runtime session: the log has a line per transfer of each stream run")
                void* ctx) { static_cast<std::vector<std::string>*>(ctx)->push_back(line); },
             &lines);
   s.log("step 0: vadd");
-  REQUIRE(s.run(m.streams[0]) == ModelStatus::Ok);
+  REQUIRE(s.run<true>(m.streams[0]) == ModelStatus::Ok);
   // stream 0 as built: #0 LOAD ACC a, #1 LOAD ACC b, #2 LOAD UOP (the ALU's one micro-op),
   // #3 ALU, #4 STORE; then FINISH's no-op transfers (x_size 0: no line). Byte addresses are
   // the block's: a at +0, b at +0x100, the micro-ops at +0x1000, out at +0x200.
@@ -786,9 +803,12 @@ TEST_CASE("runtime session: the log has a line per transfer of each stream run")
       "  #2 LOAD UOP sram 0 dram " + hex(p + kUops0) + " rows 1 x 1 stride 1",
       "  #4 STORE OUT sram 0 dram " + hex(p + kOut) + " rows 1 x 4 stride 4"};
   CHECK(lines == want);
+  // a run without LogTransfers (a header emitted without debug) logs nothing
   lines.clear();
-  s.set_log(nullptr, nullptr);
   REQUIRE(s.run(m.streams[0]) == ModelStatus::Ok);
+  CHECK(lines.empty());
+  s.set_log(nullptr, nullptr);
+  REQUIRE(s.run<true>(m.streams[0]) == ModelStatus::Ok);
   s.log("dropped");
   CHECK(lines.empty());
 }

@@ -41,6 +41,7 @@ namespace dlavm::deploy {
 
 struct EmitResult {
   std::string header, weights, insts;  // the paths written
+  std::string weights_array;           // <ns>.weights.hpp, with EmitOptions::weights_array
   graph::MemoryPlan plan;
   std::size_t static_streams = 0;  // streams placed once (lite: groups of steps)
   std::size_t replayed_steps = 0;  // VTA steps replayed for the dims of each run
@@ -55,6 +56,9 @@ EmitResult emit(const graph::Module& m, const std::string& dir, const EmitOption
 std::string header_text(const FirmwarePlan& plan);
 std::vector<std::uint8_t> weights_file(const FirmwarePlan& plan);
 std::vector<std::uint8_t> insts_file(const FirmwarePlan& plan);
+// The weights file as C++ (EmitOptions::weights_array): `<ns>::kWeightsFile`, a constant byte
+// array firmware links into its image (flash) and passes to load_params as it would the file.
+std::string weights_array_text(const FirmwarePlan& plan);
 
 }  // namespace dlavm::deploy
 

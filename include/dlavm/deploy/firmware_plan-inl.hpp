@@ -468,6 +468,12 @@ class FirmwarePlanner {
 }  // namespace detail
 
 DLAVM_INLINE FirmwarePlan plan_firmware(const graph::Module& m, const EmitOptions& options) {
+  // the model files hold the name whole (runtime::FileHeader), and the session compares it
+  if (m.name().empty() || m.name().size() > runtime::kModelNameBytes)
+    raise<ValueError>(
+        "deploy::emit: module name '{}' has {} bytes; the model files hold 1 to {} (name it with "
+        "graph::BuildOptions::name)",
+        m.name(), m.name().size(), runtime::kModelNameBytes);
   return detail::FirmwarePlanner(m, options).run();
 }
 

@@ -40,8 +40,13 @@ namespace dlavm::deploy {
 
 struct EmitOptions {
   std::string ns = {};  // the header's namespace; empty: the module's name
-  bool debug = false;   // a log line per step and per transfer of each stream
-  bool lite = false;    // consecutive static VTA steps written as one stream (one device run)
+  // a log line per step and per transfer of each stream (Session::set_log); without it the
+  // header calls no logging, and no printf-family function is linked
+  bool debug = false;
+  bool lite = false;  // consecutive static VTA steps written as one stream (one device run)
+  // also write <ns>.weights.hpp: the weights file as a constant array, kWeightsFile, for
+  // firmware that keeps its weights in its image (flash) rather than reading a file
+  bool weights_array = false;
   graph::PlanOptions plan = {};  // the region map and alignment
   // Headers the generated header includes after dlavm's (a custom op's firmware kernel):
   // "my_kernels.hpp" is written as #include "my_kernels.hpp".

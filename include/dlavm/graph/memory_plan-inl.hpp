@@ -192,7 +192,9 @@ DLAVM_INLINE MemoryPlan plan_memory(const PlanRequest& request, const PlanOption
           "memory plan: buffer '{}' asks for the {} region, which holds the streams; size it "
           "with PlanRequest::{}_bytes",
           r.name, region_name(r.region), region_name(r.region));
-    plan.buffers.push_back({r.name, r.region, 0, r.bytes, r.first, r.last});
+    // an input kept to the end of the run (PlanOptions::reuse_inputs)
+    const bool kept = !options.reuse_inputs && r.region == RegionKind::Runtime && r.first == -1;
+    plan.buffers.push_back({r.name, r.region, 0, r.bytes, r.first, kept ? request.steps : r.last});
   }
   std::int64_t sizes[kRegionCount] = {};
   for (const RegionKind r : {RegionKind::Weight, RegionKind::Runtime, RegionKind::Cache}) {

@@ -63,6 +63,11 @@ struct PlanOptions {
   // bytes, a power of two; the plan aligns to the request's min_alignment where that is larger
   std::int64_t alignment = 256;
   bool reuse = true;  // runtime buffers share bytes when their lifetimes do not meet
+  // Runtime buffers live before the first step (a module's inputs) keep their bytes to the end
+  // of a run: no value a run writes shares them, so a run leaves its inputs as written (run it
+  // again, or fill the next inputs while it runs). True: their bytes are free once their last
+  // reader ran, and a later value, an output among them, may overwrite them.
+  bool reuse_inputs = false;
   std::uint64_t address_limit = std::uint64_t{1} << 32;  // VTA's 32-bit physical addresses
 };
 

@@ -12,14 +12,17 @@
 //       28     4  reserved, 0
 //       32    12  instructions per queue (load, compute, store); 0 for weights
 //       44     4  micro-op words; 0 for weights
-//       48     8  payload bytes
-//       56     8  payload checksum (FNV-1a, 64 bits)
+//       48     8  payload bytes: for instructions, 16 per instruction and 4 per micro-op word
+//       56     8  checksum (FNV-1a, 64 bits) of the whole file, header and payload, with these
+//               8 bytes read as 0
 //       64    32  model name, NUL-padded
 //
 // all little-endian. check_model_file refuses a wrong magic or version, another
-// configuration, a truncated file and a payload whose checksum differs (tampered, or another
-// build: the generated header holds the checksum it was built with). Standard library only,
-// no exceptions, C++17.
+// configuration, header fields that disagree (reserved bytes, counts and payload size), a
+// truncated file and a file whose checksum differs: every byte of the header and the payload
+// is covered (tampered, or another build: the generated header holds the checksum it was built
+// with). Version 1 files (whose checksum covered the payload only) are refused as BadVersion.
+// Standard library only, no exceptions, C++17.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +30,7 @@
 
 namespace dlavm::runtime {
 
-inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kFormatVersion = 2;
 inline constexpr std::size_t kFileHeaderBytes = 96;
 inline constexpr std::size_t kModelNameBytes = 32;
 
@@ -48,6 +51,7 @@ enum class ModelStatus : std::int32_t {
   StreamError,    // encoding an instruction stream failed (error() holds the writer's)
   DeviceError,    // VTADeviceRun failed or timed out
   AddressRange,   // a DRAM address moved to where the driver's memory is leaves its field
+  BadHeader,      // header fields that disagree (reserved bytes, counts, payload size)
 };
 
 constexpr const char* status_name(ModelStatus s) {
@@ -82,6 +86,8 @@ constexpr const char* status_name(ModelStatus s) {
       return "VTA device run failed";
     case ModelStatus::AddressRange:
       return "device memory placed where a stream's addresses do not fit their fields";
+    case ModelStatus::BadHeader:
+      return "file header fields disagree (reserved bytes, counts or payload size)";
   }
   return "unknown status";
 }
@@ -131,7 +137,17 @@ constexpr std::uint64_t get(const std::uint8_t* p, int bytes) {
 }
 }  // namespace file_detail
 
-// Writes the 96 header bytes.
+// The checksum of a file whose header (at `file`) is followed by `payload_bytes` bytes: FNV-1a
+// over the header, its checksum field read as 0, then the payload.
+constexpr std::uint64_t file_checksum(const std::uint8_t* file, std::uint64_t payload_bytes) {
+  constexpr std::uint8_t zeros[8] = {};
+  std::uint64_t h = fnv1a(file, 56);
+  h = fnv1a(zeros, 8, h);
+  h = fnv1a(file + 64, kFileHeaderBytes - 64, h);
+  return fnv1a(file + kFileHeaderBytes, static_cast<std::size_t>(payload_bytes), h);
+}
+
+// Writes the 96 header bytes as `h` gives them, its checksum included (seal_file computes it).
 constexpr void write_file_header(const FileHeader& h, std::uint8_t* out) {
   using namespace file_detail;
   for (std::size_t i = 0; i < kFileHeaderBytes; ++i) out[i] = 0;
@@ -147,8 +163,16 @@ constexpr void write_file_header(const FileHeader& h, std::uint8_t* out) {
     out[64 + i] = static_cast<std::uint8_t>(h.name[i]);
 }
 
-// Checks a file of `size` bytes: its kind, version, configuration, size and checksum; on Ok,
-// `header` holds its fields and the payload follows the header.
+// Writes the checksum of a file whose header and payload are in place (write_file_header's,
+// then the payload) into its header, and returns it.
+constexpr std::uint64_t seal_file(std::uint8_t* file) {
+  const std::uint64_t sum = file_checksum(file, file_detail::get(file + 48, 8));
+  file_detail::put(file + 56, sum, 8);
+  return sum;
+}
+
+// Checks a file of `size` bytes: its kind, version, configuration, header fields, size and
+// checksum; on Ok, `header` holds its fields and the payload follows the header.
 constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t size, FileKind kind,
                                        const ConfigId& config, FileHeader& header) {
   using namespace file_detail;
@@ -169,10 +193,16 @@ constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t siz
   header.checksum = get(file + 56, 8);
   for (std::size_t i = 0; i < kModelNameBytes; ++i)
     header.name[i] = static_cast<char>(file[64 + i]);
+  // the fields must agree: reserved bytes 0; a weights file counts nothing; an instructions
+  // file's payload is exactly its instructions and micro-op words
+  if (get(file + 28, 4) != 0) return ModelStatus::BadHeader;
+  const std::uint64_t insns =
+      std::uint64_t{header.queue_insns[0]} + header.queue_insns[1] + header.queue_insns[2];
+  if (kind == FileKind::Weights ? (insns != 0 || header.uop_words != 0)
+                                : header.payload_bytes != insns * 16 + header.uop_words * 4ULL)
+    return ModelStatus::BadHeader;
   if (header.payload_bytes > size - kFileHeaderBytes) return ModelStatus::Truncated;
-  if (fnv1a(file + kFileHeaderBytes, static_cast<std::size_t>(header.payload_bytes)) !=
-      header.checksum)
-    return ModelStatus::BadChecksum;
+  if (file_checksum(file, header.payload_bytes) != header.checksum) return ModelStatus::BadChecksum;
   return ModelStatus::Ok;
 }
 

@@ -39,8 +39,9 @@ struct ModelInfo {
   std::uint64_t base = 0, end = 0;  // the plan's addresses [base, end)
   RegionSpan weight, runtime, cache, insts, uop;
   std::uint64_t alignment = 256;
+  // each file's payload bytes and its checksum (model_file.hpp: header and payload)
   std::uint64_t weights_bytes = 0, weights_checksum = 0;
-  std::uint64_t insts_bytes = 0, insts_checksum = 0;  // the insts file's payload
+  std::uint64_t insts_bytes = 0, insts_checksum = 0;
 };
 
 // A stream whose words the generator wrote (all dims static): planned addresses, placed at
@@ -109,14 +110,15 @@ class Session {
   }
   std::uint64_t phys(std::uint64_t addr) const { return phys_ + (addr - info_->base); }
 
-  // The weights file: checked (kind, version, configuration, size, checksum, this model's)
-  // and copied to the weight region.
+  // The weights file: checked (kind, version, configuration, header, size, checksum; this
+  // model's: its name, size and checksum) and copied to the weight region.
   ModelStatus load_params(const std::uint8_t* file, std::size_t size) {
     if (!is_open()) return fail(ModelStatus::NotOpen);
     FileHeader h;
     const ModelStatus st = check_model_file(file, size, FileKind::Weights, info_->config, h);
     if (st != ModelStatus::Ok) return fail(st);
-    if (h.payload_bytes != info_->weights_bytes || h.checksum != info_->weights_checksum)
+    if (!this_model(h) || h.payload_bytes != info_->weights_bytes ||
+        h.checksum != info_->weights_checksum)
       return fail(ModelStatus::WrongModel);
     copy_in(info_->weight.base, file + kFileHeaderBytes, static_cast<std::size_t>(h.payload_bytes));
     weights_ = true;
@@ -139,7 +141,8 @@ class Session {
     FileHeader h;
     const ModelStatus st = check_model_file(file, size, FileKind::Insts, info_->config, h);
     if (st != ModelStatus::Ok) return fail(st);
-    if (h.payload_bytes != info_->insts_bytes || h.checksum != info_->insts_checksum)
+    if (!this_model(h) || h.payload_bytes != info_->insts_bytes ||
+        h.checksum != info_->insts_checksum)
       return fail(ModelStatus::WrongModel);
     const std::uint8_t* p = file + kFileHeaderBytes;
     for (std::size_t k = 0; k < n; ++k) {
@@ -150,18 +153,20 @@ class Session {
     return ModelStatus::Ok;
   }
 
-  // Runs a placed static stream.
+  // Runs a placed static stream. `LogTransfers`: each of its transfers logged first (a header
+  // emitted with `debug`); only then is the formatting (snprintf) part of the program.
+  template <bool LogTransfers = false>
   ModelStatus run(const StaticStream& s) {
     if (!weights_ || !streams_) return fail(ModelStatus::NotLoaded);
-    log_stream(at<InsnWord>(s.insn_addr), s.insn_count);
+    if constexpr (LogTransfers) log_stream(at<InsnWord>(s.insn_addr), s.insn_count);
     return run_at(s.insn_addr, s.insn_count);
   }
 
   // Replays a symbolic program for `dims` into its slots and runs it. `replay` is the
   // generated function; `params` the planned addresses of its parameters; `layout` the
   // writer's (StaticLayout<kLayout> in the generated code: the same as set_target's, folded
-  // into the code).
-  template <class Layout, class Fn>
+  // into the code). `LogTransfers` as for run.
+  template <bool LogTransfers = false, class Layout, class Fn>
   ModelStatus replay(Layout layout, Fn replay, const SramRegion* regions, std::size_t region_count,
                      const std::uint64_t* params, std::uint64_t* params_phys,
                      std::size_t param_count, const std::int64_t* dims, const ReplaySlots& slots) {
@@ -183,7 +188,7 @@ class Session {
     for (std::size_t i = 0; i < st.reloc_count(); ++i)
       if (!add_to_field(st.insn(st.relocs()[i]), dram, uop_base))
         return fail(ModelStatus::AddressRange);
-    log_stream(st.insns(), st.insn_count());
+    if constexpr (LogTransfers) log_stream(st.insns(), st.insn_count());
     return run_at(slots.insn_addr, static_cast<std::uint32_t>(st.insn_count()));
   }
 
@@ -194,7 +199,8 @@ class Session {
     elem_ = elem;
   }
 
-  // Debug: called with a line per step and per transfer (DMA) of each stream run.
+  // Debug: called with a line per step and per transfer (DMA) of each stream run, where the
+  // header was emitted with `debug` (without it, nothing calls the function).
   using LogFn = void (*)(const char* line, void* context);
   void set_log(LogFn fn, void* context) {
     log_ = fn;
@@ -209,6 +215,15 @@ class Session {
   std::uint32_t wait_cycles = 100000000;
 
  private:
+  // the file names this model (its NUL-padded name field holds the model's name)
+  bool this_model(const FileHeader& h) const {
+    std::size_t n = 0;
+    while (info_->name[n] != 0) ++n;
+    if (n > kModelNameBytes || std::memcmp(h.name, info_->name, n) != 0) return false;
+    for (std::size_t i = n; i < kModelNameBytes; ++i)
+      if (h.name[i] != 0) return false;
+    return true;
+  }
   ModelStatus fail(ModelStatus s) {
     status_ = s;
     return s;
