@@ -34,7 +34,14 @@ expect 0 "multiply-accumulates on VTA: 100.0%" -- inspect "$model" --dims batch=
 grep -q "digraph" "$dir/model.dot" || { echo "FAIL --dot wrote no DOT"; failed=1; }
 grep -q "<svg" "$dir/model.svg" || { echo "FAIL --svg wrote no SVG"; failed=1; }
 expect 0 "VTA cycles" -- run "$model" --dims batch=1..4 --input "image=$dir/image.npy" \
-  --output "$dir/out"
+  --output "$dir/out" --dump "$dir/dump"
+# a dump per VTA step: its manifest, stream and DRAM images
+steps=$(ls -d "$dir"/dump/step*/ 2>/dev/null | wc -l)
+if [ "$steps" -lt 1 ] || ! ls "$dir"/dump/step*/manifest.json > /dev/null 2>&1 ||
+  ! ls "$dir"/dump/step*/insn.bin > /dev/null 2>&1; then
+  echo "FAIL --dump wrote no step dumps ($steps)"
+  failed=1
+fi
 if ! cmp -s "$dir/out/$output.npy" "$dir/want.npy"; then
   echo "FAIL the run's $output.npy differs from the reference executor's"
   failed=1

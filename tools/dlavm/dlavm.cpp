@@ -158,7 +158,7 @@ int inspect(const std::string& model, const std::vector<std::string>& dims,
 
 int run(const std::string& model, const std::vector<std::string>& dims,
         const std::vector<std::string>& input_specs, const std::vector<std::string>& bind_specs,
-        const std::string& output_dir) {
+        const std::string& output_dir, const std::string& dump_dir) {
   const auto fn = load_model(model, dims);
   const graph::Target target;
   std::vector<std::pair<std::string, te::NDArray>> arrays;
@@ -191,7 +191,8 @@ int run(const std::string& model, const std::vector<std::string>& dims,
   for (const auto& [name, a] : arrays) inputs.push_back({name, a});
   std::vector<ne::Binding> bindings;
   for (const auto& [name, v] : binds) bindings.push_back({name, v});
-  const auto outputs = as_bad_input([&] { return exec.run(inputs, bindings); });
+  const auto outputs =
+      as_bad_input([&] { return exec.run(inputs, bindings, {.dump_dir = dump_dir}); });
   const auto& last = exec.last_run();
   std::uint64_t roofline = 0;
   for (const auto& s : last.steps) roofline += s.roofline_cycles;
@@ -324,6 +325,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--bind", binds,
                       "NAME=VALUE: a symbolic dim's value (else read off the arrays)");
   run_cmd->add_option("--output", output_dir, "write each output as DIR/NAME.npy");
+  std::string dump_dir;
+  run_cmd->add_option("--dump", dump_dir,
+                      "write each VTA step's stream and DRAM images with a manifest, in "
+                      "DIR/stepNN_<program>/ (vta::load_dump, vta::replay)");
 
   auto* quantize_cmd = app.add_subcommand(
       "quantize", "quantize a float model from calibration samples, written as QDQ ONNX");
@@ -383,7 +388,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*inspect_cmd) return inspect(model, dims, dot_path, svg_path);
-    if (*run_cmd) return run(model, dims, inputs, binds, output_dir);
+    if (*run_cmd) return run(model, dims, inputs, binds, output_dir, dump_dir);
     if (*quantize_cmd) return quantize(model, dims, calib, out, shift, asymmetric, report);
     if (*compile_cmd) return compile(model, dims, out, ns, lite);
     if (*tune_cmd) {
