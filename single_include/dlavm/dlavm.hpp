@@ -17858,6 +17858,9 @@ struct ManifestBuffer {
   DType dtype = DType::int8();
   bool output = false;
   std::string file;  // DRAM image, relative to the manifest's folder ("" if none)
+  // An output's contents before the run, relative as `file` ("": zeros). A stream need not
+  // write every byte of its outputs: replayed from this, the bytes it leaves are the same.
+  std::string initial_file = {};
   friend bool operator==(const ManifestBuffer&, const ManifestBuffer&) = default;
 };
 
@@ -18175,6 +18178,12 @@ DLAVM_INLINE void Manifest::validate(std::string_view source) const {
       raise<ParseError>("{}: {} holds {} bytes, not a whole number of {} elements ({} bytes)",
                         source, what, b.bytes, b.dtype, b.dtype.bytes());
     if (!b.file.empty()) check_file(b.file, what);
+    if (!b.initial_file.empty()) {
+      if (!b.output)
+        raise<ParseError>("{}: {} is an input with an initial image; only outputs have one", source,
+                          what);
+      check_file(b.initial_file, what);
+    }
     if (b.bytes != 0) ranges.emplace_back(b.phys_addr, b.phys_addr + b.bytes, what);
   }
   std::sort(ranges.begin(), ranges.end());
@@ -18212,6 +18221,7 @@ DLAVM_INLINE std::string Manifest::to_json() const {
     w.field("dtype", b.dtype.str());
     w.field("direction", b.output ? "output" : "input");
     w.field("file", b.file);
+    if (!b.initial_file.empty()) w.field("initial", b.initial_file);
     w.end_object();
   }
   w.end_array();
@@ -21586,19 +21596,30 @@ DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> 
   }
   const Stream stream = instantiate(bindings, phys);
   std::vector<ManifestBuffer> dumped;
-  if (!options.dump_dir.empty())  // inputs as they were before the run
-    for (std::size_t k = 0; k < arrays.size(); ++k)
+  // the buffers before the run: the inputs' images, the outputs' initial images
+  std::vector<std::string> initial(arrays.size());
+  if (!options.dump_dir.empty()) {
+    for (std::size_t k = 0; k < arrays.size(); ++k) {
+      const auto& p = func_.params[k];
       if (!is_output(k))
-        dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
-                                     func_.params[k].dtype(), false));
+        dumped.push_back(
+            dump_buffer(dev, buffers[k], options.dump_dir, p.name(), p.dtype(), false));
+      else
+        initial[k] =
+            dump_buffer(dev, buffers[k], options.dump_dir, p.name() + ".initial", p.dtype(), false)
+                .file;
+    }
+  }
   ProgramRun out{dev.run(stream), stream.insns.size(), stream.uops.size()};
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     std::vector<std::uint8_t> bytes(buffers[k].bytes);
     dev.copy_out(buffers[k], 0, bytes.data(), bytes.size());
     from_dram_bytes(bytes, *arrays[k]);
-    if (!options.dump_dir.empty() && is_output(k))
+    if (!options.dump_dir.empty() && is_output(k)) {
       dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
                                    func_.params[k].dtype(), true));
+      dumped.back().initial_file = initial[k];
+    }
   }
   if (!options.dump_dir.empty()) {
     const auto uop = dev.alloc(std::max<std::size_t>(stream.uop_bytes(), 1));
@@ -39659,7 +39680,9 @@ struct Dump {
   // Data transfers keep the dumped addresses: run as is, the buffers must be where they were.
   Stream stream;
   std::vector<std::vector<std::byte>> images;  // per manifest buffer; empty when it has no file
-  std::vector<DumpTransfer> transfers;         // every LOAD/STORE that moves data of a buffer
+  // per manifest buffer: an output's initial image (ManifestBuffer::initial_file), else empty
+  std::vector<std::vector<std::byte>> initial_images;
+  std::vector<DumpTransfer> transfers;  // every LOAD/STORE that moves data of a buffer
 
   // The stream with buffer k moved to physical address phys[k]: every transfer's dram_base
   // rebased. ValueError when an address does not keep a transfer's elements aligned, or no
@@ -39677,9 +39700,10 @@ struct ReplayResult {
   std::vector<std::vector<std::byte>> images;  // every buffer after the run, in manifest order
 };
 
-// Allocates every buffer of the dump on `dev`, copies the input images in (output buffers and
-// buffers without a file start zeroed), runs the stream rebased to those buffers, copies every
-// buffer out and frees them. ConfigError when the device's configuration is not the dump's.
+// Allocates every buffer of the dump on `dev`, copies the input images in and the outputs'
+// initial images (buffers without one start zeroed), runs the stream rebased to those buffers,
+// copies every buffer out and frees them. ConfigError when the device's configuration is not the
+// dump's.
 ReplayResult replay(Device& dev, const Dump& dump);
 
 }  // namespace dlavm::vta
@@ -39754,14 +39778,15 @@ inline Dump load_dump(Manifest m, const DumpFiles& files, std::string_view sourc
   d.stream.insns = read_insn_file(insn_bytes, excerpt(m.insn_file));
   d.stream.uops = read_uop_file(uop_bytes, excerpt(m.uop_file));
   const auto prog = read_program(insn_bytes, m.config.layout(), excerpt(m.insn_file));
+  const auto image = [&](const ManifestBuffer& b, const std::string& file, std::string_view kind) {
+    if (file.empty()) return std::vector<std::byte>{};
+    const auto what = fmt::format("{} of buffer '{}'", kind, excerpt(b.name));
+    return read_dram_image(dump_file(files, file, source, what), static_cast<std::int64_t>(b.bytes),
+                           excerpt(file));
+  };
   for (const auto& b : m.buffers) {
-    if (b.file.empty()) {
-      d.images.emplace_back();
-      continue;
-    }
-    const auto what = fmt::format("DRAM image of buffer '{}'", excerpt(b.name));
-    d.images.push_back(read_dram_image(dump_file(files, b.file, source, what),
-                                       static_cast<std::int64_t>(b.bytes), excerpt(b.file)));
+    d.images.push_back(image(b, b.file, "DRAM image"));
+    d.initial_images.push_back(image(b, b.initial_file, "initial DRAM image"));
   }
   // Buffers by address (validate() made them disjoint), to find the one a transfer is in.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> by_phys;
@@ -39845,9 +39870,10 @@ DLAVM_INLINE ReplayResult replay(Device& dev, const Dump& dump) {
     const auto bytes = static_cast<std::size_t>(b.bytes);
     buffers.push_back(dev.alloc(std::max<std::size_t>(bytes, 1)));
     phys.push_back(buffers.back().phys);
-    const bool image = !b.output && !dump.images[k].empty();
-    const std::vector<std::byte> zeros(image ? 0 : bytes);
-    dev.copy_in(buffers.back(), 0, image ? dump.images[k].data() : zeros.data(), bytes);
+    // an input's image, an output's initial image, or zeros
+    const auto& in = b.output ? dump.initial_images[k] : dump.images[k];
+    const std::vector<std::byte> zeros(in.empty() ? bytes : 0);
+    dev.copy_in(buffers.back(), 0, in.empty() ? zeros.data() : in.data(), bytes);
   }
   ReplayResult r;
   r.result = dev.run(dump.stream_at(phys));
@@ -40199,13 +40225,16 @@ class Executor::Run {
             ? std::string()
             : fmt::format("{}/step{:02}_{}", options_.dump_dir, index, step.program->name());
     std::vector<vta::ManifestBuffer> dumped;
+    std::string initial;  // the output slot before the run: what the stream does not write
     if (!dir.empty()) {
       std::filesystem::create_directories(dir);
       for (auto in : step.inputs) dump(dir, in, false, dumped);
+      initial = dump_initial(dir, step.output);
     }
     const vta::RunResult result = r_.device().run_at(stream, r_.streams());
     if (!dir.empty()) {
       dump(dir, step.output, true, dumped);
+      dumped.back().initial_file = initial;
       vta::dump_stream(dir, m_.env().config, stream, r_.buffer(RegionKind::Uop).phys,
                        std::move(dumped));
     }
@@ -40219,13 +40248,29 @@ class Executor::Run {
   void dump(const std::string& dir, std::size_t v, bool output,
             std::vector<vta::ManifestBuffer>& dumped) const {
     const auto& value = m_.values()[v];
-    std::vector<std::byte> bytes(static_cast<std::size_t>(value.storage.bytes));
-    r_.copy_out(value.storage, bytes.data(), bytes.size());
+    const auto name = dump_name(v);
+    const auto bytes = write_slot(dir + "/" + name + ".bin", v);
+    dumped.push_back({name, r_.phys(value.storage), bytes, value.dtype, output, name + ".bin"});
+  }
+  // The output slot of value v before the step runs (earlier steps' bytes where the plan
+  // reuses them): its initial image's file name.
+  std::string dump_initial(const std::string& dir, std::size_t v) const {
+    const auto file = dump_name(v) + ".initial.bin";
+    write_slot(dir + "/" + file, v);
+    return file;
+  }
+  std::string dump_name(std::size_t v) const {
     std::string name = fmt::format("v{}", v);
-    for (char c : value.name) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    vta::write_dram_image(dir + "/" + name + ".bin", bytes);
-    dumped.push_back(
-        {name, r_.phys(value.storage), bytes.size(), value.dtype, output, name + ".bin"});
+    for (char c : m_.values()[v].name)
+      name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    return name;
+  }
+  std::size_t write_slot(const std::string& path, std::size_t v) const {
+    const auto& storage = m_.values()[v].storage;
+    std::vector<std::byte> bytes(static_cast<std::size_t>(storage.bytes));
+    r_.copy_out(storage, bytes.data(), bytes.size());
+    vta::write_dram_image(path, bytes);
+    return bytes.size();
   }
 
   StepStats vta_stats(const ModuleStep& step, const vta::Stream& stream,
@@ -42188,6 +42233,7 @@ DLAVM_INLINE Manifest read_manifest(std::string_view text, std::string_view sour
                         excerpt(dir));
     mb.output = dir == "output";
     mb.file = str(b, "file", where);
+    if (b.contains("initial")) mb.initial_file = str(b, "initial", where);
     m.buffers.push_back(std::move(mb));
   }
   m.validate(source);
@@ -42211,7 +42257,8 @@ DLAVM_INLINE Dump load_dump(const std::string& dir) {
   std::vector<std::vector<std::byte>> storage;
   std::vector<std::string> names{m.insn_file, m.uop_file};
   for (const auto& b : m.buffers)
-    if (!b.file.empty()) names.push_back(b.file);
+    for (const auto* f : {&b.file, &b.initial_file})
+      if (!f->empty()) names.push_back(*f);
   DumpFiles files;
   storage.reserve(names.size());
   for (const auto& name : names) {

@@ -345,13 +345,16 @@ class Executor::Run {
             ? std::string()
             : fmt::format("{}/step{:02}_{}", options_.dump_dir, index, step.program->name());
     std::vector<vta::ManifestBuffer> dumped;
+    std::string initial;  // the output slot before the run: what the stream does not write
     if (!dir.empty()) {
       std::filesystem::create_directories(dir);
       for (auto in : step.inputs) dump(dir, in, false, dumped);
+      initial = dump_initial(dir, step.output);
     }
     const vta::RunResult result = r_.device().run_at(stream, r_.streams());
     if (!dir.empty()) {
       dump(dir, step.output, true, dumped);
+      dumped.back().initial_file = initial;
       vta::dump_stream(dir, m_.env().config, stream, r_.buffer(RegionKind::Uop).phys,
                        std::move(dumped));
     }
@@ -365,13 +368,29 @@ class Executor::Run {
   void dump(const std::string& dir, std::size_t v, bool output,
             std::vector<vta::ManifestBuffer>& dumped) const {
     const auto& value = m_.values()[v];
-    std::vector<std::byte> bytes(static_cast<std::size_t>(value.storage.bytes));
-    r_.copy_out(value.storage, bytes.data(), bytes.size());
+    const auto name = dump_name(v);
+    const auto bytes = write_slot(dir + "/" + name + ".bin", v);
+    dumped.push_back({name, r_.phys(value.storage), bytes, value.dtype, output, name + ".bin"});
+  }
+  // The output slot of value v before the step runs (earlier steps' bytes where the plan
+  // reuses them): its initial image's file name.
+  std::string dump_initial(const std::string& dir, std::size_t v) const {
+    const auto file = dump_name(v) + ".initial.bin";
+    write_slot(dir + "/" + file, v);
+    return file;
+  }
+  std::string dump_name(std::size_t v) const {
     std::string name = fmt::format("v{}", v);
-    for (char c : value.name) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    vta::write_dram_image(dir + "/" + name + ".bin", bytes);
-    dumped.push_back(
-        {name, r_.phys(value.storage), bytes.size(), value.dtype, output, name + ".bin"});
+    for (char c : m_.values()[v].name)
+      name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    return name;
+  }
+  std::size_t write_slot(const std::string& path, std::size_t v) const {
+    const auto& storage = m_.values()[v].storage;
+    std::vector<std::byte> bytes(static_cast<std::size_t>(storage.bytes));
+    r_.copy_out(storage, bytes.data(), bytes.size());
+    vta::write_dram_image(path, bytes);
+    return bytes.size();
   }
 
   StepStats vta_stats(const ModuleStep& step, const vta::Stream& stream,

@@ -287,19 +287,30 @@ DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> 
   }
   const Stream stream = instantiate(bindings, phys);
   std::vector<ManifestBuffer> dumped;
-  if (!options.dump_dir.empty())  // inputs as they were before the run
-    for (std::size_t k = 0; k < arrays.size(); ++k)
+  // the buffers before the run: the inputs' images, the outputs' initial images
+  std::vector<std::string> initial(arrays.size());
+  if (!options.dump_dir.empty()) {
+    for (std::size_t k = 0; k < arrays.size(); ++k) {
+      const auto& p = func_.params[k];
       if (!is_output(k))
-        dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
-                                     func_.params[k].dtype(), false));
+        dumped.push_back(
+            dump_buffer(dev, buffers[k], options.dump_dir, p.name(), p.dtype(), false));
+      else
+        initial[k] =
+            dump_buffer(dev, buffers[k], options.dump_dir, p.name() + ".initial", p.dtype(), false)
+                .file;
+    }
+  }
   ProgramRun out{dev.run(stream), stream.insns.size(), stream.uops.size()};
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     std::vector<std::uint8_t> bytes(buffers[k].bytes);
     dev.copy_out(buffers[k], 0, bytes.data(), bytes.size());
     from_dram_bytes(bytes, *arrays[k]);
-    if (!options.dump_dir.empty() && is_output(k))
+    if (!options.dump_dir.empty() && is_output(k)) {
       dumped.push_back(dump_buffer(dev, buffers[k], options.dump_dir, func_.params[k].name(),
                                    func_.params[k].dtype(), true));
+      dumped.back().initial_file = initial[k];
+    }
   }
   if (!options.dump_dir.empty()) {
     const auto uop = dev.alloc(std::max<std::size_t>(stream.uop_bytes(), 1));

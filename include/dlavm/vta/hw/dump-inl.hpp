@@ -64,14 +64,15 @@ inline Dump load_dump(Manifest m, const DumpFiles& files, std::string_view sourc
   d.stream.insns = read_insn_file(insn_bytes, excerpt(m.insn_file));
   d.stream.uops = read_uop_file(uop_bytes, excerpt(m.uop_file));
   const auto prog = read_program(insn_bytes, m.config.layout(), excerpt(m.insn_file));
+  const auto image = [&](const ManifestBuffer& b, const std::string& file, std::string_view kind) {
+    if (file.empty()) return std::vector<std::byte>{};
+    const auto what = fmt::format("{} of buffer '{}'", kind, excerpt(b.name));
+    return read_dram_image(dump_file(files, file, source, what), static_cast<std::int64_t>(b.bytes),
+                           excerpt(file));
+  };
   for (const auto& b : m.buffers) {
-    if (b.file.empty()) {
-      d.images.emplace_back();
-      continue;
-    }
-    const auto what = fmt::format("DRAM image of buffer '{}'", excerpt(b.name));
-    d.images.push_back(read_dram_image(dump_file(files, b.file, source, what),
-                                       static_cast<std::int64_t>(b.bytes), excerpt(b.file)));
+    d.images.push_back(image(b, b.file, "DRAM image"));
+    d.initial_images.push_back(image(b, b.initial_file, "initial DRAM image"));
   }
   // Buffers by address (validate() made them disjoint), to find the one a transfer is in.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> by_phys;
@@ -155,9 +156,10 @@ DLAVM_INLINE ReplayResult replay(Device& dev, const Dump& dump) {
     const auto bytes = static_cast<std::size_t>(b.bytes);
     buffers.push_back(dev.alloc(std::max<std::size_t>(bytes, 1)));
     phys.push_back(buffers.back().phys);
-    const bool image = !b.output && !dump.images[k].empty();
-    const std::vector<std::byte> zeros(image ? 0 : bytes);
-    dev.copy_in(buffers.back(), 0, image ? dump.images[k].data() : zeros.data(), bytes);
+    // an input's image, an output's initial image, or zeros
+    const auto& in = b.output ? dump.initial_images[k] : dump.images[k];
+    const std::vector<std::byte> zeros(in.empty() ? bytes : 0);
+    dev.copy_in(buffers.back(), 0, in.empty() ? zeros.data() : in.data(), bytes);
   }
   ReplayResult r;
   r.result = dev.run(dump.stream_at(phys));

@@ -41,7 +41,9 @@ struct Dump {
   // Data transfers keep the dumped addresses: run as is, the buffers must be where they were.
   Stream stream;
   std::vector<std::vector<std::byte>> images;  // per manifest buffer; empty when it has no file
-  std::vector<DumpTransfer> transfers;         // every LOAD/STORE that moves data of a buffer
+  // per manifest buffer: an output's initial image (ManifestBuffer::initial_file), else empty
+  std::vector<std::vector<std::byte>> initial_images;
+  std::vector<DumpTransfer> transfers;  // every LOAD/STORE that moves data of a buffer
 
   // The stream with buffer k moved to physical address phys[k]: every transfer's dram_base
   // rebased. ValueError when an address does not keep a transfer's elements aligned, or no
@@ -59,9 +61,10 @@ struct ReplayResult {
   std::vector<std::vector<std::byte>> images;  // every buffer after the run, in manifest order
 };
 
-// Allocates every buffer of the dump on `dev`, copies the input images in (output buffers and
-// buffers without a file start zeroed), runs the stream rebased to those buffers, copies every
-// buffer out and frees them. ConfigError when the device's configuration is not the dump's.
+// Allocates every buffer of the dump on `dev`, copies the input images in and the outputs'
+// initial images (buffers without one start zeroed), runs the stream rebased to those buffers,
+// copies every buffer out and frees them. ConfigError when the device's configuration is not the
+// dump's.
 ReplayResult replay(Device& dev, const Dump& dump);
 
 }  // namespace dlavm::vta

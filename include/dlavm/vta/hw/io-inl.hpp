@@ -246,6 +246,12 @@ DLAVM_INLINE void Manifest::validate(std::string_view source) const {
       raise<ParseError>("{}: {} holds {} bytes, not a whole number of {} elements ({} bytes)",
                         source, what, b.bytes, b.dtype, b.dtype.bytes());
     if (!b.file.empty()) check_file(b.file, what);
+    if (!b.initial_file.empty()) {
+      if (!b.output)
+        raise<ParseError>("{}: {} is an input with an initial image; only outputs have one", source,
+                          what);
+      check_file(b.initial_file, what);
+    }
     if (b.bytes != 0) ranges.emplace_back(b.phys_addr, b.phys_addr + b.bytes, what);
   }
   std::sort(ranges.begin(), ranges.end());
@@ -283,6 +289,7 @@ DLAVM_INLINE std::string Manifest::to_json() const {
     w.field("dtype", b.dtype.str());
     w.field("direction", b.output ? "output" : "input");
     w.field("file", b.file);
+    if (!b.initial_file.empty()) w.field("initial", b.initial_file);
     w.end_object();
   }
   w.end_array();

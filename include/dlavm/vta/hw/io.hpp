@@ -73,6 +73,9 @@ struct ManifestBuffer {
   DType dtype = DType::int8();
   bool output = false;
   std::string file;  // DRAM image, relative to the manifest's folder ("" if none)
+  // An output's contents before the run, relative as `file` ("": zeros). A stream need not
+  // write every byte of its outputs: replayed from this, the bytes it leaves are the same.
+  std::string initial_file = {};
   friend bool operator==(const ManifestBuffer&, const ManifestBuffer&) = default;
 };
 

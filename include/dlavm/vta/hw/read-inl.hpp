@@ -163,6 +163,7 @@ DLAVM_INLINE Manifest read_manifest(std::string_view text, std::string_view sour
                         excerpt(dir));
     mb.output = dir == "output";
     mb.file = str(b, "file", where);
+    if (b.contains("initial")) mb.initial_file = str(b, "initial", where);
     m.buffers.push_back(std::move(mb));
   }
   m.validate(source);
@@ -186,7 +187,8 @@ DLAVM_INLINE Dump load_dump(const std::string& dir) {
   std::vector<std::vector<std::byte>> storage;
   std::vector<std::string> names{m.insn_file, m.uop_file};
   for (const auto& b : m.buffers)
-    if (!b.file.empty()) names.push_back(b.file);
+    for (const auto* f : {&b.file, &b.initial_file})
+      if (!f->empty()) names.push_back(*f);
   DumpFiles files;
   storage.reserve(names.size());
   for (const auto& name : names) {
