@@ -6,14 +6,18 @@
 // pool and the whole model. The least roofline bound among each workload's candidates is a
 // floor no schedule searched can beat (with --top 0, no schedule of the space): the totals of
 // those floors say what the space can still give. The tuned network must compute what the
-// default one does.
-//   tune_resnet18 [--image N] [--top K] [--budget SECONDS] [--log FILE]
+// default one does. With --dump, the tuned run writes each VTA step's stream and DRAM images
+// (as the other model examples do), and each step's dump is replayed on a fresh simulator to
+// the output the run wrote.
+//   tune_resnet18 [--image N] [--top K] [--budget SECONDS] [--log FILE] [--dump DIR]
 //     N 64 (224: ImageNet's size), K 6 (0: every candidate), no budget, the log in memory
 #include <dlavm/tune.hpp>
+#include <dlavm/vta/hw/read.hpp>
 
 #include "models.hpp"
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -57,12 +61,13 @@ double percent(double part, double whole) { return whole > 0 ? 100.0 * part / wh
 int main(int argc, char** argv) try {
   std::int64_t image = 64;
   tune::TuneOptions options{.top = 6};
-  std::string log_path;
+  std::string log_path, dump;
+  constexpr auto usage =
+      "usage: {} [--image N] [--top K] [--budget SECONDS] [--log FILE] [--dump DIR]\n";
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) {
-      fmt::print(stderr, "usage: {} [--image N] [--top K] [--budget SECONDS] [--log FILE]\n",
-                 argv[0]);
+      fmt::print(stderr, usage, argv[0]);
       return 2;
     }
     const char* value = argv[++i];
@@ -74,9 +79,10 @@ int main(int argc, char** argv) try {
       options.budget_seconds = std::atof(value);
     } else if (flag == "--log") {
       log_path = value;
+    } else if (flag == "--dump") {
+      dump = value;
     } else {
-      fmt::print(stderr, "usage: {} [--image N] [--top K] [--budget SECONDS] [--log FILE]\n",
-                 argv[0]);
+      fmt::print(stderr, usage, argv[0]);
       return 2;
     }
   }
@@ -104,7 +110,18 @@ int main(int argc, char** argv) try {
   vta::SimDevice dev(target.env.config);
   graph::Executor plain_exec(plain, dev), tuned_exec(tuned, dev);
   const auto want = plain_exec.run(inputs);
-  const auto got = tuned_exec.run(inputs);
+  const auto got = tuned_exec.run(inputs, {}, {.dump_dir = dump});
+  // each dumped step replayed on a fresh simulator writes what the run wrote
+  std::size_t replayed = 0, replay_differ = 0;
+  if (!dump.empty())
+    for (const auto& entry : std::filesystem::directory_iterator(dump)) {
+      const auto d = vta::load_dump(entry.path().string());
+      vta::SimDevice fresh(d.manifest.config);
+      const auto r = vta::replay(fresh, d);
+      for (std::size_t k = 0; k < d.manifest.buffers.size(); ++k)
+        replay_differ += d.manifest.buffers[k].output && r.images[k] != d.images[k];
+      ++replayed;
+    }
 
   // per workload, the least roofline bound of its candidates
   std::map<std::string, std::int64_t> floor;
@@ -147,6 +164,13 @@ int main(int argc, char** argv) try {
       percent(static_cast<double>(f.macs) / 256.0, static_cast<double>(f.all)));
   bool ok = got.size() == want.size() && t.all <= d.all;
   for (std::size_t k = 0; ok && k < got.size(); ++k) ok = got[k] == want[k];
+  if (!dump.empty()) {
+    std::size_t vta_steps = 0;
+    for (const auto& s : tuned.steps()) vta_steps += s.kind == graph::ModuleStep::Kind::Vta;
+    fmt::print("{} of {} VTA steps dumped in {}; replayed, {} outputs differ\n", replayed,
+               vta_steps, dump, replay_differ);
+    ok = ok && replayed == vta_steps && replay_differ == 0;
+  }
   fmt::print("{}: the tuned network computes what the default one does{}\n", ok ? "PASS" : "FAIL",
              t.all <= d.all ? ", in no more cycles" : ", but slower");
   return ok ? 0 : 1;

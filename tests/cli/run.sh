@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The dlavm tool end to end (tests/CMakeLists.txt: the cli test): inspect and run on an ONNX
+# The dlavm tool end to end (tests/CMakeLists.txt: the cli test): every subcommand on an ONNX
 # model that write_cli_model wrote, the run's output against the reference executor's, and bad
 # input (a missing file, wrong dims, a wrong array shape or dtype, an unknown subcommand), each
 # with exit status 2 and a message naming what is wrong.
@@ -76,6 +76,20 @@ expect 0 "candidates evaluated" -- tune "$model" --dims batch=1..4 --log "$dir/m
 [[ -s $dir/model.log ]] || { echo "FAIL tune wrote no log"; failed=1; }
 expect 0 "candidates evaluated" -- tune "$model" --dims batch=1..4 --log "$dir/model.log" \
   --top 3 --threads 1 --resume
+# the knob spaces, a second log, the two merged and the best schedules of each
+expect 0 '"workloads"' -- tune-space "$model" --dims batch=1..4
+"$dlavm" tune-space "$model" --dims batch=1..4 >"$dir/spaces.json" 2>/dev/null
+expect 0 "candidates evaluated" -- tune "$model" --dims batch=1..4 --log "$dir/second.log" \
+  --top 1 --threads 1 --config "$dir/spaces.json"
+expect 0 "into $dir/merged.log" -- tune-merge "$dir/merged.log" "$dir/model.log" "$dir/second.log"
+expect 0 " cycles  " -- tune-best "$dir/merged.log"
+# the best of the merged logs, whichever order they are merged in
+"$dlavm" tune-merge "$dir/merged2.log" "$dir/second.log" "$dir/model.log" >/dev/null
+if ! diff <("$dlavm" tune-best "$dir/merged.log") <("$dlavm" tune-best "$dir/merged2.log"); then
+  echo "FAIL tune-best depends on the order of the merged logs"
+  failed=1
+fi
+expect 0 "workloads" -- tune-space resnet18 --image 32
 
 # bad input: status 2, the file, the dim, the input named
 expect 2 "holds records already: --resume continues it" -- tune "$model" --dims batch=1..4 \
@@ -100,6 +114,12 @@ expect 2 "calibration sample 0: " -- quantize "$dir/float.onnx" --dims batch=1..
   --calib "$dir/calib_bad" -o "$dir/bad.onnx"
 expect 2 "--calib: '$dir/none' is no directory" -- quantize "$dir/float.onnx" \
   --dims batch=1..4 --calib "$dir/none" -o "$dir/bad.onnx"
-expect 2 "unknown subcommand 'frob' (inspect, run, quantize, tune, compile)" -- frob
+expect 2 "unknown subcommand 'frob' (inspect, run, quantize, tune, tune-space, tune-merge, \
+tune-best, compile)" -- frob
+expect 2 "'$dir/none.log': no such log" -- tune-best "$dir/none.log"
+expect 2 "'$dir/none.log': no such log" -- tune-merge "$dir/m.log" "$dir/none.log"
+expect 2 "LOG is required" -- tune-merge "$dir/m.log"
+expect 2 "--image: only the gallery's resnet18 has an image size" -- tune-space mlp --image 32
+expect 2 "--image: Value 0 not in range" -- tune-space resnet18 --image 0
 expect 2 "MODEL is required" -- inspect
 exit $failed

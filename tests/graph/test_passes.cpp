@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -54,7 +55,7 @@ struct CacheModel {
 
 // The text block after the line that introduces the pipeline in docs/graph.md.
 std::string documented_pipeline() {
-  std::ifstream in(std::string(DLAVM_SOURCE_DIR) + "/docs/graph.md");
+  std::ifstream in(std::filesystem::path(DLAVM_SOURCE_DIR) / "docs" / "graph.md");
   std::stringstream text;
   text << in.rdbuf();
   const std::string s = text.str();

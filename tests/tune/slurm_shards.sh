@@ -2,12 +2,12 @@
 # The tuner on a real cluster scheduler: brings up a single-node Slurm (slurmctld, slurmd and
 # munge from Debian) on localhost under a scratch folder, runs a tuning of ResNet-18 (32 x 32,
 # the 6 best estimates of each workload) as a 4-task job array (`sbatch --array`, each task a
-# `dlavm-tune --shard i/4` process), merges the shards' logs and compares them with a
+# `dlavm tune --shard i/4` process), merges the shards' logs and compares them with a
 # single-process run: the same records (build times aside) and the same best schedules.
 # Exit 77 (CTest's skip) with the reason where Slurm is not installed or does not start.
-#   tests/tune/slurm_shards.sh path/to/dlavm-tune
+#   tests/tune/slurm_shards.sh path/to/dlavm
 set -uo pipefail
-tune=$1
+dlavm=$1
 skip() { echo "SKIP: $*"; exit 77; }
 for cmd in munged slurmctld slurmd sbatch sinfo; do
   command -v "$cmd" >/dev/null 2>&1 || skip "$cmd is not installed (tools/setup.sh installs slurm-wlm and munge)"
@@ -70,18 +70,18 @@ done
 sinfo -h -o %t 2>/dev/null | grep -q idle || skip "the Slurm node does not come up: $(tail -2 "$dir/log/slurmd.log")"
 
 run=(tune resnet18 --image 32 --top 6 --threads 1)
-"$tune" "${run[@]}" --log "$dir/single.log" >/dev/null || { echo "FAIL: the single run"; exit 1; }
+"$dlavm" "${run[@]}" --log "$dir/single.log" >/dev/null || { echo "FAIL: the single run"; exit 1; }
 start=$(date +%s%N)
 sbatch --array=0-3 --wait -o "$dir/log/shard%a.out" \
-  --wrap "$tune ${run[*]} --shard \$SLURM_ARRAY_TASK_ID/4 --log $dir/shard\$SLURM_ARRAY_TASK_ID.log" \
+  --wrap "$dlavm ${run[*]} --shard \$SLURM_ARRAY_TASK_ID/4 --log $dir/shard\$SLURM_ARRAY_TASK_ID.log" \
   >/dev/null || { echo "FAIL: the job array"; cat "$dir"/log/shard*.out; exit 1; }
 end=$(date +%s%N)
-"$tune" merge "$dir/merged.log" "$dir"/shard{0,1,2,3}.log >/dev/null || exit 1
+"$dlavm" tune-merge "$dir/merged.log" "$dir"/shard{0,1,2,3}.log >/dev/null || exit 1
 records() { sed -E 's/"build_seconds":[^,]*,//' "$1" | sort; }
 if ! diff <(records "$dir/single.log") <(records "$dir/merged.log") >/dev/null; then
   echo "FAIL: the merged shards' records differ from the single run's"; exit 1
 fi
-if ! diff <("$tune" best "$dir/single.log") <("$tune" best "$dir/merged.log"); then
+if ! diff <("$dlavm" tune-best "$dir/single.log") <("$dlavm" tune-best "$dir/merged.log"); then
   echo "FAIL: the best schedules differ"; exit 1
 fi
 for s in 0 1 2 3; do

@@ -1,6 +1,6 @@
-// dlavm-tune as a process: a tuning run killed with SIGKILL in the middle and resumed from its
+// `dlavm tune` as a process: a tuning run killed with SIGKILL in the middle and resumed from its
 // log evaluates every candidate exactly once, and its records equal an uninterrupted run's; a
-// log is not overwritten without --resume; merge and best read what tune wrote.
+// log is not overwritten without --resume; tune-merge and tune-best read what tune wrote.
 #include <dlavm/tune.hpp>
 
 #include <doctest/doctest.h>
@@ -22,24 +22,24 @@
 
 extern char** environ;
 
-#ifdef DLAVM_TUNE_EXE
+#ifdef DLAVM_EXE
 namespace tune_kill {
 
 using namespace dlavm;
 
 pid_t spawn(std::vector<std::string> args) {
-  args.insert(args.begin(), DLAVM_TUNE_EXE);
+  args.insert(args.begin(), DLAVM_EXE);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
-  REQUIRE(posix_spawn(&pid, DLAVM_TUNE_EXE, nullptr, nullptr, argv.data(), environ) == 0);
+  REQUIRE(posix_spawn(&pid, DLAVM_EXE, nullptr, nullptr, argv.data(), environ) == 0);
   return pid;
 }
 
-// dlavm-tune with its standard output written to `out`; its exit status.
+// dlavm with its standard output written to `out`; its exit status.
 int run_to_file(std::vector<std::string> args, const std::string& out) {
-  args.insert(args.begin(), DLAVM_TUNE_EXE);
+  args.insert(args.begin(), DLAVM_EXE);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -48,7 +48,7 @@ int run_to_file(std::vector<std::string> args, const std::string& out) {
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, DLAVM_TUNE_EXE, &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawn(&pid, DLAVM_EXE, &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   REQUIRE(spawned == 0);
   int status = 0;
@@ -76,7 +76,7 @@ std::map<std::string, std::optional<std::int64_t>> cycles_by_candidate(const tun
   return out;
 }
 
-TEST_CASE("dlavm-tune: a run killed with SIGKILL and resumed loses and repeats nothing") {
+TEST_CASE("dlavm tune: a run killed with SIGKILL and resumed loses and repeats nothing") {
   const dlavm_test::TempDir dir("dlavm_tune_kill");
   const std::vector<std::string> run = {"tune", "resnet18", "--image", "32", "--top", "6"};
   const auto with = [&](std::vector<std::string> extra) {
@@ -99,7 +99,7 @@ TEST_CASE("dlavm-tune: a run killed with SIGKILL and resumed loses and repeats n
   CHECK(before >= total / 4);
   CHECK(before < total);
   // without --resume the log is refused, not overwritten
-  CHECK(wait_for(spawn(with({"--log", killed}))) == 1);
+  CHECK(wait_for(spawn(with({"--log", killed}))) == 2);
   CHECK(lines(killed) == before);
   // a record cut in the middle, as a kill during a write leaves it (the kill above may or may
   // not have): the resumed run cuts it before appending
@@ -117,12 +117,13 @@ TEST_CASE("dlavm-tune: a run killed with SIGKILL and resumed loses and repeats n
   for (const auto& r : resumed.records)
     CHECK(seen.insert(r.workload + " | " + graph::to_string(r.knobs)).second);
   CHECK(cycles_by_candidate(resumed) == cycles_by_candidate(tune::read_log(reference)));
-  // merge and best read it
+  // tune-merge and tune-best read it
   const std::string merged = dir.str() + "/merged.log";
-  REQUIRE(wait_for(spawn({"merge", merged, killed, reference})) == 0);
+  REQUIRE(wait_for(spawn({"tune-merge", merged, killed, reference})) == 0);
   CHECK(lines(merged) == total);
-  CHECK(wait_for(spawn({"best", merged})) == 0);
-  // best of a log without a record that ran is an error
+  CHECK(wait_for(spawn({"tune-best", merged})) == 0);
+  // tune-best of a log without a record that ran, an unknown model and a shard past the
+  // count are bad input
   const std::string failed = dir.str() + "/failed.log";
   {
     auto r = resumed.records.front();
@@ -131,15 +132,15 @@ TEST_CASE("dlavm-tune: a run killed with SIGKILL and resumed loses and repeats n
     std::ofstream out(failed);
     tune::append(out, r);
   }
-  CHECK(wait_for(spawn({"best", failed})) == 1);
-  CHECK(wait_for(spawn({"tune", "nosuchmodel", "--log", merged + ".x"})) == 1);
-  CHECK(wait_for(spawn({"tune", "mlp", "--log", merged + ".y", "--shard", "3/2"})) == 1);
+  CHECK(wait_for(spawn({"tune-best", failed})) == 2);
+  CHECK(wait_for(spawn({"tune", "nosuchmodel", "--log", merged + ".x"})) == 2);
+  CHECK(wait_for(spawn({"tune", "mlp", "--log", merged + ".y", "--shard", "3/2"})) == 2);
 }
 
-TEST_CASE("dlavm-tune: space writes the spaces, tune --config searches the edited ones") {
+TEST_CASE("dlavm tune: space writes the spaces, tune --config searches the edited ones") {
   const dlavm_test::TempDir dir("dlavm_tune_space");
   const std::string spaces = dir.str() + "/spaces.json", narrowed = dir.str() + "/narrowed.json";
-  REQUIRE(run_to_file({"space", "mlp"}, spaces) == 0);
+  REQUIRE(run_to_file({"tune-space", "mlp"}, spaces) == 0);
   auto config = tune::read_config(spaces);
   REQUIRE(!config.workloads.empty());
   // every workload's last knob (threads: 2, 1) narrowed to its last value
@@ -169,9 +170,9 @@ TEST_CASE("dlavm-tune: space writes the spaces, tune --config searches the edite
   std::ofstream(dir.str() + "/bad.json") << "{\n  \"ops\": {\"dense\": {\"x\": 1}}\n}\n";
   CHECK(run_to_file(
             {"tune", "mlp", "--log", dir.str() + "/bad.log", "--config", dir.str() + "/bad.json"},
-            dir.str() + "/bad.out") == 1);
+            dir.str() + "/bad.out") == 2);
   CHECK(lines(dir.str() + "/bad.log") == 0);
 }
 
 }  // namespace tune_kill
-#endif  // DLAVM_TUNE_EXE
+#endif  // DLAVM_EXE

@@ -17,10 +17,15 @@
 //       the firmware header and its weight and stream files (deploy::emit)
 //   dlavm tune MODEL --log FILE [--dims ...] [--shard I/N] [--resume] [--budget S] [--top K]
 //              [--threads N] [--verify N] [--config FILE]
-//       the schedules of its VTA kernels searched on the cycle model (as dlavm-tune tune)
+//       the schedules of its VTA kernels searched on the cycle model, one JSON line per
+//       candidate appended to the log (a killed run goes on with --resume)
+//   dlavm tune-space MODEL [--dims ...]      every knob space as JSON, to edit for --config
+//   dlavm tune-merge OUT LOG...              the logs of a run's shards as one
+//   dlavm tune-best LOG                      the best schedule of each workload
 //
-// MODEL is an .onnx file or a gallery model (resnet18, mlp). Exit status: 0 done, 1 the model
-// could not be built or run (a failure of the tool or a limit of VTA), 2 bad input (the
+// MODEL is an .onnx file or a gallery model (resnet18, mlp; --image SIZE sets resnet18's image
+// size). A progress line goes to standard error when it is a terminal. Exit status: 0 done, 1 the
+// model could not be built or run (a failure of the tool or a limit of VTA), 2 bad input (the
 // command line, a missing or malformed file, dims or arrays that do not fit the model).
 #include <dlavm/dlavm.hpp>
 #include <dlavm/onnx/export.hpp>
@@ -30,9 +35,9 @@
 
 #include <fmt/format.h>
 
-#include "dlavm-tune/tune_command.hpp"
 #include "models.hpp"
 #include "onnx_import/mac_split.hpp"
+#include "tune_command.hpp"
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
@@ -53,8 +58,9 @@ struct BadInput : ValueError {
   using ValueError::ValueError;
 };
 
-// f(), its errors of what the user gave (a value, a shape, a type) as bad input: the library's
-// checks of arrays, bindings and samples name the input, the dim and the sample.
+// f(), its errors of what the user gave (a value, a shape, a type, a malformed file) as bad
+// input: the library's checks of arrays, bindings, samples and files name the input, the dim,
+// the sample and the line.
 template <class F>
 auto as_bad_input(F f) -> decltype(f()) {
   try {
@@ -64,6 +70,8 @@ auto as_bad_input(F f) -> decltype(f()) {
   } catch (const ShapeError& e) {
     throw BadInput(e.what());
   } catch (const TypeError& e) {
+    throw BadInput(e.what());
+  } catch (const ParseError& e) {
     throw BadInput(e.what());
   }
 }
@@ -101,10 +109,22 @@ decltype(onnx::ImportOptions::dims) dim_ranges(const std::vector<std::string>& s
   return out;
 }
 
-graph::Function load_model(const std::string& model, const std::vector<std::string>& dims) {
+// What names the model: MODEL, --dims, --image.
+struct ModelSpec {
+  std::string model;
+  std::vector<std::string> dims;
+  std::int64_t image = 0;  // 0: not given
+};
+
+graph::Function load_model(const ModelSpec& spec) {
+  const auto& [model, dims, image] = spec;
+  if (image != 0 && model != "resnet18")
+    throw BadInput(
+        fmt::format("--image: only the gallery's resnet18 has an image size, not '{}'", model));
   if (model == "resnet18" || model == "mlp") {
     if (!dims.empty()) throw BadInput("--dims: the gallery's models have no symbolic dims to set");
-    return model == "resnet18" ? models::ResNet18(224).function() : models::Mlp().function();
+    if (model == "mlp") return models::Mlp().function();
+    return models::ResNet18(image == 0 ? 224 : image).function();
   }
   if (!fs::exists(model))
     throw BadInput(
@@ -122,9 +142,9 @@ graph::Function load_model(const std::string& model, const std::vector<std::stri
 
 std::string millions(double v) { return fmt::format("{:.2f} M", v / 1e6); }
 
-int inspect(const std::string& model, const std::vector<std::string>& dims,
-            const std::string& dot_path, const std::string& svg_path) {
-  const auto fn = load_model(model, dims);
+int inspect(const ModelSpec& spec, const std::string& dot_path, const std::string& svg_path) {
+  const auto& model = spec.model;
+  const auto fn = load_model(spec);
   const graph::Target target;
   const auto placed = graph::infer_type(fn, target);
   const auto& part = *placed.placement();
@@ -156,10 +176,11 @@ int inspect(const std::string& model, const std::vector<std::string>& dims,
   return 0;
 }
 
-int run(const std::string& model, const std::vector<std::string>& dims,
-        const std::vector<std::string>& input_specs, const std::vector<std::string>& bind_specs,
-        const std::string& output_dir, const std::string& dump_dir) {
-  const auto fn = load_model(model, dims);
+int run(const ModelSpec& spec, const std::vector<std::string>& input_specs,
+        const std::vector<std::string>& bind_specs, const std::string& output_dir,
+        const std::string& dump_dir) {
+  const auto& model = spec.model;
+  const auto fn = load_model(spec);
   const graph::Target target;
   std::vector<std::pair<std::string, te::NDArray>> arrays;
   for (const auto& spec : input_specs) {
@@ -215,8 +236,6 @@ int run(const std::string& model, const std::vector<std::string>& dims,
   return 0;
 }
 
-}  // namespace
-
 // The calibration samples of a model: DIR/*.npy, one file per sample, for a model of one input;
 // DIR/<sample>/<input>.npy for several. A symbolic dim is bound from the arrays.
 std::vector<quantization::Sample> calibration_samples(const graph::Function& fn,
@@ -263,10 +282,9 @@ std::vector<quantization::Sample> calibration_samples(const graph::Function& fn,
   return samples;
 }
 
-int quantize(const std::string& model, const std::vector<std::string>& dims,
-             const std::string& calib, const std::string& out, bool shift, bool asymmetric,
-             const std::string& report) {
-  const auto fn = load_model(model, dims);
+int quantize(const ModelSpec& spec, const std::string& calib, const std::string& out, bool shift,
+             bool asymmetric, const std::string& report) {
+  const auto fn = load_model(spec);
   const auto samples = calibration_samples(fn, calib);
   const auto result = as_bad_input([&] {
     return dlavm::quantize(fn, samples,
@@ -286,9 +304,9 @@ int quantize(const std::string& model, const std::vector<std::string>& dims,
   return 0;
 }
 
-int compile(const std::string& model, const std::vector<std::string>& dims, const std::string& out,
-            const std::string& ns, bool lite) {
-  const auto fn = load_model(model, dims);
+int compile(const ModelSpec& spec, const std::string& out, const std::string& ns, bool lite) {
+  const auto& model = spec.model;
+  const auto fn = load_model(spec);
   const graph::Target target;
   const auto mod = graph::build(graph::infer_type(fn, target), target, {.name = ns});
   fs::create_directories(out);
@@ -301,27 +319,77 @@ int compile(const std::string& model, const std::vector<std::string>& dims, cons
   return 0;
 }
 
+// tune-space: every knob space of the model's VTA kernels, as JSON (tune::read_config's input).
+int tune_space(const ModelSpec& spec) {
+  const graph::Target target;
+  fmt::print("{}", tune::to_json(tune::config_of(tune::tasks(load_model(spec), target))));
+  return 0;
+}
+
+tune::Log read_tune_log(const std::string& path) {
+  if (!fs::exists(path)) throw BadInput(fmt::format("'{}': no such log", path));
+  auto log = tune::read_log(fs::path(path));
+  dlavm_tools::print_warnings(log.warnings);
+  return log;
+}
+
+// tune-merge: the logs of a run's shards as one log (tune::merge: a candidate measured twice
+// keeps one record).
+int tune_merge(const std::string& out, const std::vector<std::string>& paths) {
+  std::vector<tune::Log> logs;
+  for (const auto& p : paths) logs.push_back(read_tune_log(p));
+  const auto merged = tune::merge(logs);
+  std::ofstream file(out);
+  for (const auto& r : merged) tune::append(file, r);
+  if (!file) throw BadInput(fmt::format("tune-merge: cannot write '{}'", out));
+  fmt::print("{} records from {} logs into {}\n", merged.size(), logs.size(), out);
+  return 0;
+}
+
+// tune-best: each workload's best record (ties broken as tune::best does, so that the same
+// records in any order choose the same schedule).
+int tune_best(const std::string& path) {
+  const auto log = read_tune_log(path);
+  const auto top = tune::best(log.records, 1);
+  if (top.empty())
+    throw BadInput(
+        fmt::format("tune-best: '{}' has no record of a candidate that ran ({} records, all "
+                    "failed; {} lines skipped)",
+                    path, log.records.size(), log.warnings.size()));
+  for (const auto& [workload, records] : top)
+    fmt::print("{} cycles  {}\n  {}\n", *records.front().cycles,
+               graph::to_string(records.front().knobs), workload);
+  return 0;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
-  CLI::App app{"dlavm: compile, inspect and run models for the VTA accelerator"};
+  CLI::App app{"dlavm: compile, inspect, run and tune models for the VTA accelerator"};
   app.require_subcommand(1);
   app.footer(
       "MODEL: an .onnx file, or a gallery model (resnet18, mlp).\n"
       "Exit status: 0 done; 1 the model could not be built or run; 2 bad input.");
-  std::string model, dot_path, svg_path, output_dir, calib, out, report, ns = "model";
-  std::vector<std::string> dims, inputs, binds;
+  ModelSpec spec;
+  std::string dot_path, svg_path, output_dir, calib, out, report, ns = "model";
+  std::vector<std::string> inputs, binds;
   bool shift = false, asymmetric = false, lite = false;
+  // MODEL, --dims and --image, which every command that builds a model takes
+  const auto model_options = [&](CLI::App* cmd) {
+    cmd->add_option("MODEL", spec.model, "an .onnx file or a gallery model")->required();
+    cmd->add_option("--dims", spec.dims, "NAME=MIN..MAX: the range of a symbolic input dim");
+    cmd->add_option("--image", spec.image, "the gallery's resnet18: its image size (224)")
+        ->check(CLI::PositiveNumber);
+  };
 
   auto* inspect_cmd =
       app.add_subcommand("inspect", "where each kernel and step runs and why, the memory plan");
-  inspect_cmd->add_option("MODEL", model, "an .onnx file or a gallery model")->required();
-  inspect_cmd->add_option("--dims", dims, "NAME=MIN..MAX: the range of a symbolic input dim");
+  model_options(inspect_cmd);
   inspect_cmd->add_option("--dot", dot_path, "write the placed graph as Graphviz DOT");
   inspect_cmd->add_option("--svg", svg_path, "render the placed graph as SVG (Graphviz's dot)");
 
   auto* run_cmd = app.add_subcommand("run", "run the model on the simulated VTA");
-  run_cmd->add_option("MODEL", model, "an .onnx file or a gallery model")->required();
+  model_options(run_cmd);
   run_cmd->add_option("--input", inputs, "NAME=FILE.npy: an input's array")->required();
-  run_cmd->add_option("--dims", dims, "NAME=MIN..MAX: the range of a symbolic input dim");
   run_cmd->add_option("--bind", binds,
                       "NAME=VALUE: a symbolic dim's value (else read off the arrays)");
   run_cmd->add_option("--output", output_dir, "write each output as DIR/NAME.npy");
@@ -332,14 +400,13 @@ int main(int argc, char** argv) {
 
   auto* quantize_cmd = app.add_subcommand(
       "quantize", "quantize a float model from calibration samples, written as QDQ ONNX");
-  quantize_cmd->add_option("MODEL", model, "an .onnx file or a gallery model")->required();
+  model_options(quantize_cmd);
   quantize_cmd
       ->add_option("--calib", calib,
                    "a folder of .npy samples (one per file; a folder per sample for several "
                    "inputs)")
       ->required();
   quantize_cmd->add_option("-o,--output", out, "the quantized model, an .onnx file")->required();
-  quantize_cmd->add_option("--dims", dims, "NAME=MIN..MAX: the range of a symbolic input dim");
   quantize_cmd->add_flag("--shift", shift,
                          "power-of-two scales: requantization on VTA (else a float multiplier)");
   quantize_cmd->add_flag("--asymmetric", asymmetric, "activations with a zero point");
@@ -350,9 +417,8 @@ int main(int argc, char** argv) {
   double budget = 0;
   auto* tune_cmd = app.add_subcommand(
       "tune", "search the schedules of the model's VTA kernels, appending to a log");
-  tune_cmd->add_option("MODEL", model, "an .onnx file or a gallery model")->required();
+  model_options(tune_cmd);
   tune_cmd->add_option("--log", tune_options.log, "the log appended to")->required();
-  tune_cmd->add_option("--dims", dims, "NAME=MIN..MAX: the range of a symbolic input dim");
   tune_cmd->add_option("--shard", shard, "I/N: this process's share of the candidates");
   tune_cmd->add_flag("--resume", tune_options.resume, "continue a log that holds records");
   tune_cmd->add_option("--budget", budget, "stop after this many seconds")
@@ -362,13 +428,24 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--threads", tune_options.options.threads, "threads evaluating candidates");
   tune_cmd->add_option("--verify", tune_options.options.verify_every,
                        "every N-th candidate also run on the simulator");
-  tune_cmd->add_option("--config", tune_options.config, "a knob-space file (dlavm-tune space)");
+  tune_cmd->add_option("--config", tune_options.config, "a knob-space file (dlavm tune-space)");
+
+  auto* space_cmd = app.add_subcommand(
+      "tune-space", "every knob space of the model's VTA kernels as JSON, to edit for --config");
+  model_options(space_cmd);
+  std::string merged;
+  std::vector<std::string> logs;
+  auto* merge_cmd = app.add_subcommand("tune-merge", "merge the logs of a run's shards");
+  merge_cmd->add_option("OUT", merged, "the merged log written")->required();
+  merge_cmd->add_option("LOG", logs, "the shards' logs")->required();
+  std::string best_log;
+  auto* best_cmd = app.add_subcommand("tune-best", "the best schedule of each workload in a log");
+  best_cmd->add_option("LOG", best_log, "a tuning log")->required();
 
   auto* compile_cmd =
       app.add_subcommand("compile", "the firmware header, weights and streams (deploy::emit)");
-  compile_cmd->add_option("MODEL", model, "an .onnx file or a gallery model")->required();
+  model_options(compile_cmd);
   compile_cmd->add_option("-o,--output", out, "the folder the files go to")->required();
-  compile_cmd->add_option("--dims", dims, "NAME=MIN..MAX: the range of a symbolic input dim");
   compile_cmd->add_option("--ns", ns, "the header's namespace and the files' name");
   compile_cmd->add_flag("--lite", lite, "consecutive static VTA steps as one stream");
 
@@ -387,16 +464,19 @@ int main(int argc, char** argv) {
     return status == 0 ? 0 : 2;
   }
   try {
-    if (*inspect_cmd) return inspect(model, dims, dot_path, svg_path);
-    if (*run_cmd) return run(model, dims, inputs, binds, output_dir, dump_dir);
-    if (*quantize_cmd) return quantize(model, dims, calib, out, shift, asymmetric, report);
-    if (*compile_cmd) return compile(model, dims, out, ns, lite);
+    if (*inspect_cmd) return inspect(spec, dot_path, svg_path);
+    if (*run_cmd) return run(spec, inputs, binds, output_dir, dump_dir);
+    if (*quantize_cmd) return quantize(spec, calib, out, shift, asymmetric, report);
+    if (*compile_cmd) return compile(spec, out, ns, lite);
+    if (*space_cmd) return tune_space(spec);
+    if (*merge_cmd) return tune_merge(merged, logs);
+    if (*best_cmd) return tune_best(best_log);
     if (*tune_cmd) {
       if (!shard.empty())
         tune_options.options.shard = as_bad_input([&] { return tune::parse_shard(shard); });
       if (budget > 0) tune_options.options.budget_seconds = budget;
-      const auto fn = load_model(model, dims);
-      return as_bad_input([&] { return dlavm_tools::tune_command(fn, model, tune_options); });
+      const auto fn = load_model(spec);
+      return as_bad_input([&] { return dlavm_tools::tune_command(fn, spec.model, tune_options); });
     }
   } catch (const BadInput& e) {
     fmt::print(stderr, "dlavm: {}\n", e.what());

@@ -1,6 +1,6 @@
-// The tuning run both command-line tools start (dlavm-tune tune, dlavm tune): a model's VTA
-// kernels searched on the cycle model, one JSON line per candidate appended to a log that a
-// killed run's --resume continues (tune/tuner.hpp, tune/record.hpp).
+// The tuning run of `dlavm tune`: a model's VTA kernels searched on the cycle model, one JSON
+// line per candidate appended to a log that a killed run's --resume continues (tune/tuner.hpp,
+// tune/record.hpp).
 #pragma once
 
 #include <dlavm/graph.hpp>
