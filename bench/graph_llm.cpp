@@ -18,10 +18,10 @@ namespace te = dlavm::te;
 namespace vta = dlavm::vta;
 using dlavm::DType;
 
-// range 0: the softmax (models::attention::Softmax: float32 on the host, integers on VTA)
+// range 0: the softmax (models::llm::Softmax: float32 on the host, integers on VTA)
 void BM_BuildLlmLayer(benchmark::State& state) {
   const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21,
-                             static_cast<models::attention::Softmax>(state.range(0)));
+                             static_cast<models::llm::Softmax>(state.range(0)));
   const graph::Target target;
   const auto fn = net.function();
   for (auto _ : state) benchmark::DoNotOptimize(graph::build(fn, target, {.name = "llm_layer"}));
@@ -48,7 +48,7 @@ std::size_t instantiate(const graph::Module& mod, std::span<const dlavm::ne::Bin
 // every dim is new. Range 2: the softmax (1: integers, on VTA).
 void BM_InstantiateLlmLayer(benchmark::State& state) {
   const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21,
-                             static_cast<models::attention::Softmax>(state.range(2)));
+                             static_cast<models::llm::Softmax>(state.range(2)));
   const auto mod = graph::build(net.function(), graph::Target{}, {.name = "llm_layer"});
   const dlavm::ne::Binding bindings[] = {{"token", state.range(0)}, {"last_token", state.range(1)}};
   std::size_t insns = 0;
@@ -81,12 +81,12 @@ void BM_InstantiateDecodeMatmuls(benchmark::State& state) {
 BENCHMARK(BM_InstantiateDecodeMatmuls)->Arg(16)->Arg(256)->Arg(2047)->Unit(benchmark::kMicrosecond);
 
 // One decode step after last_token cached positions (range 0), the softmax in float32 on the
-// host or in integers on VTA (range 1: models::attention::Softmax). The DRAM minimum: the
+// host or in integers on VTA (range 1: models::llm::Softmax). The DRAM minimum: the
 // constants VTA reads (packed weights and biases) once, and the keys and values of every
 // position once (the integer softmax adds its own traffic: the scores read three times, the
 // probabilities written, counted apart as softmax_dram_bytes).
 void BM_DecodeStepLlmLayer(benchmark::State& state) {
-  const auto softmax = static_cast<models::attention::Softmax>(state.range(1));
+  const auto softmax = static_cast<models::llm::Softmax>(state.range(1));
   const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, softmax);
   const graph::Target target;
   auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
@@ -124,7 +124,7 @@ void BM_DecodeStepLlmLayer(benchmark::State& state) {
   state.counters["vta_cycles"] = static_cast<double>(cycles + softmax_cycles);
   state.counters["dram_bytes"] = static_cast<double>(data);
   state.counters["dram_vs_minimum"] = static_cast<double>(data) / static_cast<double>(minimum);
-  if (softmax == models::attention::Softmax::Integer) {
+  if (softmax == models::llm::Softmax::Integer) {
     state.counters["softmax_cycles"] = static_cast<double>(softmax_cycles);
     state.counters["softmax_dram_bytes"] = static_cast<double>(softmax_data);
   }
@@ -139,7 +139,7 @@ BENCHMARK(BM_DecodeStepLlmLayer)
 // (1: integers, on VTA; its cycles counted apart as softmax_cycles).
 void BM_PrefillLlmLayer(benchmark::State& state) {
   const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21,
-                             static_cast<models::attention::Softmax>(state.range(0)));
+                             static_cast<models::llm::Softmax>(state.range(0)));
   const graph::Target target;
   auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
   const auto x = te::NDArray::random(DType::int8(), {1, 2048, 512}, 5);

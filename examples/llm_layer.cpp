@@ -5,7 +5,7 @@
 // the attention matmuls (over last_token + token positions) run on VTA; the layer norms and the
 // softmax run in float32 on the host. Every run is checked against the host reference end to
 // end and layer by layer (the reference takes the cache as it was before the run). Last, the
-// same layer with the integer-only softmax (models::attention::Softmax::Integer, on VTA's ALU)
+// same layer with the integer-only softmax (models::llm::Softmax::Integer, on VTA's ALU)
 // runs a prefill and decode steps next to the float32 one: how far its probabilities and
 // outputs move.
 //   llm_layer [--prefill N ...] [--decode STEPS] [--dump DIR]
@@ -30,7 +30,7 @@ namespace {
 bool compare_softmax(dlavm::graph::Executor& float_exec, const dlavm::graph::Target& target) {
   namespace graph = dlavm::graph;
   namespace te = dlavm::te;
-  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, models::attention::Softmax::Integer);
+  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, models::llm::Softmax::Integer);
   const auto typed = graph::infer_type(net.function(), target);
   const auto mod = graph::build(typed, target, {.name = "llm_layer_int"});
   graph::Executor exec(mod, float_exec.device());

@@ -111,109 +111,35 @@ class Mlp {
   graph::Expr x_, probs_;
 };
 
-// The pieces of the attention models below, in int8 with the quantization steps they share:
-// every dense and matmul is requantized by a shift (rounding to nearest), the int8 scores
-// dequantized by 1/8 (the 1/sqrt(64) of attention over 64-dim heads), the probabilities
-// quantized by 1/127.
-namespace attention {
-
-inline constexpr std::int64_t kProjShift = 8, kScoreShift = 8, kContextShift = 7;
-inline constexpr float kScoreScale = 0.125f, kProbScale = 1.0f / 127.0f;
-
-inline graph::Expr scalar(const std::string& name, float value) {
-  return graph::constant(name, te::NDArray::from_floats({}, {value}));
-}
-inline graph::Expr zero(const std::string& name) {
-  return graph::constant(name, te::NDArray(DType::int8(), {}));
-}
-
-// dense(x, w[d_out, d_in]) + b, then `residual` (int8, added to the accumulator) if given,
-// requantized by `shift`: one VTA kernel.
-inline graph::Expr projection(graph::Expr x, const std::string& name, std::int64_t d_in,
-                              std::int64_t d_out, std::uint64_t seed,
-                              std::int64_t shift = kProjShift, graph::Expr residual = {}) {
-  auto w =
-      graph::constant("w" + name, te::NDArray::random(DType::int8(), {d_out, d_in}, seed, -16, 16));
-  auto b = graph::constant("b" + name,
-                           te::NDArray::random(DType::int32(), {d_out}, seed + 50, -512, 512));
-  auto acc = graph::bias_add(graph::dense(std::move(x), w), b, {.axis = -1});
-  if (residual.defined()) acc = graph::add(acc, graph::cast(residual, DType::int32()));
-  return graph::named(
-      graph::requantize(acc, {.shift = shift, .rounding = dlavm::host::Rounding::Nearest}), name);
-}
-
-// [1, token, d_model] -> [1, heads, token, d_model / heads], and back
-inline graph::Expr split_heads(graph::Expr x, std::int64_t heads) {
-  return graph::transpose(graph::reshape(std::move(x), {.newshape = {0, 0, heads, -1}}),
-                          {.perm = {0, 2, 1, 3}});
-}
-inline graph::Expr merge_heads(graph::Expr x, std::int64_t d_model) {
-  return graph::reshape(graph::transpose(std::move(x), {.perm = {0, 2, 1, 3}}),
-                        {.newshape = {0, 0, d_model}});
-}
-
-// How attention's softmax computes: in float32 on the host (dequantized from the int8 scores,
-// quantized back to int8 probabilities, each step exact), or in integers only on VTA's ALU
-// (graph::integer_softmax, I-BERT's shift-and-polynomial exponential: the same int8 in and out,
-// no float step).
-enum class Softmax : std::uint8_t { Float, Integer };
-
-// The integer softmax of causal scores [1, heads, token, positions] on VTA: VTA's ALU combines
-// the lanes of a tile only one by one, so the keys go to dim -2 (the accumulator's rows) and the
-// heads to the last dim (the lanes), with the queries before the keys, where a query's visible
-// keys are a bound on the rows; then back.
-inline graph::Expr integer_probabilities(graph::Expr scores) {
-  auto by_key = graph::transpose(std::move(scores), {.perm = {0, 2, 3, 1}});
-  auto p = graph::integer_softmax(by_key, {.axis = -2,
-                                           .scale = kScoreScale,
-                                           .causal = true,
-                                           .queries = dlavm::host::CausalQueries::Before});
-  return graph::transpose(p, {.perm = {0, 3, 1, 2}});
-}
-
-// Causal attention of q [1, heads, token, dh] over keys and values [1, heads, positions, dh]
-// (the queries are the last `token` positions): the scores on VTA, requantized to int8; the
-// softmax (`softmax`: in float32 on the host between exact dequantize and quantize steps, or in
-// integers on VTA); the weighted sum of the values on VTA.
-inline graph::Expr attend(graph::Expr q, graph::Expr keys, graph::Expr values,
-                          Softmax softmax = Softmax::Float) {
-  auto scores = graph::named(
-      graph::requantize(graph::matmul(std::move(q), graph::transpose(keys, {.perm = {0, 1, 3, 2}})),
-                        {.shift = kScoreShift, .rounding = dlavm::host::Rounding::Nearest}),
-      "scores");
-  auto probs =
-      graph::named(softmax == Softmax::Integer
-                       ? integer_probabilities(scores)
-                       : graph::quantize_linear(
-                             graph::softmax(graph::causal_mask(graph::dequantize_linear(
-                                 scores, scalar("score_scale", kScoreScale), zero("score_zero")))),
-                             scalar("prob_scale", kProbScale), zero("prob_zero")),
-                   "probs");
-  return graph::requantize(graph::matmul(probs, std::move(values)),
-                           {.shift = kContextShift, .rounding = dlavm::host::Rounding::Nearest});
-}
-
-}  // namespace attention
+// The attention models below are made of the library's LLM blocks (dlavm/graph/llm): int8
+// projections, causal attention whose softmax is float32 on the host or integer-only on VTA,
+// and the decoder layer with a KV cache. Their weights are drawn from fixed seeds.
+namespace llm = dlavm::graph::llm;
 
 // One causal self-attention block in int8 over a symbolic token count (1 to `max_tokens`):
 // x [1, token, d_model] -> Q, K, V projections (dense + bias + requantize, on VTA) -> `heads`
-// heads -> attention::attend (Q.K^T and probabilities.V as batched matmuls on VTA, the
-// softmax on the host, or with Softmax::Integer on VTA) -> heads merged -> the output projection
-// (on VTA). The host steps between the VTA ones reorder the heads (reshape, transpose) and pack the
+// heads -> llm::attend (Q.K^T and probabilities.V as batched matmuls on VTA, the softmax on
+// the host, or with Softmax::Integer on VTA) -> heads merged -> the output projection (on
+// VTA). The host steps between the VTA ones reorder the heads (reshape, transpose) and pack the
 // right operand of each matmul into VTA's weight layout.
 class Attention {
  public:
   explicit Attention(std::int64_t d_model = 512, std::int64_t heads = 8,
                      std::int64_t max_tokens = 2048, std::uint64_t seed = 11,
-                     attention::Softmax softmax = attention::Softmax::Float)
+                     llm::Softmax softmax = llm::Softmax::Float)
       : token_(ne::var("token", 1, max_tokens)) {
-    using namespace attention;
+    const auto weights = [&](std::uint64_t s) {
+      return llm::Linear{te::NDArray::random(DType::int8(), {d_model, d_model}, s, -16, 16),
+                         te::NDArray::random(DType::int32(), {d_model}, s + 50, -512, 512)};
+    };
     x_ = graph::input("x", {1, token_, d_model}, DType::int8());
-    auto q = split_heads(projection(x_, "q", d_model, d_model, seed), heads);
-    auto k = split_heads(projection(x_, "k", d_model, d_model, seed + 1), heads);
-    auto v = split_heads(projection(x_, "v", d_model, d_model, seed + 2), heads);
-    out_ =
-        projection(merge_heads(attend(q, k, v, softmax), d_model), "o", d_model, d_model, seed + 3);
+    auto q = llm::split_heads(llm::projection(x_, weights(seed), "q"), heads);
+    auto k = llm::split_heads(llm::projection(x_, weights(seed + 1), "k"), heads);
+    auto v = llm::split_heads(llm::projection(x_, weights(seed + 2), "v"), heads);
+    const llm::AttendOptions options{.score_scale = llm::score_scale_for(d_model / heads),
+                                     .softmax = softmax};
+    out_ = llm::projection(llm::merge_heads(llm::attend(q, k, v, options), d_model),
+                           weights(seed + 3), "o");
   }
   graph::Function function() const { return graph::function({x_}, {out_}); }
   const ne::Var& token() const { return token_; }
@@ -223,70 +149,36 @@ class Attention {
   graph::Expr x_, out_;
 };
 
-// One pre-norm decoder layer of an LLM in int8 with a KV cache:
-//   h = x + attention(layer_norm(x)),  y = h + ffn(layer_norm(h)),  ffn = dense, ReLU, dense
-// over `token` new positions (1 to max_tokens, at most max_context) after `last_token` cached
-// ones (0 to max_context - 1). The cached keys and values are two states of the module
-// (graph::State, [1, heads, last_token, dh] each): a run appends the new tokens' K and V and
-// attends over last_token + token positions, so the same build serves a prefill and every decode
-// step. The layer norms run on the host in float32 (dequantized by 1/32, quantized back by 1/32);
-// the projections, the FFN and both attention matmuls run on VTA; the residual sums are added
-// to the accumulators of the output projection and of the FFN's second dense (VTA's fused
-// residual, as in ResNet). The softmax is float32 or integer-only (`softmax`, attention::attend).
+// The gallery's LLM decoder layer: llm::Decoder (a pre-norm layer with a KV cache, layer norms
+// on the host, the projections, the FFN and both attention matmuls on VTA, the residual sums
+// fused into VTA's accumulators) with weights drawn from `seed`.
 class LlmLayer {
  public:
-  static constexpr float kNormScale = 1.0f / 32.0f;
-
   // A run takes at most max_tokens positions: a longer prompt runs in chunks (a firmware's
   // memory plan holds the scores of max_tokens queries, not of a whole context's).
   explicit LlmLayer(std::int64_t d_model = 512, std::int64_t heads = 8, std::int64_t ffn = 2048,
                     std::int64_t max_context = 2048, std::int64_t max_tokens = 2048,
-                    std::uint64_t seed = 21, attention::Softmax softmax = attention::Softmax::Float)
-      : token_(ne::var("token", 1, std::min(max_tokens, max_context))),
-        last_token_(ne::var("last_token", 0, max_context - 1)) {
-    using namespace attention;
-    const std::int64_t dh = d_model / heads;
-    x_ = graph::input("x", {1, token_, d_model}, DType::int8());
-    k_cache_ = graph::state_input("k_cache", {1, heads, last_token_, dh}, DType::int8());
-    v_cache_ = graph::state_input("v_cache", {1, heads, last_token_, dh}, DType::int8());
-    auto n1 = norm(x_, "ln1", d_model, seed);
-    auto q = split_heads(projection(n1, "q", d_model, d_model, seed + 1), heads);
-    keys_ = graph::concat(
-        {k_cache_, split_heads(projection(n1, "k", d_model, d_model, seed + 2), heads)},
-        {.axis = 2});
-    values_ = graph::concat(
-        {v_cache_, split_heads(projection(n1, "v", d_model, d_model, seed + 3), heads)},
-        {.axis = 2});
-    auto h = projection(merge_heads(attend(q, keys_, values_, softmax), d_model), "o", d_model,
-                        d_model, seed + 4, kProjShift, x_);
-    auto n2 = norm(h, "ln2", d_model, seed + 5);
-    auto up = graph::relu(projection(n2, "up", d_model, ffn, seed + 6));
-    out_ = projection(up, "down", ffn, d_model, seed + 7, kProjShift + 1, h);
-  }
-  graph::Function function() const {
-    return graph::function({x_}, {out_}, {{k_cache_, keys_}, {v_cache_, values_}});
-  }
-  const ne::Var& token() const { return token_; }
-  const ne::Var& last_token() const { return last_token_; }
+                    std::uint64_t seed = 21, llm::Softmax softmax = llm::Softmax::Float)
+      : layer_(config(d_model, heads, ffn, max_context, max_tokens, softmax),
+               llm::random_decoder_weights(
+                   config(d_model, heads, ffn, max_context, max_tokens, softmax), seed)) {}
+  graph::Function function() const { return layer_.function(); }
+  const ne::Var& token() const { return layer_.token(); }
+  const ne::Var& last_token() const { return layer_.last_token(); }
+  const llm::Decoder& decoder() const { return layer_; }
 
  private:
-  // int8 -> float32 -> layer norm (gamma near 1, beta near 0, from the seed) -> int8
-  static graph::Expr norm(graph::Expr x, const std::string& name, std::int64_t d_model,
-                          std::uint64_t seed) {
-    using namespace attention;
-    const auto gamma = te::NDArray::random_float({d_model}, seed, 0.5, 1.5);
-    const auto beta = te::NDArray::random_float({d_model}, seed + 50, -0.5, 0.5);
-    auto y = graph::layer_norm(
-        graph::dequantize_linear(std::move(x), scalar(name + ".in_scale", kNormScale),
-                                 zero(name + ".in_zero")),
-        graph::constant(name + ".gamma", gamma), graph::constant(name + ".beta", beta));
-    return graph::named(graph::quantize_linear(y, scalar(name + ".out_scale", kNormScale),
-                                               zero(name + ".out_zero")),
-                        name);
+  static llm::DecoderConfig config(std::int64_t d_model, std::int64_t heads, std::int64_t ffn,
+                                   std::int64_t max_context, std::int64_t max_tokens,
+                                   llm::Softmax softmax) {
+    return {.d_model = d_model,
+            .heads = heads,
+            .ffn = ffn,
+            .max_context = max_context,
+            .max_tokens = max_tokens,
+            .softmax = softmax};
   }
-
-  ne::Var token_, last_token_;
-  graph::Expr x_, k_cache_, v_cache_, keys_, values_, out_;
+  llm::Decoder layer_;
 };
 
 }  // namespace models

@@ -31,6 +31,7 @@
 #include <dlavm/graph/functor.hpp>
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/layout.hpp>
+#include <dlavm/graph/llm.hpp>
 #include <dlavm/graph/match_states.hpp>
 #include <dlavm/graph/memory_plan.hpp>
 #include <dlavm/graph/module.hpp>

@@ -40539,6 +40539,479 @@ DLAVM_INLINE std::string Executor::summary() const {
 // end dlavm/graph/infer_type.hpp
 // begin dlavm/graph/layout.hpp
 // end dlavm/graph/layout.hpp
+// begin dlavm/graph/llm.hpp
+// The LLM blocks as graph builders (graph/llm): the int8 attention blocks and a decoder layer
+// with a KV cache, built from the user's weights.
+
+// begin dlavm/graph/llm/attention.hpp
+// The int8 attention blocks of a decoder layer, as graph builders: projections, head reshapes,
+// causal attention with a float32 or integer-only softmax, and the int8 layer norm. Each takes
+// the user's arrays; graph::llm::Decoder (llm/decoder.hpp) puts them together, and a model of
+// another shape can use them directly.
+//
+// Every dense and matmul is requantized by a shift (rounding to nearest); the int8 scores are
+// dequantized by `score_scale` (1 / sqrt(head size) by default: attention's scaling of the
+// dot products, with the scores' own quantization scale folded in by the user), the
+// probabilities quantized by `prob_scale`.
+//
+//   namespace llm = dlavm::graph::llm;
+//   auto q = llm::split_heads(llm::projection(x, {wq, bq}, "q"), heads);
+//   auto k = llm::split_heads(llm::projection(x, {wk, bk}, "k"), heads);
+//   auto v = llm::split_heads(llm::projection(x, {wv, bv}, "v"), heads);
+//   auto context = llm::merge_heads(
+//       llm::attend(q, k, v, {.score_scale = llm::score_scale_for(d_model / heads)}), d_model);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <string>
+
+namespace dlavm::graph::llm {
+
+// How attention's softmax computes: in float32 on the host (dequantized from the int8 scores,
+// quantized back to int8 probabilities, each step exact), or in integers only on VTA's ALU
+// (graph::integer_softmax, I-BERT's shift-and-polynomial exponential: the same int8 in and
+// out, no float step).
+enum class Softmax : std::uint8_t { Float, Integer };
+
+// The quantization steps the blocks share. The defaults are the gallery's.
+struct Quantization {
+  std::int64_t proj_shift = 8;     // dense + bias (+ residual) -> int8
+  std::int64_t score_shift = 8;    // Q . K^T -> int8 scores
+  std::int64_t context_shift = 7;  // probabilities . V -> int8
+  float prob_scale = 1.0f / 127.0f;
+  float norm_scale = 1.0f / 32.0f;  // a layer norm's int8 input and output scale
+};
+
+// A dense layer's weights: int8 [d_out, d_in] and int32 [d_out].
+struct Linear {
+  te::NDArray weight, bias;
+};
+
+// A layer norm's float32 [d] scale and shift.
+struct Norm {
+  te::NDArray gamma, beta;
+};
+
+// 1 / sqrt(head_size): the scale of attention's scores. ValueError unless head_size > 0.
+float score_scale_for(std::int64_t head_size);
+
+// requantize(dense(x, w.weight) + w.bias (+ residual, int8, added to the accumulator), shift):
+// one VTA kernel; its result named `name`. The weights are checked (ShapeError, TypeError
+// naming `name`).
+Expr projection(Expr x, const Linear& w, const std::string& name, std::int64_t shift = 8,
+                Expr residual = {});
+
+// [1, token, d_model] -> [1, heads, token, d_model / heads], and back.
+Expr split_heads(Expr x, std::int64_t heads);
+Expr merge_heads(Expr x, std::int64_t d_model);
+
+struct AttendOptions {
+  float score_scale = 0.125f;  // score_scale_for(head size)
+  Softmax softmax = Softmax::Float;
+  Quantization quantization = {};
+};
+
+// Causal attention of q [1, heads, token, dh] over keys and values [1, heads, positions, dh]
+// (the queries are the last `token` positions): the scores on VTA, requantized to int8; the
+// softmax; the weighted sum of the values on VTA, requantized to int8.
+Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& options = {});
+
+// The integer softmax of causal scores [1, heads, token, positions] on VTA: VTA's ALU combines
+// the lanes of a tile only one by one, so the keys go to dim -2 and the heads to the lanes,
+// with the queries before the keys; then back.
+Expr integer_probabilities(Expr scores, float score_scale);
+
+// int8 -> float32 (x * scale) -> layer norm over the last dim -> int8 (/ scale), on the host;
+// the result named `name`.
+Expr int8_layer_norm(Expr x, const Norm& w, const std::string& name, float scale);
+
+}  // namespace dlavm::graph::llm
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/llm/attention-inl.hpp
+// Definitions for graph/llm/attention.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/llm/attention.hpp
+// end dlavm/graph/llm/attention.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+namespace dlavm::graph::llm {
+
+namespace detail {
+
+inline Expr scalar(const std::string& name, float value) {
+  return constant(name, te::NDArray::from_floats({}, {value}));
+}
+inline Expr int8_zero(const std::string& name) {
+  return constant(name, te::NDArray(DType::int8(), {}));
+}
+
+inline void check_linear(const Linear& w, const std::string& name) {
+  if (w.weight.dtype() != DType::int8() || w.weight.ndim() != 2)
+    raise<TypeError>("projection '{}': the weight is {}[{}], expected int8 [d_out, d_in]", name,
+                     w.weight.dtype(), fmt::join(w.weight.shape(), ", "));
+  if (w.bias.dtype() != DType::int32() || w.bias.ndim() != 1)
+    raise<TypeError>("projection '{}': the bias is {}[{}], expected int32 [d_out]", name,
+                     w.bias.dtype(), fmt::join(w.bias.shape(), ", "));
+  if (w.bias.shape()[0] != w.weight.shape()[0])
+    raise<ShapeError>("projection '{}': the bias has {} elements, the weight {} output rows", name,
+                      w.bias.shape()[0], w.weight.shape()[0]);
+}
+
+}  // namespace detail
+
+DLAVM_INLINE float score_scale_for(std::int64_t head_size) {
+  if (head_size <= 0) raise<ValueError>("score_scale_for: head size {} is not positive", head_size);
+  return 1.0f / std::sqrt(static_cast<float>(head_size));
+}
+
+DLAVM_INLINE Expr projection(Expr x, const Linear& w, const std::string& name, std::int64_t shift,
+                             Expr residual) {
+  detail::check_linear(w, name);
+  auto acc = bias_add(dense(std::move(x), constant(name + ".weight", w.weight)),
+                      constant(name + ".bias", w.bias), {.axis = -1});
+  if (residual.defined()) acc = add(acc, cast(residual, DType::int32()));
+  return named(requantize(acc, {.shift = shift, .rounding = host::Rounding::Nearest}), name);
+}
+
+DLAVM_INLINE Expr split_heads(Expr x, std::int64_t heads) {
+  return transpose(reshape(std::move(x), {.newshape = {0, 0, heads, -1}}), {.perm = {0, 2, 1, 3}});
+}
+
+DLAVM_INLINE Expr merge_heads(Expr x, std::int64_t d_model) {
+  return reshape(transpose(std::move(x), {.perm = {0, 2, 1, 3}}), {.newshape = {0, 0, d_model}});
+}
+
+DLAVM_INLINE Expr integer_probabilities(Expr scores, float score_scale) {
+  auto by_key = transpose(std::move(scores), {.perm = {0, 2, 3, 1}});
+  auto p = integer_softmax(
+      by_key,
+      {.axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before});
+  return transpose(p, {.perm = {0, 3, 1, 2}});
+}
+
+DLAVM_INLINE Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& options) {
+  const auto& quant = options.quantization;
+  auto scores = named(requantize(matmul(std::move(q), transpose(keys, {.perm = {0, 1, 3, 2}})),
+                                 {.shift = quant.score_shift, .rounding = host::Rounding::Nearest}),
+                      "scores");
+  auto probs =
+      named(options.softmax == Softmax::Integer
+                ? integer_probabilities(scores, options.score_scale)
+                : quantize_linear(softmax(causal_mask(dequantize_linear(
+                                      scores, detail::scalar("score_scale", options.score_scale),
+                                      detail::int8_zero("score_zero")))),
+                                  detail::scalar("prob_scale", quant.prob_scale),
+                                  detail::int8_zero("prob_zero")),
+            "probs");
+  return requantize(matmul(probs, std::move(values)),
+                    {.shift = quant.context_shift, .rounding = host::Rounding::Nearest});
+}
+
+DLAVM_INLINE Expr int8_layer_norm(Expr x, const Norm& w, const std::string& name, float scale) {
+  for (const auto* a : {&w.gamma, &w.beta})
+    if (a->dtype() != DType::float32() || a->ndim() != 1)
+      raise<TypeError>("layer norm '{}': its {} is {}[{}], expected float32 [d]", name,
+                       a == &w.gamma ? "gamma" : "beta", a->dtype(), fmt::join(a->shape(), ", "));
+  auto y = layer_norm(dequantize_linear(std::move(x), detail::scalar(name + ".in_scale", scale),
+                                        detail::int8_zero(name + ".in_zero")),
+                      constant(name + ".gamma", w.gamma), constant(name + ".beta", w.beta));
+  return named(quantize_linear(y, detail::scalar(name + ".out_scale", scale),
+                               detail::int8_zero(name + ".out_zero")),
+               name);
+}
+
+}  // namespace dlavm::graph::llm
+// end dlavm/graph/llm/attention-inl.hpp
+#endif
+// end dlavm/graph/llm/attention.hpp
+// begin dlavm/graph/llm/decoder.hpp
+// One pre-norm decoder layer of an LLM in int8 with a KV cache, built from the user's weights:
+//
+//   h = x + attention(layer_norm(x)),  y = h + ffn(layer_norm(h)),  ffn = dense, ReLU, dense
+//
+// over `token` new positions (1 to max_tokens) after `last_token` cached ones (0 to
+// max_context - 1). The cached keys and values are two states of the function (graph::State,
+// [1, heads, last_token, dh] each): a run appends the new tokens' K and V and attends over
+// last_token + token positions, so that one build serves a prefill and every decode step. The
+// layer norms run on the host in float32; the projections, the FFN and both attention matmuls
+// on VTA; the residual sums are added to the accumulators of the output projection and of the
+// FFN's second dense (VTA's fused residual). The softmax is float32 on the host or integer-only
+// on VTA (llm::Softmax).
+//
+// A host-only build of the same function (no VTA strategies: every step on the host kernels)
+// is graph::build with a Target whose strategies are empty (docs/graph.md).
+//
+//   namespace llm = dlavm::graph::llm;
+//   const llm::DecoderConfig config{.d_model = 256, .heads = 4, .ffn = 1024};
+//   const auto weights = llm::read_decoder_weights("layer0/");  // layer0/q.weight.npy, ...
+//   const llm::Decoder layer(config, weights);
+//   auto mod = graph::build(layer.function(), graph::Target{});
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/llm/attention.hpp
+// end dlavm/graph/llm/attention.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/te/ndarray.hpp
+// end dlavm/te/ndarray.hpp
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlavm::graph::llm {
+
+struct DecoderConfig {
+  std::int64_t d_model = 512;
+  std::int64_t heads = 8;  // d_model a multiple of it; the head size is d_model / heads
+  std::int64_t ffn = 2048;
+  std::int64_t max_context = 2048;  // cached plus new positions
+  std::int64_t max_tokens = 2048;   // new positions of one run (a longer prompt runs in chunks)
+  Softmax softmax = Softmax::Float;
+  std::optional<float> score_scale = std::nullopt;  // unset: score_scale_for(d_model / heads)
+  Quantization quantization = {};
+  std::int64_t down_shift = 9;  // the FFN's second dense (its d_in is ffn, not d_model)
+};
+
+// The weights of a layer. Their names, in maps and folders: ln1.gamma, ln1.beta, q.weight,
+// q.bias (and k, v, o), ln2.gamma, ln2.beta, up.weight, up.bias, down.weight, down.bias.
+struct DecoderWeights {
+  Norm ln1;
+  Linear q, k, v, o;
+  Norm ln2;
+  Linear up, down;
+};
+
+// The sixteen names above, in that order.
+const std::vector<std::string>& decoder_weight_names();
+
+// Weights drawn from `seed` (int8 in [-16, 16), int32 biases in [-512, 512), gamma in
+// [0.5, 1.5), beta in [-0.5, 0.5)): the gallery's layer.
+DecoderWeights random_decoder_weights(const DecoderConfig& config, std::uint64_t seed);
+
+// The weights named `prefix` + name in `arrays` (an ONNX model's initializers:
+// onnx::read_initializers, or a map of the user's own); ValueError naming a missing one.
+DecoderWeights decoder_weights(const std::map<std::string, te::NDArray>& arrays,
+                               const std::string& prefix = "");
+
+// The weights as .npy files, dir / (prefix + name + ".npy") (te::read_npy).
+DecoderWeights read_decoder_weights(const std::filesystem::path& dir,
+                                    const std::string& prefix = "");
+
+// The weights by name, as decoder_weights reads them (to write them out, e.g. as .npy).
+std::map<std::string, te::NDArray> named_arrays(const DecoderWeights& weights);
+
+class Decoder {
+ public:
+  // ShapeError or TypeError naming the weight whose shape or dtype does not fit the config.
+  Decoder(const DecoderConfig& config, const DecoderWeights& weights);
+
+  // x [1, token, d_model] int8 -> [1, token, d_model] int8, with the states k_cache and
+  // v_cache [1, heads, last_token, d_model / heads].
+  Function function() const;
+  const ne::Var& token() const { return token_; }
+  const ne::Var& last_token() const { return last_token_; }
+  float score_scale() const { return score_scale_; }
+
+ private:
+  ne::Var token_, last_token_;
+  float score_scale_;
+  Expr x_, k_cache_, v_cache_, keys_, values_, out_;
+};
+
+}  // namespace dlavm::graph::llm
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/llm/decoder-inl.hpp
+// Definitions for graph/llm/decoder.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/llm/decoder.hpp
+// end dlavm/graph/llm/decoder.hpp
+// begin dlavm/graph/ops.hpp
+// end dlavm/graph/ops.hpp
+// begin dlavm/te/npy.hpp
+// end dlavm/te/npy.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace dlavm::graph::llm {
+
+namespace detail {
+
+// Every weight of `w` with its name, in decoder_weight_names()'s order.
+template <class W, class F>
+void for_each_weight(W& w, F f) {
+  f("ln1.gamma", w.ln1.gamma);
+  f("ln1.beta", w.ln1.beta);
+  const std::pair<const char*, decltype(&w.q)> linears[] = {
+      {"q", &w.q}, {"k", &w.k}, {"v", &w.v}, {"o", &w.o}};
+  for (const auto& [name, l] : linears) {
+    f(std::string(name) + ".weight", l->weight);
+    f(std::string(name) + ".bias", l->bias);
+  }
+  f("ln2.gamma", w.ln2.gamma);
+  f("ln2.beta", w.ln2.beta);
+  f("up.weight", w.up.weight);
+  f("up.bias", w.up.bias);
+  f("down.weight", w.down.weight);
+  f("down.bias", w.down.bias);
+}
+
+inline void check_shape(const te::NDArray& a, const std::string& name, DType dtype,
+                        const std::vector<std::int64_t>& shape) {
+  if (a.dtype() != dtype)
+    raise<TypeError>("decoder weight '{}' is {}[{}], expected {}[{}]", name, a.dtype(),
+                     fmt::join(a.shape(), ", "), dtype, fmt::join(shape, ", "));
+  if (a.shape() != shape)
+    raise<ShapeError>("decoder weight '{}' is {}[{}], expected {}[{}]", name, a.dtype(),
+                      fmt::join(a.shape(), ", "), dtype, fmt::join(shape, ", "));
+}
+
+}  // namespace detail
+
+DLAVM_INLINE const std::vector<std::string>& decoder_weight_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    const DecoderWeights w;
+    detail::for_each_weight(
+        w, [&](const std::string& name, const te::NDArray&) { out.push_back(name); });
+    return out;
+  }();
+  return names;
+}
+
+DLAVM_INLINE DecoderWeights random_decoder_weights(const DecoderConfig& c, std::uint64_t seed) {
+  const auto linear = [](std::int64_t d_in, std::int64_t d_out, std::uint64_t s) {
+    return Linear{te::NDArray::random(DType::int8(), {d_out, d_in}, s, -16, 16),
+                  te::NDArray::random(DType::int32(), {d_out}, s + 50, -512, 512)};
+  };
+  const auto norm = [&](std::uint64_t s) {
+    return Norm{te::NDArray::random_float({c.d_model}, s, 0.5, 1.5),
+                te::NDArray::random_float({c.d_model}, s + 50, -0.5, 0.5)};
+  };
+  return {.ln1 = norm(seed),
+          .q = linear(c.d_model, c.d_model, seed + 1),
+          .k = linear(c.d_model, c.d_model, seed + 2),
+          .v = linear(c.d_model, c.d_model, seed + 3),
+          .o = linear(c.d_model, c.d_model, seed + 4),
+          .ln2 = norm(seed + 5),
+          .up = linear(c.d_model, c.ffn, seed + 6),
+          .down = linear(c.ffn, c.d_model, seed + 7)};
+}
+
+DLAVM_INLINE DecoderWeights decoder_weights(const std::map<std::string, te::NDArray>& arrays,
+                                            const std::string& prefix) {
+  DecoderWeights w;
+  detail::for_each_weight(w, [&](const std::string& name, te::NDArray& a) {
+    const auto it = arrays.find(prefix + name);
+    if (it == arrays.end())
+      raise<ValueError>("decoder weights: no array named '{}{}' ({} arrays given)", prefix, name,
+                        arrays.size());
+    a = it->second;
+  });
+  return w;
+}
+
+DLAVM_INLINE DecoderWeights read_decoder_weights(const std::filesystem::path& dir,
+                                                 const std::string& prefix) {
+  DecoderWeights w;
+  detail::for_each_weight(w, [&](const std::string& name, te::NDArray& a) {
+    a = te::read_npy(dir / (prefix + name + ".npy"));
+  });
+  return w;
+}
+
+DLAVM_INLINE std::map<std::string, te::NDArray> named_arrays(const DecoderWeights& weights) {
+  std::map<std::string, te::NDArray> out;
+  detail::for_each_weight(weights,
+                          [&](const std::string& name, const te::NDArray& a) { out[name] = a; });
+  return out;
+}
+
+DLAVM_INLINE Decoder::Decoder(const DecoderConfig& c, const DecoderWeights& w)
+    : token_(ne::var("token", 1, std::min(c.max_tokens, c.max_context))),
+      last_token_(ne::var("last_token", 0, c.max_context - 1)),
+      score_scale_(0.0f) {
+  if (c.d_model <= 0 || c.heads <= 0 || c.ffn <= 0 || c.d_model % c.heads != 0)
+    raise<ValueError>("decoder: d_model {} is no positive multiple of heads {} (ffn {})", c.d_model,
+                      c.heads, c.ffn);
+  if (c.max_context < 1 || c.max_tokens < 1)
+    raise<ValueError>("decoder: max_context {} and max_tokens {} must be at least 1", c.max_context,
+                      c.max_tokens);
+  const std::int64_t dh = c.d_model / c.heads;
+  score_scale_ = c.score_scale.value_or(score_scale_for(dh));
+  // every weight's dtype and shape against the config, named
+  const auto d = c.d_model;
+  std::map<std::string, std::pair<DType, std::vector<std::int64_t>>> want = {
+      {"ln1.gamma", {DType::float32(), {d}}},       {"ln1.beta", {DType::float32(), {d}}},
+      {"ln2.gamma", {DType::float32(), {d}}},       {"ln2.beta", {DType::float32(), {d}}},
+      {"up.weight", {DType::int8(), {c.ffn, d}}},   {"up.bias", {DType::int32(), {c.ffn}}},
+      {"down.weight", {DType::int8(), {d, c.ffn}}}, {"down.bias", {DType::int32(), {d}}}};
+  for (const char* p : {"q", "k", "v", "o"}) {
+    want[std::string(p) + ".weight"] = {DType::int8(), {d, d}};
+    want[std::string(p) + ".bias"] = {DType::int32(), {d}};
+  }
+  detail::for_each_weight(w, [&](const std::string& name, const te::NDArray& a) {
+    detail::check_shape(a, name, want.at(name).first, want.at(name).second);
+  });
+
+  const auto& quant = c.quantization;
+  x_ = input("x", {1, token_, d}, DType::int8());
+  k_cache_ = state_input("k_cache", {1, c.heads, last_token_, dh}, DType::int8());
+  v_cache_ = state_input("v_cache", {1, c.heads, last_token_, dh}, DType::int8());
+  auto n1 = int8_layer_norm(x_, w.ln1, "ln1", quant.norm_scale);
+  auto q = split_heads(projection(n1, w.q, "q", quant.proj_shift), c.heads);
+  keys_ = concat({k_cache_, split_heads(projection(n1, w.k, "k", quant.proj_shift), c.heads)},
+                 {.axis = 2});
+  values_ = concat({v_cache_, split_heads(projection(n1, w.v, "v", quant.proj_shift), c.heads)},
+                   {.axis = 2});
+  auto context =
+      attend(q, keys_, values_,
+             {.score_scale = score_scale_, .softmax = c.softmax, .quantization = c.quantization});
+  auto h = projection(merge_heads(context, d), w.o, "o", quant.proj_shift, x_);
+  auto n2 = int8_layer_norm(h, w.ln2, "ln2", quant.norm_scale);
+  auto up = relu(projection(n2, w.up, "up", quant.proj_shift));
+  out_ = projection(up, w.down, "down", c.down_shift, h);
+}
+
+DLAVM_INLINE Function Decoder::function() const {
+  return graph::function({x_}, {out_}, {{k_cache_, keys_}, {v_cache_, values_}});
+}
+
+}  // namespace dlavm::graph::llm
+// end dlavm/graph/llm/decoder-inl.hpp
+#endif
+// end dlavm/graph/llm/decoder.hpp
+// end dlavm/graph/llm.hpp
 // begin dlavm/graph/match_states.hpp
 // end dlavm/graph/match_states.hpp
 // begin dlavm/graph/memory_plan.hpp

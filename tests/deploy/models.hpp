@@ -287,7 +287,7 @@ inline std::vector<Case> cases() {
   // the same with the integer softmax on VTA's ALU
   out.push_back(
       {"llm_layer_int",
-       models::LlmLayer(64, 4, 128, 32, 32, 21, models::attention::Softmax::Integer).function(),
+       models::LlmLayer(64, 4, 128, 32, 32, 21, models::llm::Softmax::Integer).function(),
        {},
        "token",
        {5, 1, 1, 3, 1, 16, 1}});

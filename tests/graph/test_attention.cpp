@@ -1,4 +1,5 @@
-// The gallery's attention block and LLM decoder layer (examples/models.hpp) built once for VTA
+// The gallery's attention block and LLM decoder layer (examples/models.hpp: graph::llm's blocks
+// and llm::Decoder with random weights) built once for VTA
 // and run on the simulator at several token counts (the layer through prefills and decode
 // steps with its KV cache), against a reference written here: the same integer and float32
 // arithmetic computed directly with loops over the weights, not through graph::evaluate or
@@ -6,11 +7,13 @@
 // tests/host checks against rows worked out by hand). Also: the causal mask's definition, and
 // the errors of bad input.
 #include <dlavm/graph.hpp>
+#include <dlavm/te/npy.hpp>
 #include <dlavm/vta/hw/sim_device.hpp>
 
 #include <doctest/doctest.h>
 
 #include "../../examples/models.hpp"
+#include "../vta/temp_dir.hpp"
 #include <cmath>
 #include <map>
 
@@ -44,12 +47,14 @@ std::int64_t requant(std::int64_t x, std::int64_t shift) {
 }
 
 using Constants = std::map<std::string, te::NDArray>;
+namespace llm = graph::llm;
+const llm::Quantization kQuant;  // the defaults, which the gallery's models take
 
 // y[t, n] = requant(sum_k x[t, k] w[n, k] + b[n] (+ residual[t, n]))
 Mat projection(const Mat& x, const Constants& c, const std::string& name,
-               std::int64_t shift = models::attention::kProjShift, const Mat* residual = nullptr) {
-  const auto& w = c.at("w" + name);
-  const auto& b = c.at("b" + name);
+               std::int64_t shift = kQuant.proj_shift, const Mat* residual = nullptr) {
+  const auto& w = c.at(name + ".weight");
+  const auto& b = c.at(name + ".bias");
   const std::int64_t n_out = w.shape()[0];
   Mat y(x.rows, n_out);
   for (std::int64_t t = 0; t < x.rows; ++t)
@@ -65,12 +70,14 @@ Mat projection(const Mat& x, const Constants& c, const std::string& name,
 // Causal attention of q [token, d_model] over the keys and values of every position so far
 // (the queries are the last `token` of k.rows positions); head h uses columns [h*dh, (h+1)*dh).
 // `softmax`: float32 as written below, or integer-only (runtime::integer_softmax over the
-// visible keys, the host's reference of graph::integer_softmax).
+// visible keys, the host's reference of graph::integer_softmax). The scores are scaled by
+// 1 / sqrt(dh), written out here.
 Mat attend(const Mat& q, const Mat& k, const Mat& v, std::int64_t heads,
-           models::attention::Softmax softmax = models::attention::Softmax::Float) {
-  namespace A = models::attention;
+           llm::Softmax softmax = llm::Softmax::Float) {
+  using A = llm::Softmax;
   const std::int64_t tokens = q.rows, positions = k.rows, past = positions - tokens;
   const std::int64_t dh = q.cols / heads;
+  const float score_scale = 1.0f / std::sqrt(static_cast<float>(dh));
   Mat context(tokens, q.cols);
   for (std::int64_t h = 0; h < heads; ++h)
     for (std::int64_t i = 0; i < tokens; ++i) {
@@ -80,15 +87,15 @@ Mat attend(const Mat& q, const Mat& k, const Mat& v, std::int64_t heads,
       for (std::int64_t j = 0; j < positions; ++j) {
         std::int64_t acc = 0;
         for (std::int64_t d = 0; d < dh; ++d) acc += q.at(i, h * dh + d) * k.at(j, h * dh + d);
-        p[static_cast<std::size_t>(j)] = requant(acc, A::kScoreShift);
+        p[static_cast<std::size_t>(j)] = requant(acc, kQuant.score_shift);
         s[static_cast<std::size_t>(j)] =
             j > past + i ? -INFINITY
-                         : static_cast<float>(p[static_cast<std::size_t>(j)]) * A::kScoreScale;
+                         : static_cast<float>(p[static_cast<std::size_t>(j)]) * score_scale;
       }
-      if (softmax == A::Softmax::Integer) {
+      if (softmax == A::Integer) {
         const std::int64_t visible = past + i + 1;
         runtime::integer_softmax(p.data(), p.data(), 1, visible, 1,
-                                 host::integer_exp_for(A::kScoreScale));
+                                 host::integer_exp_for(score_scale));
         std::fill(p.begin() + visible, p.end(), 0);
       }
       // float32 softmax: the row's maximum, exp of the differences, their sum in order
@@ -99,15 +106,16 @@ Mat attend(const Mat& q, const Mat& k, const Mat& v, std::int64_t heads,
         e = std::exp(e - m);
         sum += e;
       }
-      if (softmax == A::Softmax::Float)
+      if (softmax == A::Float)
         for (std::size_t j = 0; j < s.size(); ++j)
           p[j] = std::clamp<std::int64_t>(
-              static_cast<std::int64_t>(std::nearbyint((s[j] / sum) / A::kProbScale)), -128, 127);
+              static_cast<std::int64_t>(std::nearbyint((s[j] / sum) / kQuant.prob_scale)), -128,
+              127);
       for (std::int64_t d = 0; d < dh; ++d) {
         std::int64_t acc = 0;
         for (std::int64_t j = 0; j < positions; ++j)
           acc += p[static_cast<std::size_t>(j)] * v.at(j, h * dh + d);
-        context.at(i, h * dh + d) = requant(acc, A::kContextShift);
+        context.at(i, h * dh + d) = requant(acc, kQuant.context_shift);
       }
     }
   return context;
@@ -122,7 +130,7 @@ Mat reference(const Mat& x, const Constants& c, std::int64_t heads) {
 // int8 -> float32 (x / 32) -> layer norm over each row, in float32 with the host's order of
 // operations -> int8 (round half to even of y * 32, saturated)
 Mat norm(const Mat& x, const Constants& c, const std::string& name) {
-  const float scale = models::LlmLayer::kNormScale;
+  const float scale = kQuant.norm_scale;
   const auto& gamma = c.at(name + ".gamma");
   const auto& beta = c.at(name + ".beta");
   Mat y(x.rows, x.cols);
@@ -153,7 +161,7 @@ Mat norm(const Mat& x, const Constants& c, const std::string& name) {
 struct LlmReference {
   Constants c;
   std::int64_t heads;
-  models::attention::Softmax softmax = models::attention::Softmax::Float;
+  llm::Softmax softmax = llm::Softmax::Float;
   Mat keys{0, 0}, values{0, 0};
 
   Mat step(const Mat& x) {
@@ -161,11 +169,11 @@ struct LlmReference {
     const Mat q = projection(n1, c, "q");
     append(keys, projection(n1, c, "k"));
     append(values, projection(n1, c, "v"));
-    const Mat h = projection(attend(q, keys, values, heads, softmax), c, "o",
-                             models::attention::kProjShift, &x);
+    const Mat h =
+        projection(attend(q, keys, values, heads, softmax), c, "o", kQuant.proj_shift, &x);
     Mat up = projection(norm(h, c, "ln2"), c, "up");
     for (auto& e : up.v) e = std::max<std::int64_t>(e, 0);
-    return projection(up, c, "down", models::attention::kProjShift + 1, &h);
+    return projection(up, c, "down", llm::DecoderConfig{}.down_shift, &h);
   }
   static void append(Mat& cache, const Mat& rows) {
     if (cache.cols == 0) cache = Mat(0, rows.cols);
@@ -187,6 +195,24 @@ Mat rows_of(const te::NDArray& x) {
   for (std::int64_t t = 0; t < m.rows; ++t)
     for (std::int64_t d = 0; d < m.cols; ++d) m.at(t, d) = x.at({0, t, d});
   return m;
+}
+
+// One run of the layer on x [1, tokens, d_model] and one step of the reference: the outputs
+// that differ; the reference's nonzero outputs are added to `nonzero`.
+std::int64_t run_against(graph::Executor& exec, LlmReference& ref, const te::NDArray& x,
+                         std::int64_t& nonzero) {
+  const std::int64_t tokens = x.shape()[1], d_model = x.shape()[2];
+  const graph::NamedArray inputs[] = {{"x", x}};
+  const ne::Binding bindings[] = {{"token", tokens}};
+  const auto out = exec.run(inputs, bindings).at(0);
+  const Mat want = ref.step(rows_of(x));
+  std::int64_t differ = 0;
+  for (std::int64_t t = 0; t < tokens; ++t)
+    for (std::int64_t d = 0; d < d_model; ++d) {
+      differ += out.at({0, t, d}) != want.at(t, d);
+      nonzero += want.at(t, d) != 0;
+    }
+  return differ;
 }
 
 }  // namespace
@@ -280,17 +306,7 @@ TEST_CASE("llm layer: prefills and decode steps with the KV cache equal the refe
       CAPTURE(past);
       CAPTURE(tokens);
       const auto x = te::NDArray::random(DType::int8(), {1, tokens, 128}, seed++);
-      const graph::NamedArray inputs[] = {{"x", x}};
-      const ne::Binding bindings[] = {{"token", tokens}};
-      const auto out = exec.run(inputs, bindings).at(0);
-      const Mat want = ref.step(rows_of(x));
-      std::int64_t differ = 0;
-      for (std::int64_t t = 0; t < tokens; ++t)
-        for (std::int64_t d = 0; d < 128; ++d) {
-          differ += out.at({0, t, d}) != want.at(t, d);
-          nonzero += want.at(t, d) != 0;
-        }
-      CHECK(differ == 0);
+      CHECK(run_against(exec, ref, x, nonzero) == 0);
       // the cache holds every position's keys, head by head
       const auto& k = exec.state("k_cache");
       REQUIRE(k.shape() == std::vector<std::int64_t>{1, 4, past + tokens, 32});
@@ -336,19 +352,27 @@ TEST_CASE("llm layer: prefills and decode steps with the KV cache equal the refe
   CHECK_THROWS_WITH_AS(exec.run(big_inputs, too_many),
                        doctest::Contains("symbolic dim 'token' = 65 is outside its range [1, 64]"),
                        dlavm::Error);
-  // heads that do not divide d_model: the head split names its node and the numbers
-  CHECK_THROWS_WITH_AS(graph::infer_type(models::LlmLayer(120, 7, 256, 64).function(), target),
-                       doctest::Contains("(reshape): cannot reshape input 0 (%q) (1, token, "
-                                         "120) to [0, 0, 7, -1]: the dims not copied hold `120` "
-                                         "elements, which is not provably a multiple of 7"),
-                       dlavm::ShapeError);
+  // heads that do not divide d_model: the decoder refuses its config; the head split on its
+  // own names its node and the numbers
+  CHECK_THROWS_WITH_AS(models::LlmLayer(120, 7, 256, 64),
+                       "decoder: d_model 120 is no positive multiple of heads 7 (ffn 256)",
+                       dlavm::ValueError);
+  const auto x120 = graph::input("x", {1, net.token(), 120}, DType::int8());
+  const llm::Linear w120{te::NDArray(DType::int8(), {120, 120}),
+                         te::NDArray(DType::int32(), {120})};
+  CHECK_THROWS_WITH_AS(
+      graph::infer_type(
+          graph::function({x120}, {llm::split_heads(llm::projection(x120, w120, "q"), 7)}), target),
+      doctest::Contains("(reshape): cannot reshape input 0 (%q) (1, token, 120) to [0, 0, 7, "
+                        "-1]: the dims not copied hold `120` elements, which is not provably a "
+                        "multiple of 7"),
+      dlavm::ShapeError);
 }
 
 TEST_CASE("llm layer: the integer-only softmax option equals its reference, near the float one") {
   // d_model 128, 4 heads, FFN 256, a context of 64 positions; the same weights in both layers
-  namespace A = models::attention;
-  const models::LlmLayer net(128, 4, 256, 64, 64, 21, A::Softmax::Integer);
-  const models::LlmLayer float_net(128, 4, 256, 64, 64, 21, A::Softmax::Float);
+  const models::LlmLayer net(128, 4, 256, 64, 64, 21, llm::Softmax::Integer);
+  const models::LlmLayer float_net(128, 4, 256, 64, 64, 21, llm::Softmax::Float);
   const graph::Target target;
   auto mod = graph::build(net.function(), target, {.name = "llm_int"});
   auto float_mod = graph::build(float_net.function(), target, {.name = "llm_float"});
@@ -365,7 +389,7 @@ TEST_CASE("llm layer: the integer-only softmax option equals its reference, near
   CHECK(float_steps == 2);  // the two layer norms' quantize_linear
   vta::SimDevice dev(target.env.config);
   graph::Executor exec(mod, dev), float_exec(float_mod, dev);
-  LlmReference ref{constants_of(net.function()), 4, A::Softmax::Integer};
+  LlmReference ref{constants_of(net.function()), 4, llm::Softmax::Integer};
   std::uint64_t seed = 90;
   std::int64_t differ = 0, from_float = 0, largest = 0, compared = 0;
   for (const std::int64_t tokens : {9, 1, 1, 20, 1}) {
@@ -390,4 +414,66 @@ TEST_CASE("llm layer: the integer-only softmax option equals its reference, near
   CHECK(from_float > 0);
   CHECK(from_float * 5 < compared);
   CHECK(largest <= 3);
+}
+
+TEST_CASE(
+    "llm::Decoder: the user's weights from .npy files, a head size of 16, equal the reference") {
+  // d_model 32 in 2 heads of 16: the scores scaled by 1/4; the weights written as .npy files
+  // and read back by name
+  const llm::DecoderConfig config{
+      .d_model = 32, .heads = 2, .ffn = 64, .max_context = 16, .max_tokens = 8};
+  const auto drawn = llm::random_decoder_weights(config, 5);
+  const dlavm_test::TempDir dir("llm_decoder_weights");
+  for (const auto& [name, a] : llm::named_arrays(drawn))
+    te::write_npy(dir.path / ("layer0." + name + ".npy"), a);
+  const auto weights = llm::read_decoder_weights(dir.path, "layer0.");
+  CHECK(llm::named_arrays(weights) == llm::named_arrays(drawn));
+  CHECK(llm::decoder_weight_names().size() == 16);
+  const llm::Decoder layer(config, weights);
+  CHECK(layer.score_scale() == 0.25f);
+  const graph::Target target;
+  auto mod = graph::build(layer.function(), target, {.name = "decoder"});
+  vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
+  LlmReference ref{llm::named_arrays(weights), 2};
+  std::int64_t nonzero = 0;
+  for (const std::int64_t tokens : {5, 1, 1}) {
+    const auto x = te::NDArray::random(DType::int8(), {1, tokens, 32},
+                                       30 + static_cast<std::uint64_t>(tokens));
+    CHECK(run_against(exec, ref, x, nonzero) == 0);
+  }
+  CHECK(nonzero > 100);
+  // a score scale of the user's own
+  auto scaled = config;
+  scaled.score_scale = 0.1f;
+  CHECK(llm::Decoder(scaled, weights).score_scale() == 0.1f);
+}
+
+TEST_CASE("llm::Decoder: missing, misshapen and mistyped weights are refused by name") {
+  const llm::DecoderConfig config{.d_model = 32, .heads = 2, .ffn = 64, .max_context = 16};
+  auto arrays = llm::named_arrays(llm::random_decoder_weights(config, 5));
+  arrays.erase("q.bias");
+  CHECK_THROWS_WITH_AS(llm::decoder_weights(arrays),
+                       "decoder weights: no array named 'q.bias' (15 arrays given)",
+                       dlavm::ValueError);
+  auto w = llm::random_decoder_weights(config, 5);
+  w.up.weight = te::NDArray(DType::int8(), {64, 16});
+  CHECK_THROWS_WITH_AS(llm::Decoder(config, w),
+                       "decoder weight 'up.weight' is int8[64, 16], expected int8[64, 32]",
+                       dlavm::ShapeError);
+  w = llm::random_decoder_weights(config, 5);
+  w.ln2.beta = te::NDArray(DType::int8(), {32});
+  CHECK_THROWS_WITH_AS(llm::Decoder(config, w),
+                       "decoder weight 'ln2.beta' is int8[32], expected float32[32]",
+                       dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(llm::read_decoder_weights("/nonexistent/dlavm"),
+                       doctest::Contains("ln1.gamma.npy"), dlavm::Error);
+  CHECK_THROWS_WITH_AS(llm::score_scale_for(0), "score_scale_for: head size 0 is not positive",
+                       dlavm::ValueError);
+  // the blocks check what they are given, named
+  const auto x = graph::input("x", {1, 4, 32}, DType::int8());
+  CHECK_THROWS_WITH_AS(
+      llm::projection(x, {te::NDArray(DType::int8(), {32, 32}), te::NDArray(DType::int32(), {16})},
+                      "q"),
+      "projection 'q': the bias has 16 elements, the weight 32 output rows", dlavm::ShapeError);
 }

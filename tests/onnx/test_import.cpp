@@ -53,6 +53,42 @@ TEST_CASE("a small model imports with its names, weights and a symbolic batch") 
   }
 }
 
+TEST_CASE("read_initializers: a model's weights by name feed graph::llm's decoder") {
+  // a decoder layer's weights as an exporter writes them: initializers named layer0.<name>
+  namespace llm = graph::llm;
+  const llm::DecoderConfig config{.d_model = 32, .heads = 2, .ffn = 64, .max_context = 8};
+  const auto drawn = llm::named_arrays(llm::random_decoder_weights(config, 3));
+  ModelBuilder b;
+  for (const auto& [name, a] : drawn) {
+    auto* t = b.g().add_initializer();
+    t->set_name("layer0." + name);
+    for (auto d : a.shape()) t->add_dims(d);
+    if (a.dtype() == DType::float32()) {
+      t->set_data_type(TP::FLOAT);
+      for (const float v : a.fdata()) t->add_float_data(v);
+    } else {
+      t->set_data_type(a.dtype() == DType::int8() ? TP::INT8 : TP::INT32);
+      for (const std::int64_t v : a.data()) t->add_int32_data(static_cast<std::int32_t>(v));
+    }
+  }
+  const auto bytes = b.bytes();
+  const auto arrays = importer::read_initializers(std::span<const std::uint8_t>(bytes), "w.onnx");
+  CHECK(arrays.size() == 16);
+  const auto weights = llm::decoder_weights(arrays, "layer0.");
+  CHECK(llm::named_arrays(weights) == drawn);
+  CHECK(llm::Decoder(config, weights).function().params().size() == 1);
+  // a name given twice, and bytes that are no model
+  *b.g().add_initializer() = b.g().initializer(0);
+  const auto twice = b.bytes();
+  const auto message =
+      fmt::format("w.onnx: initializer '{}' is given twice", b.g().initializer(0).name());
+  CHECK_THROWS_WITH_AS(importer::read_initializers(std::span<const std::uint8_t>(twice), "w.onnx"),
+                       message.c_str(), ParseError);
+  const std::uint8_t junk[] = {0xff, 0xff, 0xff};
+  CHECK_THROWS_WITH_AS(importer::read_initializers(junk, "junk.onnx"),
+                       "junk.onnx: 3 bytes that are not an ONNX model", ParseError);
+}
+
 TEST_CASE("bytes that are not an ONNX model are a ParseError") {
   const std::vector<std::uint8_t> junk = {0xff, 0xff, 0xff, 0xff, 0x07, 0x01};
   CHECK_THROWS_AS(importer::import(std::span<const std::uint8_t>(junk)), ParseError);
@@ -173,9 +209,10 @@ TEST_CASE("refusals: one error lists every node once; nodes reading a refused on
   other.node("Pad", {"x"}, {"y"}, "pad1");
   other.output("y");
   const std::string m3 = refusal(other);
-  CHECK(count(m3, "node 'gelu' (Gelu): the importer converts com.microsoft's QGemm, QLinearAdd, "
-                  "QLinearConcat, QLinearGlobalAveragePool, QLinearLeakyRelu, QLinearMul, "
-                  "QLinearSigmoid only, not Gelu") == 1);
+  CHECK(count(m3,
+              "node 'gelu' (Gelu): the importer converts com.microsoft's QGemm, QLinearAdd, "
+              "QLinearConcat, QLinearGlobalAveragePool, QLinearLeakyRelu, QLinearMul, "
+              "QLinearSigmoid only, not Gelu") == 1);
   CHECK(count(m3, "node 'foo' (Foo): operators of domain 'org.example' are not handled") == 1);
   CHECK(count(m3, "node 'pad1' (Pad): Pad-1 (the version opset 1 selects) is not handled") == 1);
 }

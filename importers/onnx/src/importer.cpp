@@ -19,6 +19,7 @@
 #include <deque>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 
 namespace dlavm::onnx {
@@ -722,6 +723,26 @@ te::NDArray read_tensor(std::span<const std::uint8_t> bytes, std::string_view so
 te::NDArray read_tensor(const std::filesystem::path& path) {
   const auto bytes = detail::read_file(path, "ONNX tensor");
   return read_tensor(std::span<const std::uint8_t>(bytes), path.string());
+}
+
+std::map<std::string, te::NDArray> read_initializers(std::span<const std::uint8_t> bytes,
+                                                     std::string_view source) {
+  ::onnx::ModelProto model;
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || !model.has_graph())
+    raise<ParseError>("{}: {} bytes that are not an ONNX model", source, bytes.size());
+  std::map<std::string, te::NDArray> out;
+  for (const auto& t : model.graph().initializer()) {
+    auto a = detail::to_array(t, fmt::format("{}: initializer '{}'", source, t.name()));
+    if (!out.emplace(t.name(), std::move(a)).second)
+      raise<ParseError>("{}: initializer '{}' is given twice", source, t.name());
+  }
+  return out;
+}
+
+std::map<std::string, te::NDArray> read_initializers(const std::filesystem::path& path) {
+  const auto bytes = detail::read_file(path, "ONNX model");
+  return read_initializers(std::span<const std::uint8_t>(bytes), path.string());
 }
 
 }  // namespace dlavm::onnx

@@ -95,4 +95,11 @@ graph::Function import(std::span<const std::uint8_t> bytes, const ImportOptions&
 te::NDArray read_tensor(const std::filesystem::path& path);
 te::NDArray read_tensor(std::span<const std::uint8_t> bytes, std::string_view source = "<memory>");
 
+// An ONNX model's initializers (its weights) by name, without importing its graph: the arrays
+// a model built in C++ takes, such as graph::llm::decoder_weights. ParseError for bytes that are
+// no model, a tensor that cannot be read, or a name given twice (each named).
+std::map<std::string, te::NDArray> read_initializers(const std::filesystem::path& path);
+std::map<std::string, te::NDArray> read_initializers(std::span<const std::uint8_t> bytes,
+                                                     std::string_view source = "<memory>");
+
 }  // namespace dlavm::onnx
