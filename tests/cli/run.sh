@@ -90,6 +90,18 @@ if ! diff <("$dlavm" tune-best "$dir/merged.log") <("$dlavm" tune-best "$dir/mer
   failed=1
 fi
 expect 0 "workloads" -- tune-space resnet18 --image 32
+# the log's schedules in run and compile: every kernel tuned, the same outputs
+expect 0 "3 of 3 VTA kernels take the schedule of $dir/merged.log" -- run "$model" \
+  --dims batch=1..4 --input "image=$dir/image.npy" --output "$dir/out_tuned" \
+  --tune-log "$dir/merged.log"
+if ! cmp -s "$dir/out_tuned/$output.npy" "$dir/want.npy"; then
+  echo "FAIL the tuned run's $output.npy differs from the reference executor's"
+  failed=1
+fi
+expect 0 "static streams" -- compile "$model" --dims batch=1..4 -o "$dir/fw_tuned" --ns cnn \
+  --tune-log "$dir/merged.log"
+expect 2 "--tune-log: '$dir/none.log': no such log" -- compile "$model" --dims batch=1..4 \
+  -o "$dir/fw_none" --tune-log "$dir/none.log"
 
 # bad input: status 2, the file, the dim, the input named
 expect 2 "holds records already: --resume continues it" -- tune "$model" --dims batch=1..4 \

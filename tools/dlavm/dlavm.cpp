@@ -5,7 +5,7 @@
 //       every VTA kernel and host step, where it runs and why; the share of the
 //       multiply-accumulates on VTA; the memory plan; a Graphviz picture
 //   dlavm run MODEL --input NAME=FILE.npy... [--dims NAME=MIN..MAX]... [--bind NAME=VALUE]...
-//             [--output DIR]
+//             [--output DIR] [--dump DIR] [--tune-log FILE]
 //       runs the model on the simulated VTA, writes each output as DIR/<name>.npy, prints the
 //       VTA cycles and their share of the roofline bound
 //   dlavm quantize MODEL --calib DIR -o OUT.onnx [--dims ...] [--shift] [--asymmetric]
@@ -13,8 +13,9 @@
 //       a float model quantized by dlavm::quantize from DIR's .npy files (one sample each, or
 //       DIR/<k>/<input>.npy for a model of several inputs), written as a QDQ ONNX model; the
 //       per-layer report on standard output
-//   dlavm compile MODEL -o DIR [--dims ...] [--ns NAME] [--lite]
-//       the firmware header and its weight and stream files (deploy::emit)
+//   dlavm compile MODEL -o DIR [--dims ...] [--ns NAME] [--lite] [--tune-log FILE]
+//       the firmware header and its weight and stream files (deploy::emit), with the best
+//       schedules of a tuning log
 //   dlavm tune MODEL --log FILE [--dims ...] [--shard I/N] [--resume] [--budget S] [--top K]
 //              [--threads N] [--verify N] [--config FILE]
 //       the schedules of its VTA kernels searched on the cycle model, one JSON line per
@@ -45,6 +46,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -142,6 +144,34 @@ graph::Function load_model(const ModelSpec& spec) {
 
 std::string millions(double v) { return fmt::format("{:.2f} M", v / 1e6); }
 
+// --tune-log FILE: the best schedule of each workload the log holds for this target (records
+// of another VTA configuration or strategy revision are skipped, with a warning); a workload
+// the log lacks keeps the default schedule. Prints how many VTA kernels the build gave the
+// log's best knobs.
+graph::Module build_model(const graph::Function& fn, const graph::Target& target,
+                          const std::string& name, const std::string& tune_log) {
+  const auto typed = graph::infer_type(fn, target);
+  if (tune_log.empty()) return graph::build(typed, target, {.name = name});
+  if (!fs::exists(tune_log)) throw BadInput(fmt::format("--tune-log: '{}': no such log", tune_log));
+  const auto log = tune::read_log(fs::path(tune_log));
+  dlavm_tools::print_warnings(log.warnings);
+  const auto chooser = std::make_shared<tune::LogChooser>(log.records, target);
+  dlavm_tools::print_warnings(chooser->warnings());
+  auto mod = graph::build(typed, target, {.name = name, .chooser = chooser});
+  const auto best = tune::best(tune::for_target(log.records, target).records, 1);
+  std::size_t kernels = 0, tuned = 0;
+  for (const auto& step : mod.steps())
+    if (step.kind == graph::ModuleStep::Kind::Vta) {
+      ++kernels;
+      const auto it = best.find(tune::workload_key(step.workload));
+      tuned += it != best.end() &&
+               graph::to_string(it->second.front().knobs) == graph::to_string(step.knobs);
+    }
+  fmt::print("{} of {} VTA kernels take the schedule of {}{}\n", tuned, kernels, tune_log,
+             tuned < kernels ? "; the others keep their default" : "");
+  return mod;
+}
+
 int inspect(const ModelSpec& spec, const std::string& dot_path, const std::string& svg_path) {
   const auto& model = spec.model;
   const auto fn = load_model(spec);
@@ -178,7 +208,7 @@ int inspect(const ModelSpec& spec, const std::string& dot_path, const std::strin
 
 int run(const ModelSpec& spec, const std::vector<std::string>& input_specs,
         const std::vector<std::string>& bind_specs, const std::string& output_dir,
-        const std::string& dump_dir) {
+        const std::string& dump_dir, const std::string& tune_log) {
   const auto& model = spec.model;
   const auto fn = load_model(spec);
   const graph::Target target;
@@ -205,7 +235,7 @@ int run(const ModelSpec& spec, const std::vector<std::string>& input_specs,
               v != nullptr &&
               std::ranges::none_of(binds, [&](const auto& b) { return b.first == v->name; }))
             binds.emplace_back(v->name, a.shape()[k]);
-  auto mod = graph::build(graph::infer_type(fn, target), target, {.name = "model"});
+  auto mod = build_model(fn, target, "model", tune_log);
   vta::SimDevice dev(target.env.config);
   graph::Executor exec(mod, dev);
   std::vector<graph::NamedArray> inputs;
@@ -304,11 +334,12 @@ int quantize(const ModelSpec& spec, const std::string& calib, const std::string&
   return 0;
 }
 
-int compile(const ModelSpec& spec, const std::string& out, const std::string& ns, bool lite) {
+int compile(const ModelSpec& spec, const std::string& out, const std::string& ns, bool lite,
+            const std::string& tune_log) {
   const auto& model = spec.model;
   const auto fn = load_model(spec);
   const graph::Target target;
-  const auto mod = graph::build(graph::infer_type(fn, target), target, {.name = ns});
+  const auto mod = build_model(fn, target, ns, tune_log);
   fs::create_directories(out);
   const auto r = deploy::emit(mod, out, {.ns = ns, .lite = lite});
   fmt::print(
@@ -393,6 +424,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--bind", binds,
                       "NAME=VALUE: a symbolic dim's value (else read off the arrays)");
   run_cmd->add_option("--output", output_dir, "write each output as DIR/NAME.npy");
+  std::string tune_log;
+  run_cmd->add_option("--tune-log", tune_log,
+                      "build with the best schedules of a tuning log (dlavm tune)");
   std::string dump_dir;
   run_cmd->add_option("--dump", dump_dir,
                       "write each VTA step's stream and DRAM images with a manifest, in "
@@ -448,6 +482,8 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("-o,--output", out, "the folder the files go to")->required();
   compile_cmd->add_option("--ns", ns, "the header's namespace and the files' name");
   compile_cmd->add_flag("--lite", lite, "consecutive static VTA steps as one stream");
+  compile_cmd->add_option("--tune-log", tune_log,
+                          "build with the best schedules of a tuning log (dlavm tune)");
 
   // (CLI11 would say only that a subcommand is required)
   std::vector<std::string> names;
@@ -465,9 +501,9 @@ int main(int argc, char** argv) {
   }
   try {
     if (*inspect_cmd) return inspect(spec, dot_path, svg_path);
-    if (*run_cmd) return run(spec, inputs, binds, output_dir, dump_dir);
+    if (*run_cmd) return run(spec, inputs, binds, output_dir, dump_dir, tune_log);
     if (*quantize_cmd) return quantize(spec, calib, out, shift, asymmetric, report);
-    if (*compile_cmd) return compile(spec, out, ns, lite);
+    if (*compile_cmd) return compile(spec, out, ns, lite, tune_log);
     if (*space_cmd) return tune_space(spec);
     if (*merge_cmd) return tune_merge(merged, logs);
     if (*best_cmd) return tune_best(best_log);
