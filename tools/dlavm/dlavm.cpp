@@ -144,6 +144,15 @@ graph::Function load_model(const ModelSpec& spec) {
 
 std::string millions(double v) { return fmt::format("{:.2f} M", v / 1e6); }
 
+// A tuning log the user named (`flag`, e.g. "--tune-log: ", prefixes the message), its
+// unreadable lines printed as warnings.
+tune::Log read_tune_log(const std::string& path, std::string_view flag = "") {
+  if (!fs::exists(path)) throw BadInput(fmt::format("{}'{}': no such log", flag, path));
+  auto log = tune::read_log(fs::path(path));
+  dlavm_tools::print_warnings(log.warnings);
+  return log;
+}
+
 // --tune-log FILE: the best schedule of each workload the log holds for this target (records
 // of another VTA configuration or strategy revision are skipped, with a warning); a workload
 // the log lacks keeps the default schedule. Prints how many VTA kernels the build gave the
@@ -152,9 +161,7 @@ graph::Module build_model(const graph::Function& fn, const graph::Target& target
                           const std::string& name, const std::string& tune_log) {
   const auto typed = graph::infer_type(fn, target);
   if (tune_log.empty()) return graph::build(typed, target, {.name = name});
-  if (!fs::exists(tune_log)) throw BadInput(fmt::format("--tune-log: '{}': no such log", tune_log));
-  const auto log = tune::read_log(fs::path(tune_log));
-  dlavm_tools::print_warnings(log.warnings);
+  const auto log = read_tune_log(tune_log, "--tune-log: ");
   const auto chooser = std::make_shared<tune::LogChooser>(log.records, target);
   dlavm_tools::print_warnings(chooser->warnings());
   auto mod = graph::build(typed, target, {.name = name, .chooser = chooser});
@@ -355,13 +362,6 @@ int tune_space(const ModelSpec& spec) {
   const graph::Target target;
   fmt::print("{}", tune::to_json(tune::config_of(tune::tasks(load_model(spec), target))));
   return 0;
-}
-
-tune::Log read_tune_log(const std::string& path) {
-  if (!fs::exists(path)) throw BadInput(fmt::format("'{}': no such log", path));
-  auto log = tune::read_log(fs::path(path));
-  dlavm_tools::print_warnings(log.warnings);
-  return log;
 }
 
 // tune-merge: the logs of a run's shards as one log (tune::merge: a candidate measured twice
