@@ -4,7 +4,7 @@
 // softmax runs in float32 on the host between exact quantize and dequantize steps. Each token
 // count instantiates the same programs; every run is checked against the host reference end to
 // end and layer by layer, and the per-step table shows where the time goes.
-//   attention [--dump DIR]
+//   attention [--dump DIR] [--preset NAME]
 //     DIR: every VTA step's stream, micro-ops and DRAM images with a manifest of their
 //     addresses, one folder per token count and step (replayable by VTA's functional simulator)
 #include "model_check.hpp"
@@ -12,14 +12,14 @@
 #include <string>
 
 int main(int argc, char** argv) try {
-  const auto dump_arg = models::dump_option(argc, argv);
-  if (!dump_arg) return 2;
-  const std::string& dump = *dump_arg;
+  const auto opts = models::model_options(argc, argv);
+  if (!opts) return 2;
+  const std::string& dump = opts->dump;
   namespace graph = dlavm::graph;
   namespace te = dlavm::te;
   namespace vta = dlavm::vta;
   const models::Attention net;
-  const graph::Target target;
+  const graph::Target target = opts->target();
   const auto fn = net.function();
   const auto typed = graph::infer_type(fn, target);
   fmt::print("{}\n", typed);

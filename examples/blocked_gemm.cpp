@@ -8,7 +8,7 @@
 
 int main(int argc, char** argv) try {
   const auto opts = gallery::parse(argc, argv);
-  gallery::vta::Env env;
+  gallery::vta::Env env(opts.config);
   const int channels = 1024, tiles = channels / 16;
   const gallery::BlockedGemm op(env, channels);
   auto s = op.schedule(env, 256, /*vthreads=*/2);

@@ -4,7 +4,7 @@
 // SRAM slots while the compute module multiplies the other slot: the load of block kb + 2
 // waits for a token saying block kb's GEMM is done, and each GEMM waits for its loads.
 // The same program with one slot serialises load and compute; the cycle model shows both.
-//   builder_blocked_gemm [--dump DIR] [--trace FILE]
+//   builder_blocked_gemm [--dump DIR] [--trace FILE] [--preset NAME]
 #include <dlavm/vta.hpp>
 
 #include <fmt/format.h>
@@ -67,12 +67,13 @@ vta::Stream build(const vta::Config& config, std::int64_t a, std::int64_t w, std
 
 int main(int argc, char** argv) try {
   std::string dump, trace;
+  vta::Config config;  // --preset NAME: the design to simulate (vta::preset)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string opt = argv[i];
     if (opt == "--dump") dump = argv[i + 1];
     if (opt == "--trace") trace = argv[i + 1];
+    if (opt == "--preset") config = vta::preset(argv[i + 1]);
   }
-  const vta::Config config;
   vta::SimDevice dev(config);
   dev.set_trace(!trace.empty());
   const std::size_t K = KB * BLK, N = NB * BLK;

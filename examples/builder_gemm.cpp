@@ -1,7 +1,7 @@
 // A 16x16 GEMM with the command builder alone: C = int8(A x W^T) for int8 A (16 x 16) and
 // W (16 x 16). A is 16 input elements (one row of BLOCK_IN each), W one weight tile; one GEMM
 // instruction loops over the 16 rows with a single micro-op.
-//   builder_gemm [--dump DIR] [--trace FILE]
+//   builder_gemm [--dump DIR] [--trace FILE] [--preset NAME]
 #include <dlavm/vta.hpp>
 
 #include <fmt/format.h>
@@ -16,12 +16,13 @@ using vta::Queue;
 
 int main(int argc, char** argv) try {
   std::string dump, trace;
+  vta::Config config;  // --preset NAME: the design to simulate (vta::preset)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string opt = argv[i];
     if (opt == "--dump") dump = argv[i + 1];
     if (opt == "--trace") trace = argv[i + 1];
+    if (opt == "--preset") config = vta::preset(argv[i + 1]);
   }
-  const vta::Config config;
   vta::SimDevice dev(config);
   dev.set_trace(!trace.empty());
   const int n = 16;

@@ -2,7 +2,7 @@
 // int32 vectors of 64 x 16 elements, the computation of VTA's get-started tutorial. A and B
 // are loaded into the accumulator, one ALU ADD micro-op loops over the 64 tiles, and the sum
 // is stored truncated to int8.
-//   builder_vadd [--dump DIR] [--trace FILE]
+//   builder_vadd [--dump DIR] [--trace FILE] [--preset NAME]
 #include <dlavm/vta.hpp>
 
 #include <fmt/format.h>
@@ -17,12 +17,13 @@ using vta::Queue;
 
 int main(int argc, char** argv) try {
   std::string dump, trace;
+  vta::Config config;  // --preset NAME: the design to simulate (vta::preset)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string opt = argv[i];
     if (opt == "--dump") dump = argv[i + 1];
     if (opt == "--trace") trace = argv[i + 1];
+    if (opt == "--preset") config = vta::preset(argv[i + 1]);
   }
-  const vta::Config config;
   vta::SimDevice dev(config);
   dev.set_trace(!trace.empty());
   const std::int64_t tiles = 64;

@@ -12,7 +12,7 @@ int main(int argc, char** argv) try {
   namespace te = gallery::te;
   namespace vta = gallery::vta;
   const auto opts = gallery::parse(argc, argv);
-  vta::Env env;
+  vta::Env env(opts.config);
   const int h = 14, w = 14, in_c = 256, out_c = 256, k = 3, pad = 1, stride = 1;
   const int oc_block = 8, h_block = 7, w_block = 14;  // the tutorial's tiling
   const gallery::Conv2d op(env, h, w, in_c, out_c, k, pad, stride);

@@ -14,6 +14,9 @@ namespace gallery {
 struct Options {
   std::string dump;   // --dump DIR: raw instruction/micro-op files, DRAM images, manifest
   std::string trace;  // --trace FILE: Chrome/Perfetto timeline of the cycle model
+  // --preset NAME: the VTA design to build for and simulate (vta::preset: sim, pynq, ultra96,
+  // zcu104, de10nano, tsim)
+  dlavm::vta::Config config;
 };
 
 inline Options parse(int argc, char** argv) {
@@ -22,8 +25,10 @@ inline Options parse(int argc, char** argv) {
     const std::string arg = argv[i];
     if ((arg == "--dump" || arg == "--trace") && i + 1 < argc) {
       (arg == "--dump" ? o.dump : o.trace) = argv[++i];
+    } else if (arg == "--preset" && i + 1 < argc) {
+      o.config = dlavm::vta::preset(argv[++i]);
     } else {
-      fmt::print(stderr, "usage: {} [--dump DIR] [--trace FILE]\n", argv[0]);
+      fmt::print(stderr, "usage: {} [--dump DIR] [--trace FILE] [--preset NAME]\n", argv[0]);
       std::exit(2);
     }
   }

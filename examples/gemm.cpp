@@ -7,7 +7,7 @@
 
 int main(int argc, char** argv) try {
   const auto opts = gallery::parse(argc, argv);
-  gallery::vta::Env env;
+  gallery::vta::Env env(opts.config);
   const int m = 16, n = 16;  // output and input channels, in tiles of 16
   const gallery::Gemm op(env, 1, n, m);
   auto s = op.schedule(env);

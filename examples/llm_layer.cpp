@@ -8,7 +8,7 @@
 // same layer with the integer-only softmax (models::llm::Softmax::Integer, on VTA's ALU)
 // runs a prefill and decode steps next to the float32 one: how far its probabilities and
 // outputs move.
-//   llm_layer [--prefill N ...] [--decode STEPS] [--dump DIR]
+//   llm_layer [--prefill N ...] [--decode STEPS] [--dump DIR] [--preset NAME]
 //     --prefill: the prefill lengths (default 1 17 2048); --decode: decode steps after each
 //     prefill that leaves room (default 3)
 //     DIR: every VTA step's stream, micro-ops and DRAM images with a manifest of their
@@ -84,19 +84,21 @@ bool compare_softmax(dlavm::graph::Executor& float_exec, const dlavm::graph::Tar
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::string dump;
+  models::ModelOptions opts;
   std::vector<std::int64_t> prefills;
   std::int64_t decode_steps = 3;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--dump" && i + 1 < argc) {
-      dump = argv[++i];
+    if (opts.take(i, argc, argv)) {
+      continue;
     } else if (arg == "--decode" && i + 1 < argc) {
       decode_steps = std::stoll(argv[++i]);
     } else if (arg == "--prefill" && i + 1 < argc) {
       while (i + 1 < argc && argv[i + 1][0] != '-') prefills.push_back(std::stoll(argv[++i]));
     } else {
-      fmt::print(stderr, "usage: {} [--prefill N ...] [--decode STEPS] [--dump DIR]\n", argv[0]);
+      fmt::print(stderr,
+                 "usage: {} [--prefill N ...] [--decode STEPS] [--dump DIR] [--preset NAME]\n",
+                 argv[0]);
       return 2;
     }
   }
@@ -105,7 +107,7 @@ int main(int argc, char** argv) try {
   namespace te = dlavm::te;
   namespace vta = dlavm::vta;
   const models::LlmLayer net;
-  const graph::Target target;
+  const graph::Target target = opts.target();
   const auto fn = net.function();
   const auto typed = graph::infer_type(fn, target);
   fmt::print("{}\n", typed);
@@ -123,8 +125,9 @@ int main(int argc, char** argv) try {
     const graph::NamedArray inputs[] = {{"x", x}};
     const dlavm::ne::Binding bindings[] = {{"token", tokens}};  // last_token: the cache's length
     const auto last = exec.state("k_cache").shape()[2];
-    const auto check = models::run_and_check(
-        exec, typed, inputs, bindings, models::dump_dir(dump, fmt::format("{}_{}", what, last)));
+    const auto check =
+        models::run_and_check(exec, typed, inputs, bindings,
+                              models::dump_dir(opts.dump, fmt::format("{}_{}", what, last)));
     std::uint64_t dram = 0;
     for (const auto& s : exec.last_run().steps) dram += s.dram_bytes;
     fmt::print(

@@ -3,7 +3,7 @@
 // then a softmax over the float logits on the host. Each batch size instantiates the same
 // programs (no recompilation); every run is checked against the host reference end to end
 // and layer by layer.
-//   mlp [--dump DIR]
+//   mlp [--dump DIR] [--preset NAME]
 //     DIR: every VTA step's stream, micro-ops and DRAM images with a manifest of their
 //     addresses, one folder per batch and step (replayable by VTA's functional simulator)
 #include "model_check.hpp"
@@ -11,14 +11,14 @@
 #include <string>
 
 int main(int argc, char** argv) try {
-  const auto dump_arg = models::dump_option(argc, argv);
-  if (!dump_arg) return 2;
-  const std::string& dump = *dump_arg;
+  const auto opts = models::model_options(argc, argv);
+  if (!opts) return 2;
+  const std::string& dump = opts->dump;
   namespace graph = dlavm::graph;
   namespace te = dlavm::te;
   namespace vta = dlavm::vta;
   const models::Mlp net;
-  const graph::Target target;
+  const graph::Target target = opts->target();
   const auto fn = net.function();
   const auto typed = graph::infer_type(fn, target);
   fmt::print("{}\n", typed);

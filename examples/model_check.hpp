@@ -15,18 +15,41 @@
 
 namespace models {
 
-// The `--dump DIR` option of a model example that takes no other: DIR ("" without it), or
-// nullopt after printing the usage for any other argument.
-inline std::optional<std::string> dump_option(int argc, char** argv) {
+// The options every model example takes: `--dump DIR` ("" without it) and `--preset NAME`,
+// the VTA design to build for and simulate (vta::preset; TVM's simulator without it).
+struct ModelOptions {
   std::string dump;
+  dlavm::vta::Config config;
+  // The target of the design: the default ops and strategies.
+  dlavm::graph::Target target() const {
+    dlavm::graph::Target t;
+    t.env = dlavm::vta::Env(config);
+    return t;
+  }
+  // Takes argv[i] (and its value) if it is one of these options; false otherwise.
+  bool take(int& i, int argc, char** argv) {
+    const std::string arg = argv[i];
+    if (i + 1 >= argc || (arg != "--dump" && arg != "--preset")) return false;
+    if (arg == "--dump") {
+      dump = argv[++i];
+    } else {
+      config = dlavm::vta::preset(argv[++i]);
+    }
+    return true;
+  }
+};
+
+// The options of a model example that takes no others, or nullopt after printing the usage
+// for any other argument.
+inline std::optional<ModelOptions> model_options(int argc, char** argv) {
+  ModelOptions o;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) != "--dump" || i + 1 >= argc) {
-      fmt::print(stderr, "usage: {} [--dump DIR]\n", argv[0]);
+    if (!o.take(i, argc, argv)) {
+      fmt::print(stderr, "usage: {} [--dump DIR] [--preset NAME]\n", argv[0]);
       return std::nullopt;
     }
-    dump = argv[++i];
   }
-  return dump;
+  return o;
 }
 
 // The folder of one run's dumps under `dump` ("" when the example does not dump).

@@ -5,7 +5,7 @@
 // boundaries), run on the simulator,
 // and checked against the host reference end to end and layer by layer. Prints the module,
 // the per-step table of the cycle model and the whole model's cycles against its MACs / 256.
-//   resnet18 [--image N] [--dump DIR]
+//   resnet18 [--image N] [--dump DIR] [--preset NAME]
 //     N: the image size, 224 by default (at least 32); DIR: every VTA step's stream, micro-ops
 //     and DRAM images with a manifest of their addresses, one folder per step (replayable by
 //     VTA's functional simulator: vta::load_dump and vta::replay)
@@ -20,19 +20,17 @@ int main(int argc, char** argv) try {
   namespace te = dlavm::te;
   namespace vta = dlavm::vta;
   std::int64_t image = 224;
-  std::string dump;
+  models::ModelOptions opts;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--image" && i + 1 < argc) {
       image = std::atoll(argv[++i]);
-    } else if (std::string(argv[i]) == "--dump" && i + 1 < argc) {
-      dump = argv[++i];
-    } else {
-      fmt::print(stderr, "usage: {} [--image N] [--dump DIR]\n", argv[0]);
+    } else if (!opts.take(i, argc, argv)) {
+      fmt::print(stderr, "usage: {} [--image N] [--dump DIR] [--preset NAME]\n", argv[0]);
       return 2;
     }
   }
   const models::ResNet18 net(image);
-  const graph::Target target;
+  const graph::Target target = opts.target();
   const auto fn = net.function();
   const auto start = std::chrono::steady_clock::now();
   auto mod = graph::build(fn, target, {.name = "resnet18"});
@@ -44,7 +42,8 @@ int main(int argc, char** argv) try {
   vta::SimDevice dev(target.env.config);
   graph::Executor exec(mod, dev);
   const graph::NamedArray inputs[] = {{"data", data}};
-  const auto check = models::run_and_check(exec, graph::infer_type(fn, target), inputs, {}, dump);
+  const auto check =
+      models::run_and_check(exec, graph::infer_type(fn, target), inputs, {}, opts.dump);
   fmt::print("{}\n", exec.summary());
   fmt::print("build {:.1f} ms; run on the simulator {:.1f} ms; host reference {:.1f} ms\n",
              build_ms, check.run_ms, check.reference_ms);

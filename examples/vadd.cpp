@@ -6,7 +6,7 @@
 
 int main(int argc, char** argv) try {
   const auto opts = gallery::parse(argc, argv);
-  gallery::vta::Env env;
+  gallery::vta::Env env(opts.config);
   const gallery::Vadd op(env);
   auto s = op.schedule(env);
   const auto prog = gallery::vta::build(s, op.args(), env, "vadd");

@@ -50,3 +50,4 @@
 #include <dlavm/graph/strategy.hpp>
 #include <dlavm/graph/strategy/integer_softmax.hpp>
 #include <dlavm/graph/target.hpp>
+#include <dlavm/graph/widen_accumulator_loads.hpp>

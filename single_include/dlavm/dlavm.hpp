@@ -86,6 +86,12 @@ class ConfigError : public Error {
   using Error::Error;
 };
 
+// A program or instruction stream uses an instruction feature the configured VTA design does
+// not have (LOAD ACC_8BIT on a board's design, ALU MUL where opcode 4 is a shift, ...).
+class FeatureError : public Error {
+  using Error::Error;
+};
+
 // Throws a copy of `e` (the same class) whose message is "context: " followed by e's message:
 // for a layer that catches an error from below and adds the object the user knows it by
 // (graph::build adds "%3 (conv2d) over ..." to an error of the kernel's lowering).
@@ -101,6 +107,7 @@ class ConfigError : public Error {
   if (dynamic_cast<const ValueError*>(&e)) throw ValueError(m);
   if (dynamic_cast<const TypeError*>(&e)) throw TypeError(m);
   if (dynamic_cast<const ConfigError*>(&e)) throw ConfigError(m);
+  if (dynamic_cast<const FeatureError*>(&e)) throw FeatureError(m);
   throw Error(m);
 }
 
@@ -9033,6 +9040,85 @@ constexpr Uop unpack_uop(const IsaLayout& l, std::uint32_t word) {
 
 }  // namespace dlavm::runtime
 // end dlavm/runtime/isa.hpp
+// begin dlavm/vta/hw/variant.hpp
+// What a VTA design executes: the instruction features on which the designs that boards run
+// differ from TVM's functional simulator (../shared/VTA_HARDWARE.md has the facts and where
+// they were read). A Variant is part of vta::Config, so lowering, the stream checker
+// (vta/hw/check_stream.hpp) and the simulator all see the same one; vta::preset gives the
+// configurations of the known designs.
+//
+//   TVM's simulator   every feature below (the default Variant)
+//   Xilinx HLS        no LOAD ACC_8BIT, no ALU MUL, SHR by the low 5 bits taken as signed,
+//                     1-D micro-op loads, no weight or accumulator pads, STORE from an output
+//                     SRAM that only GEMM and ALU write
+//   Chisel            no LOAD ACC_8BIT, ALU opcode 4 shifts left, SHR by the low 5 bits taken
+//                     as unsigned (never left), an INP load of 2,048 elements or more is wrong
+
+#include <cstdint>
+#include <string_view>
+
+namespace dlavm::vta {
+
+// What ALU opcode 4 does.
+enum class AluOpcode4 : std::uint8_t {
+  Mul,   // dst * src (TVM's simulator)
+  Shl,   // dst << (-src mod 2^LOG_ACC_WIDTH): a left shift by k is opcode 4 with -k (Chisel)
+  None,  // nothing: the accumulator keeps its value, the output is undefined (Xilinx HLS)
+};
+
+// How SHR reads its shift amount y (an immediate or a source lane).
+enum class ShrAmount : std::uint8_t {
+  Signed,       // all of y: right for y >= 0, left by -y otherwise (TVM's simulator)
+  SignedLow,    // y's low LOG_ACC_WIDTH bits as a signed number, then as Signed (Xilinx HLS)
+  UnsignedLow,  // y's low LOG_ACC_WIDTH bits as an unsigned number, always right (Chisel)
+};
+
+struct Variant {
+  // The design the features were read from: "tvm-sim", "xilinx-hls" or "chisel" (printed in
+  // messages; the features below decide).
+  std::string_view design = "tvm-sim";
+  bool load_acc8 = true;  // LOAD of memory type ACC_8BIT (5)
+  AluOpcode4 alu_opcode4 = AluOpcode4::Mul;
+  ShrAmount shr_amount = ShrAmount::Signed;
+  bool uop_load_2d = true;            // a LOAD UOP of more than one row, or padded
+  bool wgt_load_pads = true;          // LOAD WGT pad fields
+  bool acc_load_pads = true;          // LOAD ACC pad fields
+  bool store_reads_out_sram = false;  // STORE reads what the last GEMM or ALU wrote there
+  // Erratum: a LOAD INP that reads this many DRAM elements or more loads wrong data (0: none).
+  std::uint32_t inp_load_limit = 0;
+
+  friend bool operator==(const Variant&, const Variant&) = default;
+
+  static constexpr Variant tvm_sim() { return {}; }
+  static constexpr Variant xilinx_hls() {
+    Variant v;
+    v.design = "xilinx-hls";
+    v.load_acc8 = false;
+    v.alu_opcode4 = AluOpcode4::None;
+    v.shr_amount = ShrAmount::SignedLow;
+    v.uop_load_2d = false;
+    v.wgt_load_pads = false;
+    // Accumulator pads arrived in tvm-vta 6096ca0 (2020-12-04); bitstreams built before it,
+    // as the published ones may be, ignore them.
+    v.acc_load_pads = false;
+    v.store_reads_out_sram = true;
+    return v;
+  }
+  static constexpr Variant chisel() {
+    Variant v;
+    v.design = "chisel";
+    v.load_acc8 = false;
+    v.alu_opcode4 = AluOpcode4::Shl;
+    v.shr_amount = ShrAmount::UnsignedLow;
+    // TensorLoadNarrowVME counts 64-bit blocks in flight in 12 bits: 2,048 elements of 16
+    // bytes are 4,096 blocks.
+    v.inp_load_limit = 2048;
+    return v;
+  }
+};
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/variant.hpp
 
 #include <fmt/format.h>
 
@@ -9040,6 +9126,7 @@ constexpr Uop unpack_uop(const IsaLayout& l, std::uint32_t word) {
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace dlavm::vta {
 
@@ -9069,6 +9156,9 @@ struct Config {
   int log_wgt_buff_size = 18;
   int log_acc_buff_size = 17;
   int log_bus_width = 6;
+  // What the design executes beyond the common core (vta/hw/variant.hpp); TVM's JSON has no
+  // key for it, and its absence means TVM's simulator.
+  Variant variant;
 
   friend bool operator==(const Config&, const Config&) = default;
 
@@ -9154,8 +9244,21 @@ struct Config {
 };
 
 // What the hardware accepts as an ALU immediate for `op`: [lo, hi]. The field is 16 bits
-// (VTA_ALUOP_IMM_BIT_WIDTH), but MUL uses 8 of them and SHR LOG_ACC_WIDTH.
+// (VTA_ALUOP_IMM_BIT_WIDTH), but MUL uses 8 of them and SHR LOG_ACC_WIDTH. The shifts follow
+// the variant: SHR by [-2^(w-1), 2^(w-1) - 1] (negative: left) where it reads a signed amount,
+// [0, 2^w - 1] where it reads an unsigned one (Chisel), with w = LOG_ACC_WIDTH; opcode 4 as
+// SHL takes -k for a left shift by k, [-(2^w - 1), 0]; a design without opcode 4 accepts none
+// (lo > hi).
 std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, const Config& c);
+
+// The configurations of the designs boards run, by name:
+//   "sim"       TVM's functional simulator (the default Config)
+//   "pynq"      Xilinx HLS, 64-bit bus (Pynq Z1/Z2)
+//   "ultra96", "zcu104"  Xilinx HLS, 128-bit bus
+//   "de10nano", "tsim"   Chisel, its published build's 2,048-entry micro-op SRAM
+// ConfigError for another name, listing these.
+Config preset(std::string_view name);
+const std::vector<std::string_view>& preset_names();
 
 // The most rows or columns of zeros an INP load pads a side with (its 4-bit pad fields).
 inline constexpr std::int64_t kMaxLoadPad = (std::int64_t{1} << runtime::kPadBits) - 1;
@@ -9506,6 +9609,38 @@ DLAVM_INLINE void Config::validate() const {
 
 namespace detail {
 
+// The variant's keys, which TVM's files do not have: none for TVM's simulator; VARIANT names
+// the design, and a feature is written only where it differs from that design's.
+inline Variant design_variant(std::string_view design) {
+  if (design == "xilinx-hls") return Variant::xilinx_hls();
+  if (design == "chisel") return Variant::chisel();
+  return Variant::tvm_sim();
+}
+inline std::string_view opcode4_name(AluOpcode4 op) {
+  return op == AluOpcode4::Mul ? "MUL" : op == AluOpcode4::Shl ? "SHL" : "NONE";
+}
+inline std::string_view shr_amount_name(ShrAmount a) {
+  return a == ShrAmount::Signed      ? "signed"
+         : a == ShrAmount::SignedLow ? "signed_low"
+                                     : "unsigned_low";
+}
+inline void write_variant(dlavm::detail::JsonWriter& w, const Variant& v) {
+  if (v == Variant::tvm_sim()) return;
+  const Variant d = design_variant(v.design);
+  w.field("VARIANT", std::string(v.design));
+  if (v.load_acc8 != d.load_acc8) w.field("LOAD_ACC_8BIT", v.load_acc8);
+  if (v.alu_opcode4 != d.alu_opcode4)
+    w.field("ALU_OPCODE_4", std::string(opcode4_name(v.alu_opcode4)));
+  if (v.shr_amount != d.shr_amount)
+    w.field("SHR_AMOUNT", std::string(shr_amount_name(v.shr_amount)));
+  if (v.uop_load_2d != d.uop_load_2d) w.field("UOP_LOAD_2D", v.uop_load_2d);
+  if (v.wgt_load_pads != d.wgt_load_pads) w.field("WGT_LOAD_PADS", v.wgt_load_pads);
+  if (v.acc_load_pads != d.acc_load_pads) w.field("ACC_LOAD_PADS", v.acc_load_pads);
+  if (v.store_reads_out_sram != d.store_reads_out_sram)
+    w.field("STORE_READS_OUT_SRAM", v.store_reads_out_sram);
+  if (v.inp_load_limit != d.inp_load_limit) w.field("INP_LOAD_LIMIT", v.inp_load_limit);
+}
+
 // Writes vta_config.json's object: LOG_BLOCK when the blocks agree, the optional keys only
 // when they differ from their defaults (the public file's form).
 inline void write_config(dlavm::detail::JsonWriter& w, const Config& c) {
@@ -9528,6 +9663,7 @@ inline void write_config(dlavm::detail::JsonWriter& w, const Config& c) {
   w.field("LOG_ACC_BUFF_SIZE", c.log_acc_buff_size);
   if (c.log_out_width != c.log_inp_width) w.field("LOG_OUT_WIDTH", c.log_out_width);
   if (c.log_bus_width != 6) w.field("LOG_BUS_WIDTH", c.log_bus_width);
+  write_variant(w, c.variant);
   w.end_object();
 }
 
@@ -9550,14 +9686,48 @@ DLAVM_INLINE std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp 
   const auto signed_range = [](int bits) {
     return std::pair{-(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1};
   };
+  const std::int64_t low_mask = (std::int64_t{1} << c.log_acc_width) - 1;
   switch (op) {
     case runtime::AluOp::Mul:
-      return signed_range(8);  // VTA_MUL_ARG_BIT_WIDTH
+      switch (c.variant.alu_opcode4) {
+        case AluOpcode4::Mul:
+          return signed_range(8);  // VTA_MUL_ARG_BIT_WIDTH
+        case AluOpcode4::Shl:
+          return {-low_mask, 0};
+        case AluOpcode4::None:
+          return {0, -1};
+      }
+      return {0, -1};
     case runtime::AluOp::Shr:
+      if (c.variant.shr_amount == ShrAmount::UnsignedLow) return {0, low_mask};
       return signed_range(c.log_acc_width);  // VTA_SHR_ARG_BIT_WIDTH
     default:
       return signed_range(16);  // VTA_ALUOP_IMM_BIT_WIDTH
   }
+}
+
+DLAVM_INLINE const std::vector<std::string_view>& preset_names() {
+  static const std::vector<std::string_view> names{"sim",    "pynq",     "ultra96",
+                                                   "zcu104", "de10nano", "tsim"};
+  return names;
+}
+
+DLAVM_INLINE Config preset(std::string_view name) {
+  Config c;
+  c.target = std::string(name);
+  if (name == "sim") return c;
+  if (name == "pynq" || name == "ultra96" || name == "zcu104") {
+    c.variant = Variant::xilinx_hls();
+    if (name != "pynq") c.log_bus_width = 7;
+    return c;
+  }
+  if (name == "de10nano" || name == "tsim") {
+    c.variant = Variant::chisel();
+    c.log_uop_buff_size = 13;
+    return c;
+  }
+  raise<ConfigError>("no VTA preset named '{}'; the presets are {}", name,
+                     fmt::join(preset_names(), ", "));
 }
 
 }  // namespace dlavm::vta
@@ -9567,10 +9737,13 @@ DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Config>::f
   return fmt::formatter<std::string_view>::format(
       fmt::format(
           "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
-          "wgt {} acc {}, bus {} bits)",
+          "wgt {} acc {}, bus {} bits{})",
           c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
           c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
-          1 << c.log_bus_width),
+          1 << c.log_bus_width,
+          c.variant == dlavm::vta::Variant::tvm_sim()
+              ? std::string()
+              : fmt::format(", {} design", c.variant.design)),
       ctx);
 }
 // end dlavm/vta/hw/config-inl.hpp
@@ -17206,7 +17379,25 @@ DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Counters>:
 //                        tiles per micro-op, initiation interval 2).
 //   alu_latency          pipeline fill/drain per ALU instruction (4).
 //   pad_elems_per_cycle  zero-padding elements written into SRAM per cycle (1).
+//   alu_imm_cycles_per_uop  cycles per ALU micro-op with an immediate operand, which reads
+//                        one accumulator tile, not two (2: VTA's HLS loop has the same
+//                        initiation interval either way).
+//   load_row_latency, store_row_latency  cycles each row of a 2-D LOAD / STORE after the
+//                        first adds: a DMA that waits for each row's burst (0).
+//   launch_cycles        a stream's launch and drain: the first instruction fetched, FINISH
+//                        reported to the host (0).
 // Modules are modelled with unbounded command queues and a DRAM port each (above).
+//
+// Calibration (CycleParams::for_config): the defaults above are VTA's design as TVM's simulator
+// describes it, with no RTL figure to fit them to. The Chisel design's parameters are fitted
+// to its RTL under Verilator (../shared/VTA_HARDWARE.md, "RTL cycles against dlavm's cycle
+// model": memory first-beat latency 32 cycles for reads and write responses, one 64-bit beat
+// per cycle, the design's own cycle counter), held to within 10% of every row of that table by
+// tests/vta/test_cycle_rtl.cpp (within 8% with these values): a STORE row waits for its write
+// response (store_row_latency = the memory latency, 32: the 7x7 stem's 25,088 store rows are
+// its 1.55x), a LOAD row costs a cycle, an ALU immediate a cycle per micro-op, and a stream 35
+// cycles to launch and drain (a lone FINISH takes 39). The Xilinx HLS design has no figures yet
+// and keeps the defaults.
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -17238,10 +17429,25 @@ struct CycleParams {
   std::uint64_t alu_cycles_per_uop = 2;
   std::uint64_t alu_latency = 4;
   std::uint64_t pad_elems_per_cycle = 1;
+  std::uint64_t alu_imm_cycles_per_uop = 2;
+  std::uint64_t load_row_latency = 0;
+  std::uint64_t store_row_latency = 0;
+  std::uint64_t launch_cycles = 0;
 
-  // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH.
-  static CycleParams for_config(const Config& c) {
+  // The Chisel design's RTL, fitted to its figures (see the header comment).
+  static CycleParams chisel_rtl() {
     CycleParams p;
+    p.alu_imm_cycles_per_uop = 1;
+    p.load_row_latency = 1;
+    p.store_row_latency = p.dram_latency;
+    p.launch_cycles = 35;
+    return p;
+  }
+
+  // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH, the rest from the
+  // calibration of config.variant's design where there is one (the Chisel design's).
+  static CycleParams for_config(const Config& c) {
+    CycleParams p = c.variant.design == "chisel" ? chisel_rtl() : CycleParams{};
     p.bus_bytes_per_cycle = static_cast<std::uint64_t>(c.bus_bytes());
     return p;
   }
@@ -17527,13 +17733,17 @@ DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
       const std::uint64_t padded = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
                                        (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1) -
                                    std::uint64_t{f.y_size} * f.x_size;
-      return p.insn_overhead + p.dram_latency + ceil_div(bytes, p.bus_bytes_per_cycle) +
-             ceil_div(padded, p.pad_elems_per_cycle);
+      const std::uint64_t later_rows = f.y_size > 1 ? std::uint64_t{f.y_size} - 1 : 0;
+      const std::uint64_t row_latency =
+          f.opcode == Opcode::Store ? p.store_row_latency : p.load_row_latency;
+      return p.insn_overhead + p.dram_latency + later_rows * row_latency +
+             ceil_div(bytes, p.bus_bytes_per_cycle) + ceil_div(padded, p.pad_elems_per_cycle);
     }
     case Opcode::Gemm:
       return p.insn_overhead + p.gemm_latency + ceil_div(uops(f), p.gemm_uops_per_cycle);
     case Opcode::Alu:
-      return p.insn_overhead + p.alu_latency + uops(f) * p.alu_cycles_per_uop;
+      return p.insn_overhead + p.alu_latency +
+             uops(f) * (f.use_imm ? p.alu_imm_cycles_per_uop : p.alu_cycles_per_uop);
     default:
       return p.insn_overhead;
   }
@@ -17542,7 +17752,7 @@ DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
 DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool trace) const {
   CycleReport r;
   std::array<std::uint64_t, 3> free_at{}, port_bytes{};
-  std::uint64_t gemm_all = 0, alu_all = 0;
+  std::uint64_t gemm_all = 0, alu_all = 0, alu_imm_all = 0;
   detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t ready) -> std::uint64_t {
     const auto& f = prog[i];
     const auto q = runtime::queue_of(f);
@@ -17558,7 +17768,7 @@ DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool 
     r.counters.count(config_, f);
     port_bytes[static_cast<std::size_t>(q) - 1] += transfer_bytes(f);
     if (f.opcode == Opcode::Gemm) gemm_all += uops(f);
-    if (f.opcode == Opcode::Alu) alu_all += uops(f);
+    if (f.opcode == Opcode::Alu) (f.use_imm ? alu_imm_all : alu_all) += uops(f);
     if (trace) {
       r.trace.push_back({i, q, start, d});
       r.names.push_back(disassemble(f));
@@ -17566,9 +17776,10 @@ DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool 
     return at;
   });
   for (const auto& m : r.modules) r.total_cycles = std::max(r.total_cycles, m.end);
+  r.total_cycles += params_.launch_cycles;
   const auto& p = params_;
   r.compute_cycles = (gemm_all + p.gemm_uops_per_cycle - 1) / p.gemm_uops_per_cycle +
-                     alu_all * p.alu_cycles_per_uop;
+                     alu_all * p.alu_cycles_per_uop + alu_imm_all * p.alu_imm_cycles_per_uop;
   for (std::size_t m = 0; m < 3; ++m) {
     r.port_cycles[m] = (port_bytes[m] + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
     r.memory_cycles = std::max(r.memory_cycles, r.port_cycles[m]);
@@ -19294,6 +19505,12 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
         o.op = runtime::AluOp::Max;
         break;
       case te::ExprKind::Mul:
+        if (env_.config.variant.alu_opcode4 != AluOpcode4::Mul)
+          raise<FeatureError>(
+              "stage '{}': `{}` needs the ALU's MUL, which the {} design does not have (its "
+              "opcode 4 {})",
+              store.buffer.name(), v, env_.config.variant.design,
+              env_.config.variant.alu_opcode4 == AluOpcode4::Shl ? "shifts left" : "does nothing");
         o.op = runtime::AluOp::Mul;
         break;
       case te::ExprKind::Shr:
@@ -19319,15 +19536,20 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     return o;
   }
 
-  // An arithmetic shift by `amount` (negative: left) as shifts the SHR argument holds:
-  // (x >> a) >> b == x >> (a + b) while a + b < 32.
+  // An arithmetic shift by `amount` (negative: left) as the design's shift instructions hold
+  // it: (x >> a) >> b == x >> (a + b) while a + b < 32. SHR takes both directions where it
+  // reads a signed amount; the Chisel design shifts right only, and left with opcode 4 (SHL,
+  // -k for k places).
   static constexpr std::int64_t kMaxShift = 31;
-  std::vector<std::int64_t> shift_steps(std::int64_t amount) const {
-    const auto [lo, hi] = alu_imm_range(runtime::AluOp::Shr, env_.config);
-    std::vector<std::int64_t> steps;
+  std::vector<std::pair<runtime::AluOp, std::int64_t>> shift_steps(std::int64_t amount) const {
+    const bool shl = env_.config.variant.alu_opcode4 == AluOpcode4::Shl &&
+                     env_.config.variant.shr_amount == ShrAmount::UnsignedLow;
+    const auto op = shl && amount < 0 ? runtime::AluOp::Mul : runtime::AluOp::Shr;
+    const auto [lo, hi] = alu_imm_range(op, env_.config);
+    std::vector<std::pair<runtime::AluOp, std::int64_t>> steps;
     do {
-      steps.push_back(std::clamp(amount, lo, hi));
-      amount -= steps.back();
+      steps.emplace_back(op, std::clamp(amount, lo, hi));
+      amount -= steps.back().second;
     } while (amount != 0);
     return steps;
   }
@@ -19423,9 +19645,8 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     if (value < lo || value > hi) {
       const std::int64_t low = ((value % 65536) + 65536 + 32768) % 65536 - 32768;
       const std::int64_t high = std::clamp((value - low) / 65536, lo, hi);
-      check_imm(dst.name(), runtime::AluOp::Shr, -16, store.value);
       parts.push_back(alu_imm(t, runtime::AluOp::Add, high, dst));
-      parts.push_back(alu_imm(t, runtime::AluOp::Shr, -16, dst));
+      for (const auto& [op, step] : shift_steps(-16)) parts.push_back(alu_imm(t, op, step, dst));
       rest = value - high * 65536;
     }
     for (; rest != 0;) {
@@ -19481,7 +19702,8 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     } else if (o.op == runtime::AluOp::Shr) {
       // a copied operand shifted by 0 is the copy
       if (o.imm != 0 || parts.empty())
-        for (const auto step : shift_steps(o.imm)) parts.push_back(alu_imm(t, o.op, step, dst));
+        for (const auto& [op, step] : shift_steps(o.imm))
+          parts.push_back(alu_imm(t, op, step, dst));
     } else {
       parts.push_back(alu_imm(t, o.op, o.imm, dst));
     }
@@ -19644,7 +19866,8 @@ DLAVM_INLINE void check_alu(const tir::Stmt& body, const Env& env) {
 //   acc[i] = select(1 <= i && i < 5, src[i - 1], -128)
 //     ->  attr pragma_alu { acc[0] = -128 }  attr pragma_alu { acc[5] = -128 }
 //         vta.load(acc, src; ...) of rows 1..4
-// A source narrower than the accumulator (int8) loads as ACC_8BIT, sign-extended. A strided
+// A source narrower than the accumulator (int8) loads as ACC_8BIT, sign-extended (FeatureError
+// on a design without it: config.variant). A strided
 // read (src[2x]) is an x of one tile and a y over x with its DRAM stride. A guard around the
 // store (a split whose factor does not divide the extent) that bounds one loop clips it.
 //
@@ -19840,6 +20063,12 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
               : dst.scope() == env_.wgt_scope              ? runtime::MemId::Wgt
               : src.dtype().bits() < env_.acc_dtype.bits() ? runtime::MemId::Acc8
                                                            : runtime::MemId::Acc;
+    if (c.mem == runtime::MemId::Acc8 && !env_.config.variant.load_acc8)
+      raise<FeatureError>(
+          "dma_copy '{}' -> '{}': loading {} {} into the accumulator needs LOAD ACC_8BIT, which "
+          "the {} design does not have; give the accumulator an {} copy to load",
+          src.name(), dst.name(), src.dtype(), src.name(), env_.config.variant.design,
+          env_.acc_dtype);
     c.tile = c.mem == runtime::MemId::Inp   ? env_.inp_tile()
              : c.mem == runtime::MemId::Wgt ? env_.wgt_tile()
                                             : env_.acc_tile();
@@ -20110,9 +20339,53 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
         args.push_back(iv(p));
       }
     }
+    if (const auto parts = erratum_chunks(copy, f, y_size); parts > 1) {
+      // the x dim in chunks the erratum leaves alone: chunk k moves tiles [k c, min((k + 1) c,
+      // x)), and runs only where x reaches it
+      const std::int64_t chunk = env_.config.variant.inp_load_limit / 2;
+      const ne::Expr x = f.x_tiles;
+      std::vector<tir::Stmt> loads;
+      for (std::int64_t k = 0; k < parts; ++k) {
+        auto part = args;
+        part[1] = iv(ne::floordiv(sram_off, copy.tile) + k * chunk);
+        part[2] = iv(ne::floordiv(dram_off, copy.tile) + k * chunk);
+        part[4] = iv(ne::min(x - k * chunk, chunk));
+        part[5] = part[4];
+        loads.push_back(
+            detail::only_if(ne::simplify(x > k * chunk),
+                            tir::make_evaluate(te::call(std::string(intrin::load), DType::int32(),
+                                                        std::move(part), {sram, dram}))));
+      }
+      return wrap_loops(host, tir::make_seq(loads));
+    }
     auto call = te::call(std::string(copy.to_sram ? intrin::load : intrin::store), DType::int32(),
                          std::move(args), {sram, dram});
     return wrap_loops(host, tir::make_evaluate(call));
+  }
+
+  // An INP load that may read config.variant.inp_load_limit DRAM elements or more (the Chisel
+  // design's erratum) is split into this many loads of half the limit; 1 for one load. Only an
+  // unpadded load of one row splits (a whole INP SRAM is one such row at the default depth);
+  // FeatureError for another form.
+  std::int64_t erratum_chunks(const Copy& copy, const TransferForm& f,
+                              const ne::Expr& y_size) const {
+    const std::int64_t limit = env_.config.variant.inp_load_limit;
+    if (!copy.to_sram || copy.mem != runtime::MemId::Inp || limit == 0) return 1;
+    const ne::Expr x = ne::simplify(f.x_tiles - f.xp.before - f.xp.after);
+    // the most elements one load reads (the fields are never negative)
+    const auto most = [](const ne::Expr& e) {
+      return std::max<std::int64_t>(ne::bounds(e).max, 0);
+    };
+    if (most(y_size) * most(x) < limit) return 1;
+    const bool padded = ne::bounds(f.xp.before).max > 0 || ne::bounds(f.xp.after).max > 0 ||
+                        ne::bounds(f.yp.before).max > 0 || ne::bounds(f.yp.after).max > 0;
+    if (!ne::simplify(f.y_rows).as_int() || *ne::simplify(f.y_rows).as_int() != 1 || padded ||
+        limit < 2)
+      raise<FeatureError>(
+          "{}: an input load of up to {} rows of {} tiles may read {} elements or more, which the "
+          "{} design loads wrong (erratum); use smaller blocks",
+          copy.what, ne::simplify(y_size), x, limit, env_.config.variant.design);
+    return (most(x) + limit / 2 - 1) / (limit / 2);
   }
 
   // Pad counts per loop from the select condition (none when the copy is not padded).
@@ -27097,9 +27370,9 @@ DLAVM_INLINE void add_elementwise_ops(OpRegistry& ops) {
 // end dlavm/graph/ops/elementwise.hpp
 // begin dlavm/graph/ops/float_ops.hpp
 // Graph ops softmax, log_softmax, layer_norm, gelu, causal_mask and batch_norm: typed builders
-// and op records. Semantics: host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
-// so until a device computes them in integers, infer_type rejects other dtypes as "no device
-// supports".
+// and op records. Semantics: host/float_ops.hpp. Their type rules take any dtype; the host runs
+// them in float32 only, so until a device computes them in integers, infer_type rejects other
+// dtypes as "no device supports".
 //
 //   softmax(x, axis = -1), log_softmax(x, axis = -1)
 //   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis
@@ -33924,16 +34197,19 @@ inline bool fuse_bias_add(FusionState& s, const FusionCall& c) {
 }
 
 // + other, of the result's shape: an int32 value, or the cast to int32 of an int8 one, which
-// is then loaded through ACC_8BIT (sign-extended) and the cast joins the group.
+// is then loaded through ACC_8BIT (sign-extended) and the cast joins the group (on a design
+// with LOAD ACC_8BIT; on the others the cast is a host step and its int32 result is loaded).
 inline bool fuse_add(FusionState& s, const FusionCall& c) {
   const auto& env = c.env;
   const Expr& other = c.call.args[1 - c.chain];
   if (!accumulating(s, env) || !same_shape(c.call.args[c.chain].type(), c.expr.type()) ||
       !same_shape(other.type(), c.expr.type()))
     return false;
+  // without LOAD ACC_8BIT (config.variant) the cast stays on the host and VTA loads its int32
   const auto* cast = other.as<CallNode>();
-  if (cast != nullptr && cast->op() == "cast" && c.absorbable(other) &&
-      cast->args[0].type().dtype == env.inp_dtype && other.type().dtype == env.acc_dtype) {
+  if (cast != nullptr && cast->op() == "cast" && env.config.variant.load_acc8 &&
+      c.absorbable(other) && cast->args[0].type().dtype == env.inp_dtype &&
+      other.type().dtype == env.acc_dtype) {
     s.epilogue.add_tensor(env.inp_dtype);
     s.operands.push_back(cast->args[0]);
     s.absorbed.push_back(other);
@@ -34640,16 +34916,18 @@ DLAVM_INLINE ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxS
 #endif
 // end dlavm/graph/strategy/integer_softmax.hpp
 // begin dlavm/graph/strategy/pool2d.hpp
-// The VTA strategy of 2-D pooling on int8 activations: max_pool2d, and avg_pool2d /
+// The VTA strategy of 2-D pooling on int8 (or int32) activations: max_pool2d, and avg_pool2d /
 // global_avg_pool2d when the window's element count is a power of two (the average is then a
 // sum and an arithmetic shift, which is host::avg_pool2d's floor division exactly). The input
-// is loaded into the accumulator through VTA's ACC_8BIT path; padding is filled there by the
-// ALU (VTA's loads pad only the input buffer), with -128 for max pooling (the int8 minimum, so
-// the padding never wins, as host::max_pool2d defines) and 0 for averages that count it. The
+// is loaded into the accumulator through VTA's ACC_8BIT path (an int32 one as it is); padding
+// is filled there by the ALU (VTA's loads pad only the input buffer), with the input dtype's
+// minimum for max pooling (so the padding never wins, as host::max_pool2d defines) and 0 for
+// averages that count it. An int32 input's result is int32: its group ends with a cast or a
+// requantize to int8, which VTA stores. The
 // window is reduced by one ALU instruction per window element over a block of output tiles.
 //
 // Layouts (B = BATCH, BO = BLOCK_OUT: the accumulator's tile):
-//   data [N/B, C/BO, H, W, B, BO] int8  ->  result [N/B, C/BO, OH, OW, B, BO] int8
+//   data [N/B, C/BO, H, W, B, BO] int8 | int32  ->  result [N/B, C/BO, OH, OW, B, BO] int8
 //
 // Schedule: blocks of c_block channel tiles x h_block output rows (whole rows), each loading
 // its input rows (halo included) and pooling them; the channel blocks alternate between
@@ -34700,6 +34978,9 @@ struct Pool2dShape {
   std::array<std::int64_t, 2> window{1, 1};
   std::array<std::int64_t, 2> strides{1, 1};
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
+  // The input's: int8 (loaded through ACC_8BIT), or int32 (an int8 value widened on the host
+  // where the design has no ACC_8BIT: graph::widen_accumulator_loads)
+  DType dtype = DType::int8();
   ne::Expr out_h() const;
   std::int64_t out_w() const;
   // The shape with its symbolic dims at their maxima.
@@ -34845,12 +35126,12 @@ DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& 
   const ne::Expr batch_tiles = ne::simplify(ne::ceildiv(shape.batch, env.batch));
   const auto& p = shape.padding;
   data_ = te::placeholder({batch_tiles, t.c, shape.height, shape.width, env.batch, env.block_out},
-                          env.inp_dtype, name + "_data");
-  // The input in the accumulator through ACC_8BIT: a padded buffer stays int8 (te::pad keeps
-  // the dtype; the window's reads cast it), an unpadded one is the widening copy itself.
+                          shape.dtype, name + "_data");
+  // The input in the accumulator (an int8 one through ACC_8BIT): a padded buffer keeps the
+  // input's dtype (te::pad; the window's reads cast it), an unpadded one is the copy itself.
   if (p != std::array<std::int64_t, 4>{0, 0, 0, 0}) {
     // the pad value never wins a max; an average counts it as 0
-    const std::int64_t value = shape.kind == Pool2dShape::Kind::Max ? env.inp_dtype.min_value() : 0;
+    const std::int64_t value = shape.kind == Pool2dShape::Kind::Max ? shape.dtype.min_value() : 0;
     data_buf_ = te::pad(data_, {0, 0, p[0], p[1], 0, 0}, {0, 0, p[2], p[3], 0, 0}, value,
                         name + "_data_buf");
   } else {
@@ -34956,8 +35237,9 @@ Int pool2d_traffic(const vta::Env& env, const Pool2dShape& shape, const Pool2dTi
   const Int rows = window_reads(height, oh, t.h_block, shape.strides[0], shape.window[0],
                                 shape.padding[0], shape.padding[2], false);
   const std::int64_t c = ceil_div(shape.channels, env.block_out);
-  const std::int64_t tile = env.acc_tile() * env.inp_dtype.bytes();
-  return n * (rows * shape.width + oh * shape.out_w()) * (c * tile);
+  const std::int64_t in_tile = env.acc_tile() * shape.dtype.bytes();
+  const std::int64_t out_tile = env.acc_tile() * env.out_dtype.bytes();
+  return n * (rows * shape.width * in_tile + oh * shape.out_w() * out_tile) * c;
 }
 
 }  // namespace detail
@@ -35434,7 +35716,8 @@ inline Pool2dShape pool2d_shape(const Workload& w) {
   Pool2dShape s{.batch = ne::simplify(x[0]),
                 .channels = constant_of(x[1]),
                 .height = ne::simplify(x[2]),
-                .width = constant_of(x[3])};
+                .width = constant_of(x[3]),
+                .dtype = w.args[0].dtype};
   if (w.op == "global_avg_pool2d") {
     s.kind = Pool2dShape::Kind::Average;
     s.window = {constant_of(x[2]), constant_of(x[3])};
@@ -35453,9 +35736,16 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
   s.op = std::move(op);
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
-    if (a.call.type(0).dtype != env.inp_dtype)
-      return fmt::format("VTA pools {} values (loaded through ACC_8BIT), the input is {}",
-                         env.inp_dtype, a.call.type(0).dtype);
+    const DType in = a.call.type(0).dtype;
+    if (in != env.inp_dtype && in != env.acc_dtype)
+      return fmt::format(
+          "VTA pools {} values (loaded through ACC_8BIT) or {} ones, the input is {}",
+          env.inp_dtype, env.acc_dtype, in);
+    if (in == env.inp_dtype && !env.config.variant.load_acc8)
+      return fmt::format(
+          "VTA loads {} values into the accumulator through LOAD ACC_8BIT, which the {} design "
+          "does not have (graph::widen_accumulator_loads gives the pooling an {} input there)",
+          in, env.config.variant.design, env.acc_dtype);
     if (e.int32_result)
       return fmt::format("a pooling's int32 result would leave VTA, which stores only {}",
                          env.out_dtype);
@@ -35528,6 +35818,11 @@ inline AnchorStrategy integer_softmax_strategy() {
     if (x.dtype != env.inp_dtype)
       return fmt::format("VTA loads {} scores (through ACC_8BIT), the input is {}", env.inp_dtype,
                          x.dtype);
+    if (!env.config.variant.load_acc8)
+      return fmt::format(
+          "VTA loads the scores through LOAD ACC_8BIT, which the {} design does "
+          "not have",
+          env.config.variant.design);
     if (auto why = check_softmax_epilogue(e)) return why;
     if (env.batch != 1)
       return fmt::format(
@@ -36419,6 +36714,7 @@ DLAVM_INLINE std::string to_string(std::span<const Pass> passes) {
 //   recognize_gelu        graph::recognize_gelu (graph/recognize_gelu.hpp)
 //   recognize_hard_swish  graph::recognize_hard_swish (graph/recognize_hard_swish.hpp)
 //   type                  graph::detail::infer_types (graph/infer_type.hpp)
+//   widen_accumulator_loads  graph::widen_accumulator_loads (graph/widen_accumulator_loads.hpp)
 //   partition             graph::place (graph/partition.hpp)
 //   fold_rounding         graph::fold_rounding (graph/fold_rounding.hpp)
 //   layout                graph::assign_layouts (graph/assign_layouts.hpp)
@@ -36577,11 +36873,11 @@ inline void leaves_of(const Expr& e, std::string_view op, const Users& users,
 }  // namespace dlavm::graph
 // end dlavm/graph/pattern.hpp
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <fmt/format.h>
-
 #include <optional>
 #include <set>
 #include <string>
@@ -38020,6 +38316,117 @@ DLAVM_INLINE Function recognize_layer_norm(const Function& fn, const Target&) {
 // end dlavm/graph/recognize_layer_norm.hpp
 // begin dlavm/graph/target.hpp
 // end dlavm/graph/target.hpp
+// begin dlavm/graph/widen_accumulator_loads.hpp
+// The `widen_accumulator_loads` pass: on a VTA design without LOAD ACC_8BIT (the boards'
+// designs: vta::Variant::load_acc8), a pooling of int8 values, which VTA would load into its
+// accumulator through ACC_8BIT, pools their int32 cast instead and casts the result back:
+//
+//   max_pool2d(x: int8)  ->  cast(max_pool2d(cast(x, int32)), int8)
+//
+// (avg_pool2d and global_avg_pool2d alike, where the window's count is a power of two: other
+// averages stay on the host anyway). The inner cast is a host step; VTA loads the int32
+// copy with LOAD ACC and stores the outer cast, which joins the kernel. The values are the
+// same: a pooling of int8 values lies in int8's range. Residual adds need no rewrite: their
+// epilogue rule leaves the cast on the host on such a design (graph/strategy/fusion.hpp). On a
+// design with ACC_8BIT the pass returns the function unchanged. It runs on typed functions,
+// and types what it returns.
+//
+//   auto widened = graph::widen_accumulator_loads(typed, target);
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/node.hpp
+// end dlavm/graph/node.hpp
+
+namespace dlavm::graph {
+
+struct Target;
+
+Function widen_accumulator_loads(const Function& fn, const Target& target);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/widen_accumulator_loads-inl.hpp
+// Definitions for graph/widen_accumulator_loads.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/functor.hpp
+// end dlavm/graph/functor.hpp
+// begin dlavm/graph/infer_type.hpp
+// end dlavm/graph/infer_type.hpp
+// begin dlavm/graph/ops/pool.hpp
+// end dlavm/graph/ops/pool.hpp
+// begin dlavm/graph/ops/quantize.hpp
+// end dlavm/graph/ops/quantize.hpp
+// begin dlavm/graph/target.hpp
+// end dlavm/graph/target.hpp
+// begin dlavm/graph/widen_accumulator_loads.hpp
+// end dlavm/graph/widen_accumulator_loads.hpp
+
+#include <bit>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+class AccumulatorLoadWidener : public ExprMutator<AccumulatorLoadWidener> {
+ public:
+  explicit AccumulatorLoadWidener(const vta::Env& env) : env_(env) {}
+
+  Expr visit_call(const CallNode& call, const Expr& e, ArgResults<Expr> args) {
+    const bool pool =
+        call.op() == "max_pool2d" || call.op() == "avg_pool2d" || call.op() == "global_avg_pool2d";
+    if (!pool || call.args.size() != 1 || call.args[0].type().dtype != env_.inp_dtype ||
+        !vta_can_average(call))
+      return ExprMutator<AccumulatorLoadWidener>::visit_call(call, e, args);
+    ++widened;
+    Expr wide = graph::call(call.op(), {cast(args[0], env_.acc_dtype)}, call.attrs);
+    Expr y = cast(std::move(wide), env_.inp_dtype);
+    return call.result_name.empty() ? y : named(y, call.result_name);
+  }
+
+  int widened = 0;
+
+ private:
+  // An average VTA can take: over a window of a power-of-two count (its ALU shifts, it does not
+  // divide). Another stays on the host, where widening it would only cost two casts.
+  static bool vta_can_average(const CallNode& call) {
+    if (call.op() == "max_pool2d") return true;
+    std::int64_t count = 0;
+    if (call.op() == "global_avg_pool2d") {
+      const auto& shape = call.args[0].type().shape;
+      const auto h = shape[2].as_int(), w = shape[3].as_int();
+      if (!h || !w) return false;
+      count = *h * *w;
+    } else {
+      const auto p = pool2d_params(call.attrs);
+      count = p.pool_size[0] * p.pool_size[1];
+    }
+    return count > 0 && std::has_single_bit(static_cast<std::uint64_t>(count));
+  }
+
+  const vta::Env& env_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE Function widen_accumulator_loads(const Function& fn, const Target& target) {
+  if (target.env.config.variant.load_acc8) return fn;
+  detail::AccumulatorLoadWidener widener(target.env);
+  Function out = widener.mutate(fn);
+  if (widener.widened == 0) return fn;
+  return detail::infer_types(out, target.ops, {}, detail::HostSupport::Defer);
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/widen_accumulator_loads-inl.hpp
+#endif
+// end dlavm/graph/widen_accumulator_loads.hpp
 
 namespace dlavm::graph {
 
@@ -38049,6 +38456,10 @@ DLAVM_INLINE std::vector<Pass> default_passes() {
        [](const Function& fn, const Target& t) {
          return detail::infer_types(fn, t.ops, {}, detail::HostSupport::Defer);
        }},
+      {"widen_accumulator_loads",
+       "on a VTA design without LOAD ACC_8BIT, pools an int8 value's int32 cast and casts the "
+       "result back",
+       widen_accumulator_loads},
       {"partition",
        "fuses VTA kernels (an anchor and its epilogue) and places every call on VTA or the host",
        place},
@@ -38371,6 +38782,7 @@ class ModuleBuilder {
     for (const auto& h : part_.held)
       if (e.same_as(h.next) || e.same_as(h.read)) return;
     const auto& call = *e.as<CallNode>();
+    if (widened_packed(e, call)) return;
     ModuleStep s;
     s.kind = ModuleStep::Kind::Host;
     s.label = fmt::format("{} {}", names_.name(e), call.op());
@@ -38380,6 +38792,30 @@ class ModuleBuilder {
     s.output = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
     forms(e).plain = s.output;
     steps_.push_back(std::move(s));
+  }
+
+  // On a design without LOAD ACC_8BIT, an int8 VTA result widened to int32 for another kernel
+  // (graph::widen_accumulator_loads, the add rule) is cast in its packed layout: the cast
+  // commutes with the packing (the padding's zeros stay zeros), which saves an unpack and a
+  // pack per widened value. Returns whether it did.
+  bool widened_packed(const Expr& e, const CallNode& call) {
+    const auto& env = target_.env;
+    if (env.config.variant.load_acc8 || call.op() != "cast" || call.args.size() != 1 ||
+        e.type().dtype != env.acc_dtype || call.args[0].type().dtype != env.inp_dtype)
+      return false;
+    const auto& from = forms(call.args[0]).packed;
+    if (from.empty()) return false;
+    const auto [layout, id] = from.front();
+    ModuleStep s;
+    s.kind = ModuleStep::Kind::Host;
+    s.label = fmt::format("{} {}", names_.name(e), call.op());
+    s.op = call.op();
+    s.attrs = call.attrs;
+    s.inputs = {id};
+    s.output = add_value(e, ModuleValue::Kind::Temp, layout, nullptr);
+    forms(e).packed.emplace_back(layout, s.output);
+    steps_.push_back(std::move(s));
+    return true;
   }
 
   // A VTA group's kernel, compiled: the declared kernel (its parameters, MACs), the program,
@@ -41048,6 +41484,8 @@ DLAVM_INLINE Function Decoder::function() const {
 // end dlavm/graph/strategy/integer_softmax.hpp
 // begin dlavm/graph/target.hpp
 // end dlavm/graph/target.hpp
+// begin dlavm/graph/widen_accumulator_loads.hpp
+// end dlavm/graph/widen_accumulator_loads.hpp
 // end dlavm/graph.hpp
 // begin dlavm/host.hpp
 // host layer: a CPU implementation of every graph op on te::NDArray, plain loops that are both
@@ -42342,7 +42780,11 @@ namespace dlavm::vta {
 // vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
 // LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
 // LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
-// LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
+// LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH, and dlavm's variant keys (VARIANT: "tvm-sim", the
+// default, "xilinx-hls" or "chisel"; then LOAD_ACC_8BIT, ALU_OPCODE_4 "MUL" / "SHL" / "NONE",
+// SHR_AMOUNT "signed" / "signed_low" / "unsigned_low", UOP_LOAD_2D, WGT_LOAD_PADS,
+// ACC_LOAD_PADS, STORE_READS_OUT_SRAM, INP_LOAD_LIMIT overriding the design's features;
+// vta/hw/variant.hpp). Other keys are ignored. Raises ParseError for
 // malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
 // hardware cannot realise. `source` names the text in messages.
 Config read_config(std::string_view text, std::string_view source = "vta_config.json");
@@ -42604,6 +43046,49 @@ inline std::string config_string(const Json& j, std::string_view source, const c
   return v;
 }
 
+// The variant keys (written by vta::detail::write_variant): VARIANT names the design, whose
+// features the other keys override.
+inline Variant variant_from_json(const Json& j, std::string_view source) {
+  const auto design = config_string(j, source, "VARIANT", "tvm-sim");
+  if (design != "tvm-sim" && design != "xilinx-hls" && design != "chisel")
+    raise<ConfigError>("{}: VARIANT = '{}' is not a VTA design: tvm-sim, xilinx-hls or chisel",
+                       source, design);
+  Variant v = design_variant(design);
+  const auto flag = [&](const char* key, bool& out) {
+    const auto it = j.find(key);
+    if (it == j.end()) return;
+    if (!it->is_boolean())
+      raise<ParseError>("{}: key '{}' must be true or false, got {}", source, key, describe(*it));
+    out = it->get<bool>();
+  };
+  const auto choice = [&](const char* key, auto& out, auto name_of, auto... options) {
+    const auto it = j.find(key);
+    if (it == j.end()) return;
+    const auto name = config_string(j, source, key, "");
+    bool found = false;
+    ((name == name_of(options) ? (out = options, found = true) : false), ...);
+    if (!found)
+      raise<ConfigError>("{}: {} = '{}' is not one of {}", source, key, name,
+                         fmt::join(std::vector<std::string_view>{name_of(options)...}, ", "));
+  };
+  flag("LOAD_ACC_8BIT", v.load_acc8);
+  choice("ALU_OPCODE_4", v.alu_opcode4, opcode4_name, AluOpcode4::Mul, AluOpcode4::Shl,
+         AluOpcode4::None);
+  choice("SHR_AMOUNT", v.shr_amount, shr_amount_name, ShrAmount::Signed, ShrAmount::SignedLow,
+         ShrAmount::UnsignedLow);
+  flag("UOP_LOAD_2D", v.uop_load_2d);
+  flag("WGT_LOAD_PADS", v.wgt_load_pads);
+  flag("ACC_LOAD_PADS", v.acc_load_pads);
+  flag("STORE_READS_OUT_SRAM", v.store_reads_out_sram);
+  if (const auto it = j.find("INP_LOAD_LIMIT"); it != j.end()) {
+    if (!it->is_number_unsigned() || it->get<std::uint64_t>() > 0xFFFFFFFFu)
+      raise<ParseError>("{}: key 'INP_LOAD_LIMIT' must be an integer in 0..4294967295, got {}",
+                        source, describe(*it));
+    v.inp_load_limit = static_cast<std::uint32_t>(it->get<std::uint64_t>());
+  }
+  return v;
+}
+
 // The configuration a parsed vta_config.json object describes (the manifest reader passes its
 // "config" member here rather than re-serializing it).
 inline Config config_from_json(const Json& j, std::string_view source) {
@@ -42628,6 +43113,7 @@ inline Config config_from_json(const Json& j, std::string_view source) {
   c.log_wgt_buff_size = config_log2(j, source, "LOG_WGT_BUFF_SIZE", true, 0);
   c.log_acc_buff_size = config_log2(j, source, "LOG_ACC_BUFF_SIZE", true, 0);
   c.log_bus_width = config_log2(j, source, "LOG_BUS_WIDTH", false, 6);
+  c.variant = variant_from_json(j, source);
   try {
     c.validate();
   } catch (const ConfigError& e) {
@@ -44952,6 +45438,137 @@ class Session {
 // end dlavm/runtime.hpp
 // begin dlavm/vta/hw/builder.hpp
 // end dlavm/vta/hw/builder.hpp
+// begin dlavm/vta/hw/check_stream.hpp
+// The stream checker: refuses an instruction stream that uses what the configured VTA design
+// does not execute as TVM's simulator does (config.variant, vta/hw/variant.hpp), before it
+// reaches a device. SimDevice and DriverDevice run it on every stream; lowering emits only
+// what the variant has, so a refusal here means a stream built for another design.
+//
+//   vta::check_stream(vta::preset("pynq"), stream);   // FeatureError naming the instruction
+//
+// What it refuses, per feature the variant lacks: LOAD ACC_8BIT; ALU opcode 4 on a design
+// without it; a SHR immediate the design reads differently (outside [-2^(w-1), 2^(w-1)) where
+// it keeps the low w = LOG_ACC_WIDTH bits as signed, negative where it keeps them unsigned); a
+// LOAD UOP of more than one row or padded; pads on WGT or ACC loads; an INP load at the
+// erratum's size. A STORE of stale output SRAM (Xilinx HLS) depends on the micro-ops' data
+// and is refused by the simulator acting as that design (vta/hw/simulator.hpp).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/vta/hw/config.hpp
+// end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
+// begin dlavm/vta/hw/stream.hpp
+// end dlavm/vta/hw/stream.hpp
+
+#include <span>
+#include <string>
+
+namespace dlavm::vta {
+
+// The first instruction `config.variant` lacks a feature for, as a message ("" for none).
+std::string stream_feature_problem(const Config& config, std::span<const InsnFields> insns);
+
+// Raises FeatureError with stream_feature_problem's message.
+void check_stream(const Config& config, std::span<const InsnFields> insns);
+void check_stream(const Config& config, const Stream& stream);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/hw/check_stream-inl.hpp
+// Definitions for dlavm/vta/hw/check_stream.hpp (see core/api.hpp).
+
+// begin dlavm/vta/hw/check_stream.hpp
+// end dlavm/vta/hw/check_stream.hpp
+
+#include <fmt/format.h>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+// Why `f` would not run as TVM's simulator runs it on `c`'s design, or "".
+inline std::string feature_problem(const Config& c, const InsnFields& f) {
+  const Variant& v = c.variant;
+  const bool padded = f.y_pad_0 || f.y_pad_1 || f.x_pad_0 || f.x_pad_1;
+  if (f.opcode == Opcode::Load) {
+    switch (f.memory_type) {
+      case MemId::Acc8:
+        if (!v.load_acc8)
+          return "has no LOAD ACC_8BIT (Xilinx HLS skips it, leaving wrong results; Chisel "
+                 "never finishes)";
+        if (padded && !v.acc_load_pads) return "ignores the pads of accumulator loads";
+        break;
+      case MemId::Acc:
+        if (padded && !v.acc_load_pads) return "ignores the pads of accumulator loads";
+        break;
+      case MemId::Wgt:
+        if (padded && !v.wgt_load_pads) return "ignores the pads of weight loads";
+        break;
+      case MemId::Uop:
+        if (!v.uop_load_2d && (f.y_size > 1 || padded))
+          return "loads micro-ops in one row without pads (y_size 1)";
+        break;
+      case MemId::Inp:
+        if (v.inp_load_limit != 0 &&
+            std::uint64_t{f.y_size} * f.x_size >= std::uint64_t{v.inp_load_limit})
+          return fmt::format(
+              "loads wrong data when one INP load reads {} elements or more (erratum: a "
+              "counter of blocks in flight overflows); this one reads {}",
+              v.inp_load_limit, std::uint64_t{f.y_size} * f.x_size);
+        break;
+      default:
+        break;
+    }
+  }
+  if (f.opcode == Opcode::Alu) {
+    if (f.alu_opcode == AluOp::Mul && v.alu_opcode4 == AluOpcode4::None)
+      return "has no ALU opcode 4 (MUL): the accumulator keeps its value";
+    if (f.alu_opcode == AluOp::Shr && f.use_imm) {
+      const auto [lo, hi] = alu_imm_range(AluOp::Shr, c);
+      if (f.imm < lo || f.imm > hi)
+        return fmt::format("reads a SHR amount in [{}, {}] only ({}), not {}", lo, hi,
+                           v.shr_amount == ShrAmount::UnsignedLow
+                               ? "the low bits as unsigned: a negative amount shifts right"
+                               : "the low bits as signed",
+                           f.imm);
+    }
+  }
+  return {};
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::string stream_feature_problem(const Config& config,
+                                                std::span<const InsnFields> insns) {
+  if (config.variant == Variant::tvm_sim()) return {};
+  for (std::size_t i = 0; i < insns.size(); ++i) {
+    const auto why = detail::feature_problem(config, insns[i]);
+    if (!why.empty())
+      return fmt::format("instruction #{} ({}): the {} design {}", i, disassemble(insns[i]),
+                         config.variant.design, why);
+  }
+  return {};
+}
+
+DLAVM_INLINE void check_stream(const Config& config, std::span<const InsnFields> insns) {
+  const auto problem = stream_feature_problem(config, insns);
+  if (!problem.empty()) raise<FeatureError>("{}", problem);
+}
+
+DLAVM_INLINE void check_stream(const Config& config, const Stream& stream) {
+  if (config.variant == Variant::tvm_sim()) return;
+  check_stream(config, decode_all(config.layout(), stream.insns));
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/hw/check_stream-inl.hpp
+#endif
+// end dlavm/vta/hw/check_stream.hpp
 // begin dlavm/vta/hw/config.hpp
 // end dlavm/vta/hw/config.hpp
 // begin dlavm/vta/hw/counters.hpp
@@ -44964,12 +45581,16 @@ class Session {
 // end dlavm/vta/hw/device.hpp
 // begin dlavm/vta/hw/driver_device.hpp
 // DriverDevice: a Device over the public VTA driver C API (VTAMemAlloc ... VTADeviceRun), for
-// boards and VTA's own simulators. A template over the API so that tests can supply one.
+// boards and VTA's own simulators. A template over the API so that tests can supply one. Every
+// stream is first checked against the configuration's design (vta::check_stream): give it the
+// board's preset (vta::preset("pynq")).
 
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
 // begin dlavm/runtime/driver_api.hpp
 // end dlavm/runtime/driver_api.hpp
+// begin dlavm/vta/hw/check_stream.hpp
+// end dlavm/vta/hw/check_stream.hpp
 // begin dlavm/vta/hw/config.hpp
 // end dlavm/vta/hw/config.hpp
 // begin dlavm/vta/hw/cycle_model.hpp
@@ -45035,6 +45656,8 @@ class DriverDevice : public Device {
     std::uint64_t insn_phys = 0;
     const auto words = place(stream, at, insn_phys);
     const auto decoded = decode_all(config_.layout(), words);
+    // a stream the board's design would run wrong never reaches it
+    check_stream(config_, decoded);
     const int rc = Api::device_run(handle_, static_cast<vta_phy_addr_t>(insn_phys),
                                    static_cast<std::uint32_t>(words.size()), wait_cycles_);
     if (rc != 0)
@@ -45479,6 +46102,12 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
 //
 // Supported element types: int8 inputs and weights, int32 accumulators, 8/16/32-bit outputs
 // (VTA's default; other widths encode and decode but do not simulate).
+//
+// Variants (config.variant, vta/hw/variant.hpp): the simulator acts as the configured design.
+// It refuses a stream check_stream refuses (FeatureError naming the instruction), reads SHR and
+// opcode-4 amounts as the design does, and on a design whose STORE reads a separate output
+// SRAM (Xilinx HLS) refuses a STORE of an entry a LOAD or a GEMM reset wrote last, whose bytes
+// the board would not have.
 //
 // Speed: GEMM and ALU instructions run on SIMD kernels for the best instruction set of the CPU
 // (vta/hw/sim_kernels.hpp), which read shadow copies of the input and weight SRAMs that every
@@ -45925,6 +46554,13 @@ class Simulator {
 
   void alu(const InsnFields& f, std::size_t i, Counters& counters);
 
+  // A design whose STORE reads a separate output SRAM (Variant::store_reads_out_sram): what
+  // last wrote each accumulator entry, and the check that a STORE reads only entries a GEMM or
+  // ALU instruction wrote last.
+  enum class OutWriter : std::uint8_t { None, Load, Reset, Compute };
+  void mark_out_sram(const InsnFields& f, OutWriter writer);
+  void check_out_sram(const InsnFields& f, std::size_t i, std::uint64_t n) const;
+
   Config config_;
   IsaLayout layout_;
   int batch_ = 1, block_in_ = 16, block_out_ = 16;
@@ -45932,6 +46568,7 @@ class Simulator {
   std::vector<std::int8_t> inp_, wgt_;
   std::vector<std::int32_t> acc_;
   std::vector<Uop> uop_;
+  std::vector<OutWriter> out_writer_;  // empty unless the design stores an output SRAM
   // Bytes after the weight SRAM that the weight packing kernel may read.
   static constexpr std::size_t kWgtSlack = 4;
   // Shadow copies for the SIMD GEMM (sim_kernels.hpp) in the form of the kernel set in use,
@@ -45950,6 +46587,8 @@ class Simulator {
 // begin dlavm/vta/hw/simulator-inl.hpp
 // Definitions for dlavm/vta/hw/simulator.hpp (see core/api.hpp).
 
+// begin dlavm/vta/hw/check_stream.hpp
+// end dlavm/vta/hw/check_stream.hpp
 // begin dlavm/vta/hw/dispatch.hpp
 // end dlavm/vta/hw/dispatch.hpp
 // begin dlavm/vta/hw/simulator.hpp
@@ -46100,6 +46739,8 @@ DLAVM_INLINE Simulator::Simulator(const Config& config) : config_(config) {
   wgt_.assign(std::size_t{config_.wgt_depth()} * block_out_ * block_in_ + kWgtSlack, 0);
   acc_.assign(std::size_t{config_.acc_depth()} * batch_ * block_out_, 0);
   uop_.assign(config_.uop_depth(), Uop{});
+  if (config_.variant.store_reads_out_sram)
+    out_writer_.assign(config_.acc_depth(), OutWriter::None);
   use_kernels(detail::simd_kernels());
 }
 
@@ -46244,6 +46885,7 @@ DLAVM_INLINE RunInfo Simulator::run(std::uint64_t insn_phys, std::uint32_t count
 
 DLAVM_INLINE RunInfo Simulator::run(std::span<const InsnFields> prog) {
   for (std::size_t i = 0; i < prog.size(); ++i) check_enums(prog[i], i);
+  check_stream(config_, prog);
   RunInfo info;
   detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t) -> std::uint64_t {
     execute(prog[i], i, info);
@@ -46354,6 +46996,8 @@ DLAVM_INLINE void Simulator::load(const InsnFields& f, std::size_t i, Counters& 
   const std::size_t eb = config_.elem_bytes(m);
   const std::byte* src = dram_rows(f, i, eb);
   counters.count(config_, f);
+  if (!out_writer_.empty() && (m == MemId::Acc || m == MemId::Acc8))
+    std::fill_n(out_writer_.begin() + f.sram_base, rows * cols, OutWriter::Load);
   const auto copy = [eb](std::int8_t* dst, const std::byte* s, std::size_t n) {
     std::memcpy(dst, s, n * eb);
   };
@@ -46403,6 +47047,7 @@ DLAVM_INLINE void Simulator::store(const InsnFields& f, std::size_t i, Counters&
   const std::uint64_t n = std::uint64_t{f.y_size} * f.x_size;
   if (f.sram_base + n > config_.acc_depth())
     fail_sram(f, i, "accumulator", f.sram_base, f.sram_base + n, config_.acc_depth());
+  if (!out_writer_.empty()) check_out_sram(f, i, n);
   const std::size_t eb = config_.out_elem_bytes();
   std::byte* dst = dram_rows(f, i, eb);
   counters.count(config_, f);
@@ -46462,9 +47107,33 @@ DLAVM_INLINE bool Simulator::check_loops(const InsnFields& f, std::size_t i, boo
   return true;
 }
 
+DLAVM_INLINE void Simulator::mark_out_sram(const InsnFields& f, OutWriter writer) {
+  for (std::uint32_t o = 0; o < f.iter_out; ++o)
+    for (std::uint32_t n = 0; n < f.iter_in; ++n)
+      for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u)
+        out_writer_[uop_[u].dst + o * f.dst_factor_out + n * f.dst_factor_in] = writer;
+}
+
+DLAVM_INLINE void Simulator::check_out_sram(const InsnFields& f, std::size_t i,
+                                            std::uint64_t n) const {
+  for (std::uint64_t e = f.sram_base; e < f.sram_base + n && e < out_writer_.size(); ++e) {
+    if (out_writer_[e] == OutWriter::Compute) continue;
+    raise<FeatureError>(
+        "STORE #{} ({}): accumulator entry {} was last written by {}; the {} design stores its "
+        "output SRAM, which only a GEMM (not a reset) or an ALU instruction writes, so the "
+        "board would store stale bytes",
+        i, disassemble(f), e,
+        out_writer_[e] == OutWriter::Load    ? "a LOAD"
+        : out_writer_[e] == OutWriter::Reset ? "a GEMM reset"
+                                             : "nothing since the device started",
+        config_.variant.design);
+  }
+}
+
 DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& counters) {
   if (!check_loops(f, i, true)) return;
   counters.count(config_, f);
+  if (!out_writer_.empty()) mark_out_sram(f, f.reset_reg ? OutWriter::Reset : OutWriter::Compute);
   if (f.reset_reg && simd_) {
     detail::GemmCall call;
     call.loops = uop_loops(f);
@@ -46508,6 +47177,22 @@ DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& 
 DLAVM_INLINE void Simulator::alu(const InsnFields& f, std::size_t i, Counters& counters) {
   if (!check_loops(f, i, false)) return;
   counters.count(config_, f);
+  if (!out_writer_.empty()) mark_out_sram(f, OutWriter::Compute);
+  // Shifts as the design reads their amounts (vta/hw/variant.hpp), on the scalar loops.
+  const Variant& v = config_.variant;
+  const int w = config_.log_acc_width;
+  const std::int32_t low = (std::int32_t{1} << w) - 1;
+  if (f.alu_opcode == AluOp::Shr && v.shr_amount == ShrAmount::SignedLow)
+    return alu_loops(f, [w, low](std::int32_t x, std::int32_t y) {
+      const std::int32_t k = y & low;
+      return detail::alu_shr(x, k >= (std::int32_t{1} << (w - 1)) ? k - (low + 1) : k);
+    });
+  if (f.alu_opcode == AluOp::Shr && v.shr_amount == ShrAmount::UnsignedLow)
+    return alu_loops(f,
+                     [low](std::int32_t x, std::int32_t y) { return detail::alu_shr(x, y & low); });
+  if (f.alu_opcode == AluOp::Mul && v.alu_opcode4 == AluOpcode4::Shl)
+    return alu_loops(
+        f, [low](std::int32_t x, std::int32_t y) { return detail::alu_shr(x, -((-y) & low)); });
   // The kernels' vectors hold 4 lanes or more: Highway 1.0.3's variable shift of a one-lane
   // vector reads a 64-bit count, so narrower elements stay on the scalar loops.
   if (simd_ && std::size_t(batch_) * block_out_ >= 4) {

@@ -47,6 +47,20 @@ if ! cmp -s "$dir/out/$output.npy" "$dir/want.npy"; then
   failed=1
 fi
 expect 0 "softmax" -- inspect mlp
+# built for a board's design (vta::preset, or a vta_config.json naming it): the same outputs
+expect 0 "VTA cycles" -- run "$model" --dims batch=1..4 --input "image=$dir/image.npy" \
+  --preset pynq --output "$dir/out_pynq"
+cmp -s "$dir/out_pynq/$output.npy" "$dir/want.npy" || { echo "FAIL --preset pynq output"; failed=1; }
+cat > "$dir/de10.json" << 'JSON'
+{"TARGET": "de10nano", "HW_VER": "0.0.2", "LOG_INP_WIDTH": 3, "LOG_WGT_WIDTH": 3,
+ "LOG_ACC_WIDTH": 5, "LOG_BATCH": 0, "LOG_BLOCK": 4, "LOG_UOP_BUFF_SIZE": 13,
+ "LOG_INP_BUFF_SIZE": 15, "LOG_WGT_BUFF_SIZE": 18, "LOG_ACC_BUFF_SIZE": 17,
+ "VARIANT": "chisel"}
+JSON
+expect 0 "VTA cycles" -- run "$model" --dims batch=1..4 --input "image=$dir/image.npy" \
+  --vta-config "$dir/de10.json" --output "$dir/out_de10"
+cmp -s "$dir/out_de10/$output.npy" "$dir/want.npy" || { echo "FAIL --vta-config output"; failed=1; }
+expect 0 "static streams" -- compile resnet18 --image 32 --preset de10nano -o "$dir/fw_de10"
 expect 0 "of the layers' multiply-accumulates on VTA" -- quantize "$dir/float.onnx" \
   --dims batch=1..4 --calib "$dir/calib" -o "$dir/q.onnx" --report "$dir/report.svg"
 grep -q "<svg" "$dir/report.svg" || { echo "FAIL --report wrote no SVG"; failed=1; }
@@ -134,4 +148,8 @@ expect 2 "LOG is required" -- tune-merge "$dir/m.log"
 expect 2 "--image: only the gallery's resnet18 has an image size" -- tune-space mlp --image 32
 expect 2 "--image: Value 0 not in range" -- tune-space resnet18 --image 0
 expect 2 "MODEL is required" -- inspect
+expect 2 "--preset: no VTA preset named 'pynk'; the presets are sim, pynq" -- inspect mlp \
+  --preset pynk
+expect 2 "--preset and --vta-config both name the VTA" -- inspect mlp --preset pynq \
+  --vta-config "$dir/de10.json"
 exit $failed

@@ -7,8 +7,8 @@
 TEST_CASE_TEMPLATE("error: every subclass is a dlavm::Error and keeps its message", E,
                    dlavm::ShapeError, dlavm::ScheduleError, dlavm::CapacityError,
                    dlavm::EncodingError, dlavm::DeviceError, dlavm::ParseError,
-                   dlavm::ArithmeticError, dlavm::ValueError, dlavm::ConfigError,
-                   dlavm::TypeError) {
+                   dlavm::ArithmeticError, dlavm::ValueError, dlavm::ConfigError, dlavm::TypeError,
+                   dlavm::FeatureError) {
   try {
     dlavm::raise<E>("buffer '{}' needs {} bytes, {} free", "A_buf", 4096, 1024);
     FAIL("raise returned");

@@ -258,10 +258,18 @@ inline graph::Function logic_ops() {
 
 inline std::vector<Case> cases() {
   std::vector<Case> out;
-  out.push_back({"mlp", models::Mlp().function(), {.debug = true, .weights_array = true}, "batch",
+  out.push_back({"mlp",
+                 models::Mlp().function(),
+                 {.debug = true, .weights_array = true},
+                 "batch",
                  {1, 5, 33, 256}});
   out.push_back({"resnet", models::ResNet18(32).function(), {}, "", {1}});
   out.push_back({"resnet_lite", models::ResNet18(32).function(), {.lite = true}, "", {1}});
+  // built for a Pynq board (no LOAD ACC_8BIT: the pooling's and the residual sums' int8
+  // operands widened by host casts in the packed layout)
+  graph::Target pynq;
+  pynq.env = dlavm::vta::Env(dlavm::vta::preset("pynq"));
+  out.push_back({"resnet_pynq", models::ResNet18(32).function(), {}, "", {1}, pynq});
   out.push_back(
       {"recurrent", random_graphs::recurrent_convolution(), {.lite = true}, "", {1, 1, 1}});
   // the dense layer's int32 sums on the host (its firmware kernel), then on VTA as byte planes
@@ -285,12 +293,11 @@ inline std::vector<Case> cases() {
                  "token",
                  {5, 1, 1, 3, 1, 16, 1}});
   // the same with the integer softmax on VTA's ALU
-  out.push_back(
-      {"llm_layer_int",
-       models::LlmLayer(64, 4, 128, 32, 32, 21, models::llm::Softmax::Integer).function(),
-       {},
-       "token",
-       {5, 1, 1, 3, 1, 16, 1}});
+  out.push_back({"llm_layer_int",
+                 models::LlmLayer(64, 4, 128, 32, 32, 21, models::llm::Softmax::Integer).function(),
+                 {},
+                 "token",
+                 {5, 1, 1, 3, 1, 16, 1}});
   out.push_back({"custom_op",
                  custom_op::model(),
                  {.includes = {"custom_kernels.hpp"}},

@@ -50,7 +50,8 @@ TEST_CASE("firmware: every emitted model equals Executor::run, run after run") {
     const auto& e = entry(k.name);
     CAPTURE(k.name);
     const auto mod = graph::build(k.fn, k.target, {.name = k.name});
-    vta::SimDevice dev;
+    // the simulator acting as the design the model is built for
+    vta::SimDevice dev(k.target.env.config);
     graph::Executor exec(mod, dev);
     Session s;
     REQUIRE(e.open(s) == Status::Ok);

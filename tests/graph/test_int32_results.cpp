@@ -101,8 +101,7 @@ TEST_CASE("int32 results: on by default; off, the group runs on the host and say
   auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 3, 3}, 1));
   const auto fn = graph::function({x}, {graph::conv2d(x, w, {.padding = {1, 1, 1, 1}})});
   CHECK(graph::Target{}.int32_results);
-  CHECK(graph::infer_type(fn, graph::Target{}).placement()->groups[0].device ==
-        graph::Device::Vta);
+  CHECK(graph::infer_type(fn, graph::Target{}).placement()->groups[0].device == graph::Device::Vta);
   graph::Target off;
   off.int32_results = false;
   const auto placed = graph::infer_type(fn, off);

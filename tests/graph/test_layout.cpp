@@ -186,8 +186,7 @@ TEST_CASE("layout: a grouped convolution's weights pack block-diagonal per outpu
           const bool same_group = o < 6 && c < 6 && c / 2 == o / 2;
           CAPTURE(o);
           CAPTURE(t);
-          CHECK(p.at({o / 4, 0, dy, dx, o % 4, t}) ==
-                (same_group ? w.at({o, c % 2, dy, dx}) : 0));
+          CHECK(p.at({o / 4, 0, dy, dx, o % 4, t}) == (same_group ? w.at({o, c % 2, dy, dx}) : 0));
         }
   CHECK(graph::to_string(l) == "grouped_conv_weight[4x4, 3 groups]");
   // depthwise with 2 outputs per group: a tile's 2 groups read 2 input channels, half a tile

@@ -219,10 +219,30 @@ TEST_CASE("partition: poolings run on VTA when VTA computes them exactly") {
                                    "padding divides each window by another count)"});
   }
   SUBCASE("int32 values") {
+    // pooled on VTA only when the result is narrowed in the kernel
     auto xi = graph::input("x", {1, 16, 8, 8}, DType::int32());
     CHECK(groups({xi}, {graph::max_pool2d(xi, {.pool_size = {2, 2}})}) ==
+          std::vector<std::string>{"host: %0 max_pool2d (its int32 result would leave VTA, which "
+                                   "stores only int8: requantize or cast it in a fused "
+                                   "epilogue)"});
+    CHECK(
+        groups({xi}, {graph::cast(graph::max_pool2d(xi, {.pool_size = {2, 2}}), DType::int8())})[0]
+            .starts_with("vta: "));
+  }
+  SUBCASE("int16 values") {
+    auto xs = graph::input("x", {1, 16, 8, 8}, DType::int16());
+    CHECK(groups({xs}, {graph::max_pool2d(xs, {.pool_size = {2, 2}})}) ==
           std::vector<std::string>{"host: %0 max_pool2d (VTA pools int8 values (loaded through "
-                                   "ACC_8BIT), the input is int32)"});
+                                   "ACC_8BIT) or int32 ones, the input is int16)"});
+  }
+  SUBCASE("int8 values on a design without ACC_8BIT") {
+    graph::Target pynq;
+    pynq.env = vta::Env(vta::preset("pynq"));
+    CHECK(groups({x}, {graph::max_pool2d(x, {.pool_size = {2, 2}})}, pynq) ==
+          std::vector<std::string>{
+              "host: %0 max_pool2d (VTA loads int8 values into the accumulator through LOAD "
+              "ACC_8BIT, which the xilinx-hls design does not have "
+              "(graph::widen_accumulator_loads gives the pooling an int32 input there))"});
   }
 }
 

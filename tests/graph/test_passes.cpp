@@ -69,10 +69,11 @@ TEST_CASE("passes: the default pipeline, printed as docs/graph.md shows it") {
   const auto passes = graph::default_passes();
   std::vector<std::string> names;
   for (const auto& p : passes) names.push_back(p.name);
-  CHECK(names == std::vector<std::string>{
-                     "fold_batch_norm", "fold_scale_shift", "recognize_layer_norm",
-                     "recognize_gelu", "recognize_hard_swish", "fake_quantization_to_integer",
-                     "type", "partition", "fold_rounding", "layout", "match_states"});
+  CHECK(names == std::vector<std::string>{"fold_batch_norm", "fold_scale_shift",
+                                          "recognize_layer_norm", "recognize_gelu",
+                                          "recognize_hard_swish", "fake_quantization_to_integer",
+                                          "type", "widen_accumulator_loads", "partition",
+                                          "fold_rounding", "layout", "match_states"});
   CHECK(graph::to_string(passes) == documented_pipeline());
 }
 
@@ -87,9 +88,10 @@ TEST_CASE("passes: run_passes calls `after` per pass, skips disabled ones, names
         // placed from the partition on
         CHECK((p.name.starts_with("fold_batch_norm") || p.name == "fold_scale_shift" ||
                p.name.starts_with("recognize_") || p.name == "fake_quantization_to_integer" ||
-               p.name == "type") == (f.placement() == nullptr));
+               p.name == "type" || p.name == "widen_accumulator_loads") ==
+              (f.placement() == nullptr));
       }});
-  CHECK(seen.size() == 11);
+  CHECK(seen.size() == 12);
   CHECK(fmt::format("{}", all) == fmt::format("{}", graph::infer_type(fn, target)));
   // without the fold the requantize rounds to nearest itself, and computes the same
   const auto unfolded =
@@ -106,7 +108,7 @@ TEST_CASE("passes: run_passes calls `after` per pass, skips disabled ones, names
       graph::run_passes(fn, target, graph::default_passes(), {.disabled = {"fold"}}),
       "run_passes: no pass 'fold' to disable (the pipeline: fold_batch_norm, fold_scale_shift, "
       "recognize_layer_norm, recognize_gelu, recognize_hard_swish, "
-      "fake_quantization_to_integer, type, partition, "
+      "fake_quantization_to_integer, type, widen_accumulator_loads, partition, "
       "fold_rounding, layout, match_states)",
       dlavm::ValueError);
 }

@@ -114,6 +114,5 @@ TEST_CASE("NDArray::reshape moves the elements into another shape of the same si
   CHECK(b.data().data() == before);  // not copied
   CHECK(b.data()[5] == 6);
   CHECK_THROWS_WITH_AS(std::move(b).reshape({4}),
-                       "NDArray::reshape: 6 elements cannot take the shape [4]",
-                       dlavm::ShapeError);
+                       "NDArray::reshape: 6 elements cannot take the shape [4]", dlavm::ShapeError);
 }

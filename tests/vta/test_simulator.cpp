@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "alu_run.hpp"
 #include "what_of.hpp"
 #include <cstdint>
 #include <random>
@@ -15,39 +16,11 @@ using vta::Queue;
 namespace {
 using dlavm_test::what_of;
 
-// Loads two int32 vectors of n x 16 into the accumulator, applies `op`, stores int8.
+// (TVM's simulator: the default Config)
 std::vector<std::int8_t> run_alu(vta::AluOp op, const std::vector<std::int32_t>& a,
                                  const std::vector<std::int32_t>& b, bool imm,
                                  std::int32_t imm_value, vta::Counters* counters = nullptr) {
-  vta::SimDevice dev;
-  const std::int64_t n = static_cast<std::int64_t>(a.size() / 16);
-  const auto A = dev.alloc_for(std::span<const std::int32_t>(a));
-  const auto B = dev.alloc_for(std::span<const std::int32_t>(b));
-  const auto C = dev.alloc(a.size());
-  vta::Builder bld{dev.config()};
-  bld.load(
-      {.memory = MemId::Acc, .sram = 0, .dram = bld.dram_elem(A.phys, MemId::Acc), .x_size = n});
-  bld.load(
-      {.memory = MemId::Acc, .sram = n, .dram = bld.dram_elem(B.phys, MemId::Acc), .x_size = n});
-  vta::UopKernel k;
-  k.loop_begin(n, 1, 1);
-  k.push(0, n);
-  k.loop_end();
-  if (imm) {
-    bld.alu_imm(k, op, imm_value);
-  } else {
-    bld.alu(k, op);
-  }
-  bld.dep_push(Queue::Compute, Queue::Store);
-  bld.dep_pop(Queue::Compute, Queue::Store);
-  bld.store({.sram = 0, .dram = bld.dram_elem(C.phys, MemId::Out), .x_size = n});
-  bld.finish();
-  const auto r = dev.run(bld.take());
-  CHECK(r.finished);
-  if (counters) *counters = r.counters;
-  std::vector<std::int8_t> out(a.size());
-  dev.copy_out(C, std::span<std::int8_t>(out));
-  return out;
+  return dlavm_test::run_alu(vta::Config{}, op, a, b, imm, imm_value, counters);
 }
 }  // namespace
 

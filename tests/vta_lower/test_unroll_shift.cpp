@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include "shift_program.hpp"
 #include <string>
 
 namespace te = dlavm::te;
@@ -68,35 +69,16 @@ TEST_CASE("vta unroll: byte planes of int32 values, one immediate shift per unro
 
 TEST_CASE("vta unroll: a shift by 20 or by -20 is split; by 32 it is refused") {
   vta::Env env;
-  const auto shape = te::shape(1, 4, env.batch, env.block_out);
   for (const int amount : {20, -20, 31, 32}) {
     CAPTURE(amount);
-    auto A = te::placeholder(shape, env.acc_dtype, "A");
-    auto A_buf = te::compute(
-        shape, [&](auto... i) { return A(i...); }, "A_buf");
-    auto S_buf = te::compute(
-        shape,
-        [&](auto... i) { return amount > 0 ? A_buf(i...) >> amount : A_buf(i...) << -amount; },
-        "S_buf");
-    auto S = te::compute(
-        shape, [&](auto... i) { return te::cast(env.out_dtype, S_buf(i...)); }, "S");
-    auto s = te::create_schedule(S);
-    for (const auto& t : {A_buf, S_buf}) s[t].set_scope(env.acc_scope);
-    s[A_buf].pragma(s[A_buf].axis(0), env.dma_copy);
-    s[S_buf].pragma(s[S_buf].axis(0), env.alu);
-    s[S].pragma(s[S].axis(0), env.dma_copy);
+    auto p = dlavm_test::shift_program(env, amount);
     if (amount == 32) {
-      CHECK_THROWS_WITH_AS(vta::build(s, {A, S}, env, "shift"),
+      CHECK_THROWS_WITH_AS(vta::build(p.schedule, {p.A, p.S}, env, "shift"),
                            doctest::Contains("does not fit the hardware's SHR argument"),
                            dlavm::EncodingError);
       continue;
     }
-    auto prog = vta::build(s, {A, S}, env, "shift");
-    vta::SimDevice dev(env.config);
-    auto a = te::NDArray::random(env.acc_dtype, {1, 4, 1, 16}, 5, -(1 << 30), 1 << 30);
-    te::NDArray out(env.out_dtype, {1, 4, 1, 16});
-    CHECK(prog.run(dev, {&a, &out}).result.finished);
-    CHECK(out == te::evaluate(S, {{A, a}}));
+    CHECK(dlavm_test::runs_as_evaluated(p, env));
   }
 }
 

@@ -32,6 +32,7 @@
 #include <dlavm/onnx/export.hpp>
 #include <dlavm/onnx/import.hpp>
 #include <dlavm/te/npy.hpp>
+#include <dlavm/vta/hw/read.hpp>
 #include <dlavm/vta/hw/sim_device.hpp>
 
 #include <fmt/format.h>
@@ -111,15 +112,33 @@ decltype(onnx::ImportOptions::dims) dim_ranges(const std::vector<std::string>& s
   return out;
 }
 
-// What names the model: MODEL, --dims, --image.
+// What names the model: MODEL, --dims, --image; and the VTA it is built for: --preset or
+// --vta-config.
 struct ModelSpec {
   std::string model;
   std::vector<std::string> dims;
   std::int64_t image = 0;  // 0: not given
+  std::string preset, vta_config;
 };
 
+// The target of --preset NAME (vta::preset) or --vta-config FILE (vta_config.json, its VARIANT
+// key naming the design), TVM's simulator without either.
+graph::Target target_of(const ModelSpec& spec) {
+  if (!spec.preset.empty() && !spec.vta_config.empty())
+    throw BadInput("--preset and --vta-config both name the VTA; give one");
+  graph::Target target;
+  try {
+    if (!spec.preset.empty()) target.env = vta::Env(vta::preset(spec.preset));
+    if (!spec.vta_config.empty()) target.env = vta::Env(vta::load_config(spec.vta_config));
+  } catch (const Error& e) {
+    throw BadInput(
+        fmt::format("{}: {}", spec.preset.empty() ? "--vta-config" : "--preset", e.what()));
+  }
+  return target;
+}
+
 graph::Function load_model(const ModelSpec& spec) {
-  const auto& [model, dims, image] = spec;
+  const auto& [model, dims, image, preset, vta_config] = spec;
   if (image != 0 && model != "resnet18")
     throw BadInput(
         fmt::format("--image: only the gallery's resnet18 has an image size, not '{}'", model));
@@ -182,7 +201,7 @@ graph::Module build_model(const graph::Function& fn, const graph::Target& target
 int inspect(const ModelSpec& spec, const std::string& dot_path, const std::string& svg_path) {
   const auto& model = spec.model;
   const auto fn = load_model(spec);
-  const graph::Target target;
+  const graph::Target target = target_of(spec);
   const auto placed = graph::infer_type(fn, target);
   const auto& part = *placed.placement();
   fmt::print("{}: {} inputs, {} outputs, {} kernels and steps\n", model, placed.params().size(),
@@ -218,7 +237,7 @@ int run(const ModelSpec& spec, const std::vector<std::string>& input_specs,
         const std::string& dump_dir, const std::string& tune_log) {
   const auto& model = spec.model;
   const auto fn = load_model(spec);
-  const graph::Target target;
+  const graph::Target target = target_of(spec);
   std::vector<std::pair<std::string, te::NDArray>> arrays;
   for (const auto& spec : input_specs) {
     const auto [name, path] = name_value("--input", spec);
@@ -345,7 +364,7 @@ int compile(const ModelSpec& spec, const std::string& out, const std::string& ns
             const std::string& tune_log) {
   const auto& model = spec.model;
   const auto fn = load_model(spec);
-  const graph::Target target;
+  const graph::Target target = target_of(spec);
   const auto mod = build_model(fn, target, ns, tune_log);
   fs::create_directories(out);
   const auto r = deploy::emit(mod, out, {.ns = ns, .lite = lite});
@@ -359,7 +378,7 @@ int compile(const ModelSpec& spec, const std::string& out, const std::string& ns
 
 // tune-space: every knob space of the model's VTA kernels, as JSON (tune::read_config's input).
 int tune_space(const ModelSpec& spec) {
-  const graph::Target target;
+  const graph::Target target = target_of(spec);
   fmt::print("{}", tune::to_json(tune::config_of(tune::tasks(load_model(spec), target))));
   return 0;
 }
@@ -410,6 +429,12 @@ int main(int argc, char** argv) {
     cmd->add_option("--dims", spec.dims, "NAME=MIN..MAX: the range of a symbolic input dim");
     cmd->add_option("--image", spec.image, "the gallery's resnet18: its image size (224)")
         ->check(CLI::PositiveNumber);
+    cmd->add_option("--preset", spec.preset,
+                    "the VTA design to build for: sim (the default), pynq, ultra96, zcu104, "
+                    "de10nano, tsim");
+    cmd->add_option("--vta-config", spec.vta_config,
+                    "the VTA to build for as a vta_config.json (its VARIANT key names the "
+                    "design)");
   };
 
   auto* inspect_cmd =
@@ -512,7 +537,8 @@ int main(int argc, char** argv) {
         tune_options.options.shard = as_bad_input([&] { return tune::parse_shard(shard); });
       if (budget > 0) tune_options.options.budget_seconds = budget;
       const auto fn = load_model(spec);
-      return as_bad_input([&] { return dlavm_tools::tune_command(fn, spec.model, tune_options); });
+      return as_bad_input(
+          [&] { return dlavm_tools::tune_command(fn, spec.model, target_of(spec), tune_options); });
     }
   } catch (const BadInput& e) {
     fmt::print(stderr, "dlavm: {}\n", e.what());

@@ -43,10 +43,10 @@ inline void progress_line(const dlavm::tune::Progress& p) {
 }
 
 // Tunes fn's VTA kernels into c.log; `label` names the model in the summary line.
-inline int tune_command(const dlavm::graph::Function& fn, const std::string& label, TuneCommand c) {
+inline int tune_command(const dlavm::graph::Function& fn, const std::string& label,
+                        const dlavm::graph::Target& target, TuneCommand c) {
   namespace tune = dlavm::tune;
   if (c.log.empty()) throw dlavm::ValueError("tune: --log FILE is required");
-  const dlavm::graph::Target target;
   std::vector<tune::Record> done;
   const bool exists = std::filesystem::exists(c.log) && std::filesystem::file_size(c.log) > 0;
   if (exists && !c.resume)

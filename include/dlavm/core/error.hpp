@@ -73,6 +73,12 @@ class ConfigError : public Error {
   using Error::Error;
 };
 
+// A program or instruction stream uses an instruction feature the configured VTA design does
+// not have (LOAD ACC_8BIT on a board's design, ALU MUL where opcode 4 is a shift, ...).
+class FeatureError : public Error {
+  using Error::Error;
+};
+
 // Throws a copy of `e` (the same class) whose message is "context: " followed by e's message:
 // for a layer that catches an error from below and adds the object the user knows it by
 // (graph::build adds "%3 (conv2d) over ..." to an error of the kernel's lowering).
@@ -88,6 +94,7 @@ class ConfigError : public Error {
   if (dynamic_cast<const ValueError*>(&e)) throw ValueError(m);
   if (dynamic_cast<const TypeError*>(&e)) throw TypeError(m);
   if (dynamic_cast<const ConfigError*>(&e)) throw ConfigError(m);
+  if (dynamic_cast<const FeatureError*>(&e)) throw FeatureError(m);
   throw Error(m);
 }
 

@@ -166,6 +166,7 @@ class ModuleBuilder {
     for (const auto& h : part_.held)
       if (e.same_as(h.next) || e.same_as(h.read)) return;
     const auto& call = *e.as<CallNode>();
+    if (widened_packed(e, call)) return;
     ModuleStep s;
     s.kind = ModuleStep::Kind::Host;
     s.label = fmt::format("{} {}", names_.name(e), call.op());
@@ -175,6 +176,30 @@ class ModuleBuilder {
     s.output = add_value(e, ModuleValue::Kind::Temp, {}, nullptr);
     forms(e).plain = s.output;
     steps_.push_back(std::move(s));
+  }
+
+  // On a design without LOAD ACC_8BIT, an int8 VTA result widened to int32 for another kernel
+  // (graph::widen_accumulator_loads, the add rule) is cast in its packed layout: the cast
+  // commutes with the packing (the padding's zeros stay zeros), which saves an unpack and a
+  // pack per widened value. Returns whether it did.
+  bool widened_packed(const Expr& e, const CallNode& call) {
+    const auto& env = target_.env;
+    if (env.config.variant.load_acc8 || call.op() != "cast" || call.args.size() != 1 ||
+        e.type().dtype != env.acc_dtype || call.args[0].type().dtype != env.inp_dtype)
+      return false;
+    const auto& from = forms(call.args[0]).packed;
+    if (from.empty()) return false;
+    const auto [layout, id] = from.front();
+    ModuleStep s;
+    s.kind = ModuleStep::Kind::Host;
+    s.label = fmt::format("{} {}", names_.name(e), call.op());
+    s.op = call.op();
+    s.attrs = call.attrs;
+    s.inputs = {id};
+    s.output = add_value(e, ModuleValue::Kind::Temp, layout, nullptr);
+    forms(e).packed.emplace_back(layout, s.output);
+    steps_.push_back(std::move(s));
+    return true;
   }
 
   // A VTA group's kernel, compiled: the declared kernel (its parameters, MACs), the program,

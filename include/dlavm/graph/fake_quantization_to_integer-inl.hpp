@@ -8,11 +8,11 @@
 #include <dlavm/graph/ops/quantize.hpp>
 #include <dlavm/graph/pattern.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <fmt/format.h>
-
 #include <optional>
 #include <set>
 #include <string>

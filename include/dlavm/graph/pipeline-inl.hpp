@@ -15,6 +15,7 @@
 #include <dlavm/graph/recognize_hard_swish.hpp>
 #include <dlavm/graph/recognize_layer_norm.hpp>
 #include <dlavm/graph/target.hpp>
+#include <dlavm/graph/widen_accumulator_loads.hpp>
 
 namespace dlavm::graph {
 
@@ -44,6 +45,10 @@ DLAVM_INLINE std::vector<Pass> default_passes() {
        [](const Function& fn, const Target& t) {
          return detail::infer_types(fn, t.ops, {}, detail::HostSupport::Defer);
        }},
+      {"widen_accumulator_loads",
+       "on a VTA design without LOAD ACC_8BIT, pools an int8 value's int32 cast and casts the "
+       "result back",
+       widen_accumulator_loads},
       {"partition",
        "fuses VTA kernels (an anchor and its epilogue) and places every call on VTA or the host",
        place},

@@ -8,6 +8,7 @@
 //   recognize_gelu        graph::recognize_gelu (graph/recognize_gelu.hpp)
 //   recognize_hard_swish  graph::recognize_hard_swish (graph/recognize_hard_swish.hpp)
 //   type                  graph::detail::infer_types (graph/infer_type.hpp)
+//   widen_accumulator_loads  graph::widen_accumulator_loads (graph/widen_accumulator_loads.hpp)
 //   partition             graph::place (graph/partition.hpp)
 //   fold_rounding         graph::fold_rounding (graph/fold_rounding.hpp)
 //   layout                graph::assign_layouts (graph/assign_layouts.hpp)

@@ -299,7 +299,8 @@ inline Pool2dShape pool2d_shape(const Workload& w) {
   Pool2dShape s{.batch = ne::simplify(x[0]),
                 .channels = constant_of(x[1]),
                 .height = ne::simplify(x[2]),
-                .width = constant_of(x[3])};
+                .width = constant_of(x[3]),
+                .dtype = w.args[0].dtype};
   if (w.op == "global_avg_pool2d") {
     s.kind = Pool2dShape::Kind::Average;
     s.window = {constant_of(x[2]), constant_of(x[3])};
@@ -318,9 +319,16 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
   s.op = std::move(op);
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
-    if (a.call.type(0).dtype != env.inp_dtype)
-      return fmt::format("VTA pools {} values (loaded through ACC_8BIT), the input is {}",
-                         env.inp_dtype, a.call.type(0).dtype);
+    const DType in = a.call.type(0).dtype;
+    if (in != env.inp_dtype && in != env.acc_dtype)
+      return fmt::format(
+          "VTA pools {} values (loaded through ACC_8BIT) or {} ones, the input is {}",
+          env.inp_dtype, env.acc_dtype, in);
+    if (in == env.inp_dtype && !env.config.variant.load_acc8)
+      return fmt::format(
+          "VTA loads {} values into the accumulator through LOAD ACC_8BIT, which the {} design "
+          "does not have (graph::widen_accumulator_loads gives the pooling an {} input there)",
+          in, env.config.variant.design, env.acc_dtype);
     if (e.int32_result)
       return fmt::format("a pooling's int32 result would leave VTA, which stores only {}",
                          env.out_dtype);
@@ -393,6 +401,11 @@ inline AnchorStrategy integer_softmax_strategy() {
     if (x.dtype != env.inp_dtype)
       return fmt::format("VTA loads {} scores (through ACC_8BIT), the input is {}", env.inp_dtype,
                          x.dtype);
+    if (!env.config.variant.load_acc8)
+      return fmt::format(
+          "VTA loads the scores through LOAD ACC_8BIT, which the {} design does "
+          "not have",
+          env.config.variant.design);
     if (auto why = check_softmax_epilogue(e)) return why;
     if (env.batch != 1)
       return fmt::format(

@@ -7,6 +7,7 @@
 
 #include <dlavm/runtime.hpp>
 #include <dlavm/vta/hw/builder.hpp>
+#include <dlavm/vta/hw/check_stream.hpp>
 #include <dlavm/vta/hw/config.hpp>
 #include <dlavm/vta/hw/counters.hpp>
 #include <dlavm/vta/hw/cycle_model.hpp>

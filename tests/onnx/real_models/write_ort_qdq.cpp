@@ -17,10 +17,10 @@ int main(int argc, char** argv) {
     std::cerr << "usage: " << argv[0] << " OUT.onnx cnn WEIGHT_MAX | OUT.onnx qoperator\n";
     return 2;
   }
-  const auto model =
-      kind == "cnn" ? qdq_models::ort_cnn(qdq_models::ort_style(qdq_models::small_cnn()), 11,
-                                          std::atoi(argv[3]))
-                    : qdq_models::qoperator_net(13);
+  const auto model = kind == "cnn"
+                         ? qdq_models::ort_cnn(qdq_models::ort_style(qdq_models::small_cnn()), 11,
+                                               std::atoi(argv[3]))
+                         : qdq_models::qoperator_net(13);
   std::ofstream out(argv[1], std::ios::binary);
   if (!out || !model.SerializeToOstream(&out)) {
     std::cerr << "write_ort_qdq: cannot write " << argv[1] << "\n";

@@ -1,7 +1,7 @@
 // Graph ops softmax, log_softmax, layer_norm, gelu, causal_mask and batch_norm: typed builders
-// and op records. Semantics: host/float_ops.hpp. Their type rules take any dtype; the host runs them in float32 only,
-// so until a device computes them in integers, infer_type rejects other dtypes as "no device
-// supports".
+// and op records. Semantics: host/float_ops.hpp. Their type rules take any dtype; the host runs
+// them in float32 only, so until a device computes them in integers, infer_type rejects other
+// dtypes as "no device supports".
 //
 //   softmax(x, axis = -1), log_softmax(x, axis = -1)
 //   layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-5): gamma, beta = the dims of x from axis

@@ -47,16 +47,19 @@ inline bool fuse_bias_add(FusionState& s, const FusionCall& c) {
 }
 
 // + other, of the result's shape: an int32 value, or the cast to int32 of an int8 one, which
-// is then loaded through ACC_8BIT (sign-extended) and the cast joins the group.
+// is then loaded through ACC_8BIT (sign-extended) and the cast joins the group (on a design
+// with LOAD ACC_8BIT; on the others the cast is a host step and its int32 result is loaded).
 inline bool fuse_add(FusionState& s, const FusionCall& c) {
   const auto& env = c.env;
   const Expr& other = c.call.args[1 - c.chain];
   if (!accumulating(s, env) || !same_shape(c.call.args[c.chain].type(), c.expr.type()) ||
       !same_shape(other.type(), c.expr.type()))
     return false;
+  // without LOAD ACC_8BIT (config.variant) the cast stays on the host and VTA loads its int32
   const auto* cast = other.as<CallNode>();
-  if (cast != nullptr && cast->op() == "cast" && c.absorbable(other) &&
-      cast->args[0].type().dtype == env.inp_dtype && other.type().dtype == env.acc_dtype) {
+  if (cast != nullptr && cast->op() == "cast" && env.config.variant.load_acc8 &&
+      c.absorbable(other) && cast->args[0].type().dtype == env.inp_dtype &&
+      other.type().dtype == env.acc_dtype) {
     s.epilogue.add_tensor(env.inp_dtype);
     s.operands.push_back(cast->args[0]);
     s.absorbed.push_back(other);

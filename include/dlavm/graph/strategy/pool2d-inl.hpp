@@ -79,12 +79,12 @@ DLAVM_INLINE Pool2dKernel::Pool2dKernel(const vta::Env& env, const Pool2dShape& 
   const ne::Expr batch_tiles = ne::simplify(ne::ceildiv(shape.batch, env.batch));
   const auto& p = shape.padding;
   data_ = te::placeholder({batch_tiles, t.c, shape.height, shape.width, env.batch, env.block_out},
-                          env.inp_dtype, name + "_data");
-  // The input in the accumulator through ACC_8BIT: a padded buffer stays int8 (te::pad keeps
-  // the dtype; the window's reads cast it), an unpadded one is the widening copy itself.
+                          shape.dtype, name + "_data");
+  // The input in the accumulator (an int8 one through ACC_8BIT): a padded buffer keeps the
+  // input's dtype (te::pad; the window's reads cast it), an unpadded one is the copy itself.
   if (p != std::array<std::int64_t, 4>{0, 0, 0, 0}) {
     // the pad value never wins a max; an average counts it as 0
-    const std::int64_t value = shape.kind == Pool2dShape::Kind::Max ? env.inp_dtype.min_value() : 0;
+    const std::int64_t value = shape.kind == Pool2dShape::Kind::Max ? shape.dtype.min_value() : 0;
     data_buf_ = te::pad(data_, {0, 0, p[0], p[1], 0, 0}, {0, 0, p[2], p[3], 0, 0}, value,
                         name + "_data_buf");
   } else {
@@ -190,8 +190,9 @@ Int pool2d_traffic(const vta::Env& env, const Pool2dShape& shape, const Pool2dTi
   const Int rows = window_reads(height, oh, t.h_block, shape.strides[0], shape.window[0],
                                 shape.padding[0], shape.padding[2], false);
   const std::int64_t c = ceil_div(shape.channels, env.block_out);
-  const std::int64_t tile = env.acc_tile() * env.inp_dtype.bytes();
-  return n * (rows * shape.width + oh * shape.out_w()) * (c * tile);
+  const std::int64_t in_tile = env.acc_tile() * shape.dtype.bytes();
+  const std::int64_t out_tile = env.acc_tile() * env.out_dtype.bytes();
+  return n * (rows * shape.width * in_tile + oh * shape.out_w() * out_tile) * c;
 }
 
 }  // namespace detail

@@ -1,13 +1,15 @@
-// The VTA strategy of 2-D pooling on int8 activations: max_pool2d, and avg_pool2d /
+// The VTA strategy of 2-D pooling on int8 (or int32) activations: max_pool2d, and avg_pool2d /
 // global_avg_pool2d when the window's element count is a power of two (the average is then a
 // sum and an arithmetic shift, which is host::avg_pool2d's floor division exactly). The input
-// is loaded into the accumulator through VTA's ACC_8BIT path; padding is filled there by the
-// ALU (VTA's loads pad only the input buffer), with -128 for max pooling (the int8 minimum, so
-// the padding never wins, as host::max_pool2d defines) and 0 for averages that count it. The
+// is loaded into the accumulator through VTA's ACC_8BIT path (an int32 one as it is); padding
+// is filled there by the ALU (VTA's loads pad only the input buffer), with the input dtype's
+// minimum for max pooling (so the padding never wins, as host::max_pool2d defines) and 0 for
+// averages that count it. An int32 input's result is int32: its group ends with a cast or a
+// requantize to int8, which VTA stores. The
 // window is reduced by one ALU instruction per window element over a block of output tiles.
 //
 // Layouts (B = BATCH, BO = BLOCK_OUT: the accumulator's tile):
-//   data [N/B, C/BO, H, W, B, BO] int8  ->  result [N/B, C/BO, OH, OW, B, BO] int8
+//   data [N/B, C/BO, H, W, B, BO] int8 | int32  ->  result [N/B, C/BO, OH, OW, B, BO] int8
 //
 // Schedule: blocks of c_block channel tiles x h_block output rows (whole rows), each loading
 // its input rows (halo included) and pooling them; the channel blocks alternate between
@@ -50,6 +52,9 @@ struct Pool2dShape {
   std::array<std::int64_t, 2> window{1, 1};
   std::array<std::int64_t, 2> strides{1, 1};
   std::array<std::int64_t, 4> padding{0, 0, 0, 0};  // top, left, bottom, right
+  // The input's: int8 (loaded through ACC_8BIT), or int32 (an int8 value widened on the host
+  // where the design has no ACC_8BIT: graph::widen_accumulator_loads)
+  DType dtype = DType::int8();
   ne::Expr out_h() const;
   std::int64_t out_w() const;
   // The shape with its symbolic dims at their maxima.

@@ -124,6 +124,38 @@ DLAVM_INLINE void Config::validate() const {
 
 namespace detail {
 
+// The variant's keys, which TVM's files do not have: none for TVM's simulator; VARIANT names
+// the design, and a feature is written only where it differs from that design's.
+inline Variant design_variant(std::string_view design) {
+  if (design == "xilinx-hls") return Variant::xilinx_hls();
+  if (design == "chisel") return Variant::chisel();
+  return Variant::tvm_sim();
+}
+inline std::string_view opcode4_name(AluOpcode4 op) {
+  return op == AluOpcode4::Mul ? "MUL" : op == AluOpcode4::Shl ? "SHL" : "NONE";
+}
+inline std::string_view shr_amount_name(ShrAmount a) {
+  return a == ShrAmount::Signed      ? "signed"
+         : a == ShrAmount::SignedLow ? "signed_low"
+                                     : "unsigned_low";
+}
+inline void write_variant(dlavm::detail::JsonWriter& w, const Variant& v) {
+  if (v == Variant::tvm_sim()) return;
+  const Variant d = design_variant(v.design);
+  w.field("VARIANT", std::string(v.design));
+  if (v.load_acc8 != d.load_acc8) w.field("LOAD_ACC_8BIT", v.load_acc8);
+  if (v.alu_opcode4 != d.alu_opcode4)
+    w.field("ALU_OPCODE_4", std::string(opcode4_name(v.alu_opcode4)));
+  if (v.shr_amount != d.shr_amount)
+    w.field("SHR_AMOUNT", std::string(shr_amount_name(v.shr_amount)));
+  if (v.uop_load_2d != d.uop_load_2d) w.field("UOP_LOAD_2D", v.uop_load_2d);
+  if (v.wgt_load_pads != d.wgt_load_pads) w.field("WGT_LOAD_PADS", v.wgt_load_pads);
+  if (v.acc_load_pads != d.acc_load_pads) w.field("ACC_LOAD_PADS", v.acc_load_pads);
+  if (v.store_reads_out_sram != d.store_reads_out_sram)
+    w.field("STORE_READS_OUT_SRAM", v.store_reads_out_sram);
+  if (v.inp_load_limit != d.inp_load_limit) w.field("INP_LOAD_LIMIT", v.inp_load_limit);
+}
+
 // Writes vta_config.json's object: LOG_BLOCK when the blocks agree, the optional keys only
 // when they differ from their defaults (the public file's form).
 inline void write_config(dlavm::detail::JsonWriter& w, const Config& c) {
@@ -146,6 +178,7 @@ inline void write_config(dlavm::detail::JsonWriter& w, const Config& c) {
   w.field("LOG_ACC_BUFF_SIZE", c.log_acc_buff_size);
   if (c.log_out_width != c.log_inp_width) w.field("LOG_OUT_WIDTH", c.log_out_width);
   if (c.log_bus_width != 6) w.field("LOG_BUS_WIDTH", c.log_bus_width);
+  write_variant(w, c.variant);
   w.end_object();
 }
 
@@ -168,14 +201,48 @@ DLAVM_INLINE std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp 
   const auto signed_range = [](int bits) {
     return std::pair{-(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1};
   };
+  const std::int64_t low_mask = (std::int64_t{1} << c.log_acc_width) - 1;
   switch (op) {
     case runtime::AluOp::Mul:
-      return signed_range(8);  // VTA_MUL_ARG_BIT_WIDTH
+      switch (c.variant.alu_opcode4) {
+        case AluOpcode4::Mul:
+          return signed_range(8);  // VTA_MUL_ARG_BIT_WIDTH
+        case AluOpcode4::Shl:
+          return {-low_mask, 0};
+        case AluOpcode4::None:
+          return {0, -1};
+      }
+      return {0, -1};
     case runtime::AluOp::Shr:
+      if (c.variant.shr_amount == ShrAmount::UnsignedLow) return {0, low_mask};
       return signed_range(c.log_acc_width);  // VTA_SHR_ARG_BIT_WIDTH
     default:
       return signed_range(16);  // VTA_ALUOP_IMM_BIT_WIDTH
   }
+}
+
+DLAVM_INLINE const std::vector<std::string_view>& preset_names() {
+  static const std::vector<std::string_view> names{"sim",    "pynq",     "ultra96",
+                                                   "zcu104", "de10nano", "tsim"};
+  return names;
+}
+
+DLAVM_INLINE Config preset(std::string_view name) {
+  Config c;
+  c.target = std::string(name);
+  if (name == "sim") return c;
+  if (name == "pynq" || name == "ultra96" || name == "zcu104") {
+    c.variant = Variant::xilinx_hls();
+    if (name != "pynq") c.log_bus_width = 7;
+    return c;
+  }
+  if (name == "de10nano" || name == "tsim") {
+    c.variant = Variant::chisel();
+    c.log_uop_buff_size = 13;
+    return c;
+  }
+  raise<ConfigError>("no VTA preset named '{}'; the presets are {}", name,
+                     fmt::join(preset_names(), ", "));
 }
 
 }  // namespace dlavm::vta
@@ -185,9 +252,12 @@ DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Config>::f
   return fmt::formatter<std::string_view>::format(
       fmt::format(
           "vta::Config({} {}: inp {} wgt {} acc {} out {}, tile {}x{}x{}, depths uop {} inp {} "
-          "wgt {} acc {}, bus {} bits)",
+          "wgt {} acc {}, bus {} bits{})",
           c.target, c.hw_ver, c.inp_dtype(), c.wgt_dtype(), c.acc_dtype(), c.out_dtype(), c.batch(),
           c.block_in(), c.block_out(), c.uop_depth(), c.inp_depth(), c.wgt_depth(), c.acc_depth(),
-          1 << c.log_bus_width),
+          1 << c.log_bus_width,
+          c.variant == dlavm::vta::Variant::tvm_sim()
+              ? std::string()
+              : fmt::format(", {} design", c.variant.design)),
       ctx);
 }

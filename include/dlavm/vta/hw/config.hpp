@@ -7,6 +7,7 @@
 #include <dlavm/core/dtype.hpp>
 #include <dlavm/core/error.hpp>
 #include <dlavm/runtime/isa.hpp>
+#include <dlavm/vta/hw/variant.hpp>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace dlavm::vta {
 
@@ -43,6 +45,9 @@ struct Config {
   int log_wgt_buff_size = 18;
   int log_acc_buff_size = 17;
   int log_bus_width = 6;
+  // What the design executes beyond the common core (vta/hw/variant.hpp); TVM's JSON has no
+  // key for it, and its absence means TVM's simulator.
+  Variant variant;
 
   friend bool operator==(const Config&, const Config&) = default;
 
@@ -128,8 +133,21 @@ struct Config {
 };
 
 // What the hardware accepts as an ALU immediate for `op`: [lo, hi]. The field is 16 bits
-// (VTA_ALUOP_IMM_BIT_WIDTH), but MUL uses 8 of them and SHR LOG_ACC_WIDTH.
+// (VTA_ALUOP_IMM_BIT_WIDTH), but MUL uses 8 of them and SHR LOG_ACC_WIDTH. The shifts follow
+// the variant: SHR by [-2^(w-1), 2^(w-1) - 1] (negative: left) where it reads a signed amount,
+// [0, 2^w - 1] where it reads an unsigned one (Chisel), with w = LOG_ACC_WIDTH; opcode 4 as
+// SHL takes -k for a left shift by k, [-(2^w - 1), 0]; a design without opcode 4 accepts none
+// (lo > hi).
 std::pair<std::int64_t, std::int64_t> alu_imm_range(runtime::AluOp op, const Config& c);
+
+// The configurations of the designs boards run, by name:
+//   "sim"       TVM's functional simulator (the default Config)
+//   "pynq"      Xilinx HLS, 64-bit bus (Pynq Z1/Z2)
+//   "ultra96", "zcu104"  Xilinx HLS, 128-bit bus
+//   "de10nano", "tsim"   Chisel, its published build's 2,048-entry micro-op SRAM
+// ConfigError for another name, listing these.
+Config preset(std::string_view name);
+const std::vector<std::string_view>& preset_names();
 
 // The most rows or columns of zeros an INP load pads a side with (its 4-bit pad fields).
 inline constexpr std::int64_t kMaxLoadPad = (std::int64_t{1} << runtime::kPadBits) - 1;

@@ -79,13 +79,17 @@ DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
       const std::uint64_t padded = (std::uint64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
                                        (std::uint64_t{f.x_pad_0} + f.x_size + f.x_pad_1) -
                                    std::uint64_t{f.y_size} * f.x_size;
-      return p.insn_overhead + p.dram_latency + ceil_div(bytes, p.bus_bytes_per_cycle) +
-             ceil_div(padded, p.pad_elems_per_cycle);
+      const std::uint64_t later_rows = f.y_size > 1 ? std::uint64_t{f.y_size} - 1 : 0;
+      const std::uint64_t row_latency =
+          f.opcode == Opcode::Store ? p.store_row_latency : p.load_row_latency;
+      return p.insn_overhead + p.dram_latency + later_rows * row_latency +
+             ceil_div(bytes, p.bus_bytes_per_cycle) + ceil_div(padded, p.pad_elems_per_cycle);
     }
     case Opcode::Gemm:
       return p.insn_overhead + p.gemm_latency + ceil_div(uops(f), p.gemm_uops_per_cycle);
     case Opcode::Alu:
-      return p.insn_overhead + p.alu_latency + uops(f) * p.alu_cycles_per_uop;
+      return p.insn_overhead + p.alu_latency +
+             uops(f) * (f.use_imm ? p.alu_imm_cycles_per_uop : p.alu_cycles_per_uop);
     default:
       return p.insn_overhead;
   }
@@ -94,7 +98,7 @@ DLAVM_INLINE std::uint64_t CycleModel::duration(const InsnFields& f) const {
 DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool trace) const {
   CycleReport r;
   std::array<std::uint64_t, 3> free_at{}, port_bytes{};
-  std::uint64_t gemm_all = 0, alu_all = 0;
+  std::uint64_t gemm_all = 0, alu_all = 0, alu_imm_all = 0;
   detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t ready) -> std::uint64_t {
     const auto& f = prog[i];
     const auto q = runtime::queue_of(f);
@@ -110,7 +114,7 @@ DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool 
     r.counters.count(config_, f);
     port_bytes[static_cast<std::size_t>(q) - 1] += transfer_bytes(f);
     if (f.opcode == Opcode::Gemm) gemm_all += uops(f);
-    if (f.opcode == Opcode::Alu) alu_all += uops(f);
+    if (f.opcode == Opcode::Alu) (f.use_imm ? alu_imm_all : alu_all) += uops(f);
     if (trace) {
       r.trace.push_back({i, q, start, d});
       r.names.push_back(disassemble(f));
@@ -118,9 +122,10 @@ DLAVM_INLINE CycleReport CycleModel::run(std::span<const InsnFields> prog, bool 
     return at;
   });
   for (const auto& m : r.modules) r.total_cycles = std::max(r.total_cycles, m.end);
+  r.total_cycles += params_.launch_cycles;
   const auto& p = params_;
   r.compute_cycles = (gemm_all + p.gemm_uops_per_cycle - 1) / p.gemm_uops_per_cycle +
-                     alu_all * p.alu_cycles_per_uop;
+                     alu_all * p.alu_cycles_per_uop + alu_imm_all * p.alu_imm_cycles_per_uop;
   for (std::size_t m = 0; m < 3; ++m) {
     r.port_cycles[m] = (port_bytes[m] + p.bus_bytes_per_cycle - 1) / p.bus_bytes_per_cycle;
     r.memory_cycles = std::max(r.memory_cycles, r.port_cycles[m]);

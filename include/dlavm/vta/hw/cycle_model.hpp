@@ -30,7 +30,25 @@
 //                        tiles per micro-op, initiation interval 2).
 //   alu_latency          pipeline fill/drain per ALU instruction (4).
 //   pad_elems_per_cycle  zero-padding elements written into SRAM per cycle (1).
+//   alu_imm_cycles_per_uop  cycles per ALU micro-op with an immediate operand, which reads
+//                        one accumulator tile, not two (2: VTA's HLS loop has the same
+//                        initiation interval either way).
+//   load_row_latency, store_row_latency  cycles each row of a 2-D LOAD / STORE after the
+//                        first adds: a DMA that waits for each row's burst (0).
+//   launch_cycles        a stream's launch and drain: the first instruction fetched, FINISH
+//                        reported to the host (0).
 // Modules are modelled with unbounded command queues and a DRAM port each (above).
+//
+// Calibration (CycleParams::for_config): the defaults above are VTA's design as TVM's simulator
+// describes it, with no RTL figure to fit them to. The Chisel design's parameters are fitted
+// to its RTL under Verilator (../shared/VTA_HARDWARE.md, "RTL cycles against dlavm's cycle
+// model": memory first-beat latency 32 cycles for reads and write responses, one 64-bit beat
+// per cycle, the design's own cycle counter), held to within 10% of every row of that table by
+// tests/vta/test_cycle_rtl.cpp (within 8% with these values): a STORE row waits for its write
+// response (store_row_latency = the memory latency, 32: the 7x7 stem's 25,088 store rows are
+// its 1.55x), a LOAD row costs a cycle, an ALU immediate a cycle per micro-op, and a stream 35
+// cycles to launch and drain (a lone FINISH takes 39). The Xilinx HLS design has no figures yet
+// and keeps the defaults.
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -58,10 +76,25 @@ struct CycleParams {
   std::uint64_t alu_cycles_per_uop = 2;
   std::uint64_t alu_latency = 4;
   std::uint64_t pad_elems_per_cycle = 1;
+  std::uint64_t alu_imm_cycles_per_uop = 2;
+  std::uint64_t load_row_latency = 0;
+  std::uint64_t store_row_latency = 0;
+  std::uint64_t launch_cycles = 0;
 
-  // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH.
-  static CycleParams for_config(const Config& c) {
+  // The Chisel design's RTL, fitted to its figures (see the header comment).
+  static CycleParams chisel_rtl() {
     CycleParams p;
+    p.alu_imm_cycles_per_uop = 1;
+    p.load_row_latency = 1;
+    p.store_row_latency = p.dram_latency;
+    p.launch_cycles = 35;
+    return p;
+  }
+
+  // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH, the rest from the
+  // calibration of config.variant's design where there is one (the Chisel design's).
+  static CycleParams for_config(const Config& c) {
+    CycleParams p = c.variant.design == "chisel" ? chisel_rtl() : CycleParams{};
     p.bus_bytes_per_cycle = static_cast<std::uint64_t>(c.bus_bytes());
     return p;
   }

@@ -1,9 +1,12 @@
 // DriverDevice: a Device over the public VTA driver C API (VTAMemAlloc ... VTADeviceRun), for
-// boards and VTA's own simulators. A template over the API so that tests can supply one.
+// boards and VTA's own simulators. A template over the API so that tests can supply one. Every
+// stream is first checked against the configuration's design (vta::check_stream): give it the
+// board's preset (vta::preset("pynq")).
 #pragma once
 
 #include <dlavm/core/error.hpp>
 #include <dlavm/runtime/driver_api.hpp>
+#include <dlavm/vta/hw/check_stream.hpp>
 #include <dlavm/vta/hw/config.hpp>
 #include <dlavm/vta/hw/cycle_model.hpp>
 #include <dlavm/vta/hw/device.hpp>
@@ -66,6 +69,8 @@ class DriverDevice : public Device {
     std::uint64_t insn_phys = 0;
     const auto words = place(stream, at, insn_phys);
     const auto decoded = decode_all(config_.layout(), words);
+    // a stream the board's design would run wrong never reaches it
+    check_stream(config_, decoded);
     const int rc = Api::device_run(handle_, static_cast<vta_phy_addr_t>(insn_phys),
                                    static_cast<std::uint32_t>(words.size()), wait_cycles_);
     if (rc != 0)

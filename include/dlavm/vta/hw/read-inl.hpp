@@ -61,6 +61,49 @@ inline std::string config_string(const Json& j, std::string_view source, const c
   return v;
 }
 
+// The variant keys (written by vta::detail::write_variant): VARIANT names the design, whose
+// features the other keys override.
+inline Variant variant_from_json(const Json& j, std::string_view source) {
+  const auto design = config_string(j, source, "VARIANT", "tvm-sim");
+  if (design != "tvm-sim" && design != "xilinx-hls" && design != "chisel")
+    raise<ConfigError>("{}: VARIANT = '{}' is not a VTA design: tvm-sim, xilinx-hls or chisel",
+                       source, design);
+  Variant v = design_variant(design);
+  const auto flag = [&](const char* key, bool& out) {
+    const auto it = j.find(key);
+    if (it == j.end()) return;
+    if (!it->is_boolean())
+      raise<ParseError>("{}: key '{}' must be true or false, got {}", source, key, describe(*it));
+    out = it->get<bool>();
+  };
+  const auto choice = [&](const char* key, auto& out, auto name_of, auto... options) {
+    const auto it = j.find(key);
+    if (it == j.end()) return;
+    const auto name = config_string(j, source, key, "");
+    bool found = false;
+    ((name == name_of(options) ? (out = options, found = true) : false), ...);
+    if (!found)
+      raise<ConfigError>("{}: {} = '{}' is not one of {}", source, key, name,
+                         fmt::join(std::vector<std::string_view>{name_of(options)...}, ", "));
+  };
+  flag("LOAD_ACC_8BIT", v.load_acc8);
+  choice("ALU_OPCODE_4", v.alu_opcode4, opcode4_name, AluOpcode4::Mul, AluOpcode4::Shl,
+         AluOpcode4::None);
+  choice("SHR_AMOUNT", v.shr_amount, shr_amount_name, ShrAmount::Signed, ShrAmount::SignedLow,
+         ShrAmount::UnsignedLow);
+  flag("UOP_LOAD_2D", v.uop_load_2d);
+  flag("WGT_LOAD_PADS", v.wgt_load_pads);
+  flag("ACC_LOAD_PADS", v.acc_load_pads);
+  flag("STORE_READS_OUT_SRAM", v.store_reads_out_sram);
+  if (const auto it = j.find("INP_LOAD_LIMIT"); it != j.end()) {
+    if (!it->is_number_unsigned() || it->get<std::uint64_t>() > 0xFFFFFFFFu)
+      raise<ParseError>("{}: key 'INP_LOAD_LIMIT' must be an integer in 0..4294967295, got {}",
+                        source, describe(*it));
+    v.inp_load_limit = static_cast<std::uint32_t>(it->get<std::uint64_t>());
+  }
+  return v;
+}
+
 // The configuration a parsed vta_config.json object describes (the manifest reader passes its
 // "config" member here rather than re-serializing it).
 inline Config config_from_json(const Json& j, std::string_view source) {
@@ -85,6 +128,7 @@ inline Config config_from_json(const Json& j, std::string_view source) {
   c.log_wgt_buff_size = config_log2(j, source, "LOG_WGT_BUFF_SIZE", true, 0);
   c.log_acc_buff_size = config_log2(j, source, "LOG_ACC_BUFF_SIZE", true, 0);
   c.log_bus_width = config_log2(j, source, "LOG_BUS_WIDTH", false, 6);
+  c.variant = variant_from_json(j, source);
   try {
     c.validate();
   } catch (const ConfigError& e) {

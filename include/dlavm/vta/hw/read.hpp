@@ -22,7 +22,11 @@ namespace dlavm::vta {
 // vta_config.json: keys TARGET, HW_VER, LOG_INP_WIDTH, LOG_WGT_WIDTH, LOG_ACC_WIDTH,
 // LOG_BATCH, LOG_BLOCK, LOG_UOP_BUFF_SIZE, LOG_INP_BUFF_SIZE, LOG_WGT_BUFF_SIZE,
 // LOG_ACC_BUFF_SIZE; optional LOG_BLOCK_IN / LOG_BLOCK_OUT (instead of, or equal to,
-// LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH. Other keys are ignored. Raises ParseError for
+// LOG_BLOCK), LOG_OUT_WIDTH, LOG_BUS_WIDTH, and dlavm's variant keys (VARIANT: "tvm-sim", the
+// default, "xilinx-hls" or "chisel"; then LOAD_ACC_8BIT, ALU_OPCODE_4 "MUL" / "SHL" / "NONE",
+// SHR_AMOUNT "signed" / "signed_low" / "unsigned_low", UOP_LOAD_2D, WGT_LOAD_PADS,
+// ACC_LOAD_PADS, STORE_READS_OUT_SRAM, INP_LOAD_LIMIT overriding the design's features;
+// vta/hw/variant.hpp). Other keys are ignored. Raises ParseError for
 // malformed JSON, a missing key or a value of the wrong type, ConfigError for values the
 // hardware cannot realise. `source` names the text in messages.
 Config read_config(std::string_view text, std::string_view source = "vta_config.json");

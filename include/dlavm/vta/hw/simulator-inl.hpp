@@ -1,6 +1,7 @@
 // Definitions for dlavm/vta/hw/simulator.hpp (see core/api.hpp).
 #pragma once
 
+#include <dlavm/vta/hw/check_stream.hpp>
 #include <dlavm/vta/hw/dispatch.hpp>
 #include <dlavm/vta/hw/simulator.hpp>
 
@@ -149,6 +150,8 @@ DLAVM_INLINE Simulator::Simulator(const Config& config) : config_(config) {
   wgt_.assign(std::size_t{config_.wgt_depth()} * block_out_ * block_in_ + kWgtSlack, 0);
   acc_.assign(std::size_t{config_.acc_depth()} * batch_ * block_out_, 0);
   uop_.assign(config_.uop_depth(), Uop{});
+  if (config_.variant.store_reads_out_sram)
+    out_writer_.assign(config_.acc_depth(), OutWriter::None);
   use_kernels(detail::simd_kernels());
 }
 
@@ -293,6 +296,7 @@ DLAVM_INLINE RunInfo Simulator::run(std::uint64_t insn_phys, std::uint32_t count
 
 DLAVM_INLINE RunInfo Simulator::run(std::span<const InsnFields> prog) {
   for (std::size_t i = 0; i < prog.size(); ++i) check_enums(prog[i], i);
+  check_stream(config_, prog);
   RunInfo info;
   detail::dispatch(prog, [&](std::uint32_t i, std::uint64_t) -> std::uint64_t {
     execute(prog[i], i, info);
@@ -403,6 +407,8 @@ DLAVM_INLINE void Simulator::load(const InsnFields& f, std::size_t i, Counters& 
   const std::size_t eb = config_.elem_bytes(m);
   const std::byte* src = dram_rows(f, i, eb);
   counters.count(config_, f);
+  if (!out_writer_.empty() && (m == MemId::Acc || m == MemId::Acc8))
+    std::fill_n(out_writer_.begin() + f.sram_base, rows * cols, OutWriter::Load);
   const auto copy = [eb](std::int8_t* dst, const std::byte* s, std::size_t n) {
     std::memcpy(dst, s, n * eb);
   };
@@ -452,6 +458,7 @@ DLAVM_INLINE void Simulator::store(const InsnFields& f, std::size_t i, Counters&
   const std::uint64_t n = std::uint64_t{f.y_size} * f.x_size;
   if (f.sram_base + n > config_.acc_depth())
     fail_sram(f, i, "accumulator", f.sram_base, f.sram_base + n, config_.acc_depth());
+  if (!out_writer_.empty()) check_out_sram(f, i, n);
   const std::size_t eb = config_.out_elem_bytes();
   std::byte* dst = dram_rows(f, i, eb);
   counters.count(config_, f);
@@ -511,9 +518,33 @@ DLAVM_INLINE bool Simulator::check_loops(const InsnFields& f, std::size_t i, boo
   return true;
 }
 
+DLAVM_INLINE void Simulator::mark_out_sram(const InsnFields& f, OutWriter writer) {
+  for (std::uint32_t o = 0; o < f.iter_out; ++o)
+    for (std::uint32_t n = 0; n < f.iter_in; ++n)
+      for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u)
+        out_writer_[uop_[u].dst + o * f.dst_factor_out + n * f.dst_factor_in] = writer;
+}
+
+DLAVM_INLINE void Simulator::check_out_sram(const InsnFields& f, std::size_t i,
+                                            std::uint64_t n) const {
+  for (std::uint64_t e = f.sram_base; e < f.sram_base + n && e < out_writer_.size(); ++e) {
+    if (out_writer_[e] == OutWriter::Compute) continue;
+    raise<FeatureError>(
+        "STORE #{} ({}): accumulator entry {} was last written by {}; the {} design stores its "
+        "output SRAM, which only a GEMM (not a reset) or an ALU instruction writes, so the "
+        "board would store stale bytes",
+        i, disassemble(f), e,
+        out_writer_[e] == OutWriter::Load    ? "a LOAD"
+        : out_writer_[e] == OutWriter::Reset ? "a GEMM reset"
+                                             : "nothing since the device started",
+        config_.variant.design);
+  }
+}
+
 DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& counters) {
   if (!check_loops(f, i, true)) return;
   counters.count(config_, f);
+  if (!out_writer_.empty()) mark_out_sram(f, f.reset_reg ? OutWriter::Reset : OutWriter::Compute);
   if (f.reset_reg && simd_) {
     detail::GemmCall call;
     call.loops = uop_loops(f);
@@ -557,6 +588,22 @@ DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& 
 DLAVM_INLINE void Simulator::alu(const InsnFields& f, std::size_t i, Counters& counters) {
   if (!check_loops(f, i, false)) return;
   counters.count(config_, f);
+  if (!out_writer_.empty()) mark_out_sram(f, OutWriter::Compute);
+  // Shifts as the design reads their amounts (vta/hw/variant.hpp), on the scalar loops.
+  const Variant& v = config_.variant;
+  const int w = config_.log_acc_width;
+  const std::int32_t low = (std::int32_t{1} << w) - 1;
+  if (f.alu_opcode == AluOp::Shr && v.shr_amount == ShrAmount::SignedLow)
+    return alu_loops(f, [w, low](std::int32_t x, std::int32_t y) {
+      const std::int32_t k = y & low;
+      return detail::alu_shr(x, k >= (std::int32_t{1} << (w - 1)) ? k - (low + 1) : k);
+    });
+  if (f.alu_opcode == AluOp::Shr && v.shr_amount == ShrAmount::UnsignedLow)
+    return alu_loops(f,
+                     [low](std::int32_t x, std::int32_t y) { return detail::alu_shr(x, y & low); });
+  if (f.alu_opcode == AluOp::Mul && v.alu_opcode4 == AluOpcode4::Shl)
+    return alu_loops(
+        f, [low](std::int32_t x, std::int32_t y) { return detail::alu_shr(x, -((-y) & low)); });
   // The kernels' vectors hold 4 lanes or more: Highway 1.0.3's variable shift of a one-lane
   // vector reads a 64-bit count, so narrower elements stay on the scalar loops.
   if (simd_ && std::size_t(batch_) * block_out_ >= 4) {

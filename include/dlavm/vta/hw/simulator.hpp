@@ -7,6 +7,12 @@
 // Supported element types: int8 inputs and weights, int32 accumulators, 8/16/32-bit outputs
 // (VTA's default; other widths encode and decode but do not simulate).
 //
+// Variants (config.variant, vta/hw/variant.hpp): the simulator acts as the configured design.
+// It refuses a stream check_stream refuses (FeatureError naming the instruction), reads SHR and
+// opcode-4 amounts as the design does, and on a design whose STORE reads a separate output
+// SRAM (Xilinx HLS) refuses a STORE of an entry a LOAD or a GEMM reset wrote last, whose bytes
+// the board would not have.
+//
 // Speed: GEMM and ALU instructions run on SIMD kernels for the best instruction set of the CPU
 // (vta/hw/sim_kernels.hpp), which read shadow copies of the input and weight SRAMs that every
 // LOAD keeps in step; set_kernels(SimKernels::Scalar) runs the plain loops they are checked
@@ -174,6 +180,13 @@ class Simulator {
 
   void alu(const InsnFields& f, std::size_t i, Counters& counters);
 
+  // A design whose STORE reads a separate output SRAM (Variant::store_reads_out_sram): what
+  // last wrote each accumulator entry, and the check that a STORE reads only entries a GEMM or
+  // ALU instruction wrote last.
+  enum class OutWriter : std::uint8_t { None, Load, Reset, Compute };
+  void mark_out_sram(const InsnFields& f, OutWriter writer);
+  void check_out_sram(const InsnFields& f, std::size_t i, std::uint64_t n) const;
+
   Config config_;
   IsaLayout layout_;
   int batch_ = 1, block_in_ = 16, block_out_ = 16;
@@ -181,6 +194,7 @@ class Simulator {
   std::vector<std::int8_t> inp_, wgt_;
   std::vector<std::int32_t> acc_;
   std::vector<Uop> uop_;
+  std::vector<OutWriter> out_writer_;  // empty unless the design stores an output SRAM
   // Bytes after the weight SRAM that the weight packing kernel may read.
   static constexpr std::size_t kWgtSlack = 4;
   // Shadow copies for the SIMD GEMM (sim_kernels.hpp) in the form of the kernel set in use,

@@ -162,6 +162,12 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
         o.op = runtime::AluOp::Max;
         break;
       case te::ExprKind::Mul:
+        if (env_.config.variant.alu_opcode4 != AluOpcode4::Mul)
+          raise<FeatureError>(
+              "stage '{}': `{}` needs the ALU's MUL, which the {} design does not have (its "
+              "opcode 4 {})",
+              store.buffer.name(), v, env_.config.variant.design,
+              env_.config.variant.alu_opcode4 == AluOpcode4::Shl ? "shifts left" : "does nothing");
         o.op = runtime::AluOp::Mul;
         break;
       case te::ExprKind::Shr:
@@ -187,15 +193,20 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     return o;
   }
 
-  // An arithmetic shift by `amount` (negative: left) as shifts the SHR argument holds:
-  // (x >> a) >> b == x >> (a + b) while a + b < 32.
+  // An arithmetic shift by `amount` (negative: left) as the design's shift instructions hold
+  // it: (x >> a) >> b == x >> (a + b) while a + b < 32. SHR takes both directions where it
+  // reads a signed amount; the Chisel design shifts right only, and left with opcode 4 (SHL,
+  // -k for k places).
   static constexpr std::int64_t kMaxShift = 31;
-  std::vector<std::int64_t> shift_steps(std::int64_t amount) const {
-    const auto [lo, hi] = alu_imm_range(runtime::AluOp::Shr, env_.config);
-    std::vector<std::int64_t> steps;
+  std::vector<std::pair<runtime::AluOp, std::int64_t>> shift_steps(std::int64_t amount) const {
+    const bool shl = env_.config.variant.alu_opcode4 == AluOpcode4::Shl &&
+                     env_.config.variant.shr_amount == ShrAmount::UnsignedLow;
+    const auto op = shl && amount < 0 ? runtime::AluOp::Mul : runtime::AluOp::Shr;
+    const auto [lo, hi] = alu_imm_range(op, env_.config);
+    std::vector<std::pair<runtime::AluOp, std::int64_t>> steps;
     do {
-      steps.push_back(std::clamp(amount, lo, hi));
-      amount -= steps.back();
+      steps.emplace_back(op, std::clamp(amount, lo, hi));
+      amount -= steps.back().second;
     } while (amount != 0);
     return steps;
   }
@@ -291,9 +302,8 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     if (value < lo || value > hi) {
       const std::int64_t low = ((value % 65536) + 65536 + 32768) % 65536 - 32768;
       const std::int64_t high = std::clamp((value - low) / 65536, lo, hi);
-      check_imm(dst.name(), runtime::AluOp::Shr, -16, store.value);
       parts.push_back(alu_imm(t, runtime::AluOp::Add, high, dst));
-      parts.push_back(alu_imm(t, runtime::AluOp::Shr, -16, dst));
+      for (const auto& [op, step] : shift_steps(-16)) parts.push_back(alu_imm(t, op, step, dst));
       rest = value - high * 65536;
     }
     for (; rest != 0;) {
@@ -349,7 +359,8 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     } else if (o.op == runtime::AluOp::Shr) {
       // a copied operand shifted by 0 is the copy
       if (o.imm != 0 || parts.empty())
-        for (const auto step : shift_steps(o.imm)) parts.push_back(alu_imm(t, o.op, step, dst));
+        for (const auto& [op, step] : shift_steps(o.imm))
+          parts.push_back(alu_imm(t, op, step, dst));
     } else {
       parts.push_back(alu_imm(t, o.op, o.imm, dst));
     }

@@ -157,6 +157,12 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
               : dst.scope() == env_.wgt_scope              ? runtime::MemId::Wgt
               : src.dtype().bits() < env_.acc_dtype.bits() ? runtime::MemId::Acc8
                                                            : runtime::MemId::Acc;
+    if (c.mem == runtime::MemId::Acc8 && !env_.config.variant.load_acc8)
+      raise<FeatureError>(
+          "dma_copy '{}' -> '{}': loading {} {} into the accumulator needs LOAD ACC_8BIT, which "
+          "the {} design does not have; give the accumulator an {} copy to load",
+          src.name(), dst.name(), src.dtype(), src.name(), env_.config.variant.design,
+          env_.acc_dtype);
     c.tile = c.mem == runtime::MemId::Inp   ? env_.inp_tile()
              : c.mem == runtime::MemId::Wgt ? env_.wgt_tile()
                                             : env_.acc_tile();
@@ -427,9 +433,53 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
         args.push_back(iv(p));
       }
     }
+    if (const auto parts = erratum_chunks(copy, f, y_size); parts > 1) {
+      // the x dim in chunks the erratum leaves alone: chunk k moves tiles [k c, min((k + 1) c,
+      // x)), and runs only where x reaches it
+      const std::int64_t chunk = env_.config.variant.inp_load_limit / 2;
+      const ne::Expr x = f.x_tiles;
+      std::vector<tir::Stmt> loads;
+      for (std::int64_t k = 0; k < parts; ++k) {
+        auto part = args;
+        part[1] = iv(ne::floordiv(sram_off, copy.tile) + k * chunk);
+        part[2] = iv(ne::floordiv(dram_off, copy.tile) + k * chunk);
+        part[4] = iv(ne::min(x - k * chunk, chunk));
+        part[5] = part[4];
+        loads.push_back(
+            detail::only_if(ne::simplify(x > k * chunk),
+                            tir::make_evaluate(te::call(std::string(intrin::load), DType::int32(),
+                                                        std::move(part), {sram, dram}))));
+      }
+      return wrap_loops(host, tir::make_seq(loads));
+    }
     auto call = te::call(std::string(copy.to_sram ? intrin::load : intrin::store), DType::int32(),
                          std::move(args), {sram, dram});
     return wrap_loops(host, tir::make_evaluate(call));
+  }
+
+  // An INP load that may read config.variant.inp_load_limit DRAM elements or more (the Chisel
+  // design's erratum) is split into this many loads of half the limit; 1 for one load. Only an
+  // unpadded load of one row splits (a whole INP SRAM is one such row at the default depth);
+  // FeatureError for another form.
+  std::int64_t erratum_chunks(const Copy& copy, const TransferForm& f,
+                              const ne::Expr& y_size) const {
+    const std::int64_t limit = env_.config.variant.inp_load_limit;
+    if (!copy.to_sram || copy.mem != runtime::MemId::Inp || limit == 0) return 1;
+    const ne::Expr x = ne::simplify(f.x_tiles - f.xp.before - f.xp.after);
+    // the most elements one load reads (the fields are never negative)
+    const auto most = [](const ne::Expr& e) {
+      return std::max<std::int64_t>(ne::bounds(e).max, 0);
+    };
+    if (most(y_size) * most(x) < limit) return 1;
+    const bool padded = ne::bounds(f.xp.before).max > 0 || ne::bounds(f.xp.after).max > 0 ||
+                        ne::bounds(f.yp.before).max > 0 || ne::bounds(f.yp.after).max > 0;
+    if (!ne::simplify(f.y_rows).as_int() || *ne::simplify(f.y_rows).as_int() != 1 || padded ||
+        limit < 2)
+      raise<FeatureError>(
+          "{}: an input load of up to {} rows of {} tiles may read {} elements or more, which the "
+          "{} design loads wrong (erratum); use smaller blocks",
+          copy.what, ne::simplify(y_size), x, limit, env_.config.variant.design);
+    return (most(x) + limit / 2 - 1) / (limit / 2);
   }
 
   // Pad counts per loop from the select condition (none when the copy is not padded).

@@ -19,7 +19,8 @@
 //   acc[i] = select(1 <= i && i < 5, src[i - 1], -128)
 //     ->  attr pragma_alu { acc[0] = -128 }  attr pragma_alu { acc[5] = -128 }
 //         vta.load(acc, src; ...) of rows 1..4
-// A source narrower than the accumulator (int8) loads as ACC_8BIT, sign-extended. A strided
+// A source narrower than the accumulator (int8) loads as ACC_8BIT, sign-extended (FeatureError
+// on a design without it: config.variant). A strided
 // read (src[2x]) is an x of one tile and a y over x with its DRAM stride. A guard around the
 // store (a split whose factor does not divide the extent) that bounds one loop clips it.
 //
