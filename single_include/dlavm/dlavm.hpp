@@ -9066,6 +9066,21 @@ enum class AluOpcode4 : std::uint8_t {
   None,  // nothing: the accumulator keeps its value, the output is undefined (Xilinx HLS)
 };
 
+// The designs whose features are known (../shared/VTA_HARDWARE.md).
+enum class Design : std::uint8_t { TvmSim, XilinxHls, Chisel };
+
+// "tvm-sim", "xilinx-hls", "chisel": vta_config.json's VARIANT values, and messages' names.
+constexpr std::string_view design_name(Design d) {
+  switch (d) {
+    case Design::XilinxHls:
+      return "xilinx-hls";
+    case Design::Chisel:
+      return "chisel";
+    default:
+      return "tvm-sim";
+  }
+}
+
 // How SHR reads its shift amount y (an immediate or a source lane).
 enum class ShrAmount : std::uint8_t {
   Signed,       // all of y: right for y >= 0, left by -y otherwise (TVM's simulator)
@@ -9074,9 +9089,9 @@ enum class ShrAmount : std::uint8_t {
 };
 
 struct Variant {
-  // The design the features were read from: "tvm-sim", "xilinx-hls" or "chisel" (printed in
-  // messages; the features below decide).
-  std::string_view design = "tvm-sim";
+  // The design the features were read from (named in messages, and its cycle model's
+  // calibration: CycleParams::for_config); the features below decide what lowering emits.
+  Design design = Design::TvmSim;
   bool load_acc8 = true;  // LOAD of memory type ACC_8BIT (5)
   AluOpcode4 alu_opcode4 = AluOpcode4::Mul;
   ShrAmount shr_amount = ShrAmount::Signed;
@@ -9088,11 +9103,12 @@ struct Variant {
   std::uint32_t inp_load_limit = 0;
 
   friend bool operator==(const Variant&, const Variant&) = default;
+  std::string_view name() const { return design_name(design); }
 
   static constexpr Variant tvm_sim() { return {}; }
   static constexpr Variant xilinx_hls() {
     Variant v;
-    v.design = "xilinx-hls";
+    v.design = Design::XilinxHls;
     v.load_acc8 = false;
     v.alu_opcode4 = AluOpcode4::None;
     v.shr_amount = ShrAmount::SignedLow;
@@ -9106,7 +9122,7 @@ struct Variant {
   }
   static constexpr Variant chisel() {
     Variant v;
-    v.design = "chisel";
+    v.design = Design::Chisel;
     v.load_acc8 = false;
     v.alu_opcode4 = AluOpcode4::Shl;
     v.shr_amount = ShrAmount::UnsignedLow;
@@ -9611,9 +9627,9 @@ namespace detail {
 
 // The variant's keys, which TVM's files do not have: none for TVM's simulator; VARIANT names
 // the design, and a feature is written only where it differs from that design's.
-inline Variant design_variant(std::string_view design) {
-  if (design == "xilinx-hls") return Variant::xilinx_hls();
-  if (design == "chisel") return Variant::chisel();
+inline Variant design_variant(Design design) {
+  if (design == Design::XilinxHls) return Variant::xilinx_hls();
+  if (design == Design::Chisel) return Variant::chisel();
   return Variant::tvm_sim();
 }
 inline std::string_view opcode4_name(AluOpcode4 op) {
@@ -9627,7 +9643,7 @@ inline std::string_view shr_amount_name(ShrAmount a) {
 inline void write_variant(dlavm::detail::JsonWriter& w, const Variant& v) {
   if (v == Variant::tvm_sim()) return;
   const Variant d = design_variant(v.design);
-  w.field("VARIANT", std::string(v.design));
+  w.field("VARIANT", std::string(v.name()));
   if (v.load_acc8 != d.load_acc8) w.field("LOAD_ACC_8BIT", v.load_acc8);
   if (v.alu_opcode4 != d.alu_opcode4)
     w.field("ALU_OPCODE_4", std::string(opcode4_name(v.alu_opcode4)));
@@ -9743,7 +9759,7 @@ DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Config>::f
           1 << c.log_bus_width,
           c.variant == dlavm::vta::Variant::tvm_sim()
               ? std::string()
-              : fmt::format(", {} design", c.variant.design)),
+              : fmt::format(", {} design", c.variant.name())),
       ctx);
 }
 // end dlavm/vta/hw/config-inl.hpp
@@ -17447,7 +17463,7 @@ struct CycleParams {
   // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH, the rest from the
   // calibration of config.variant's design where there is one (the Chisel design's).
   static CycleParams for_config(const Config& c) {
-    CycleParams p = c.variant.design == "chisel" ? chisel_rtl() : CycleParams{};
+    CycleParams p = c.variant.design == Design::Chisel ? chisel_rtl() : CycleParams{};
     p.bus_bytes_per_cycle = static_cast<std::uint64_t>(c.bus_bytes());
     return p;
   }
@@ -19509,7 +19525,7 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
           raise<FeatureError>(
               "stage '{}': `{}` needs the ALU's MUL, which the {} design does not have (its "
               "opcode 4 {})",
-              store.buffer.name(), v, env_.config.variant.design,
+              store.buffer.name(), v, env_.config.variant.name(),
               env_.config.variant.alu_opcode4 == AluOpcode4::Shl ? "shifts left" : "does nothing");
         o.op = runtime::AluOp::Mul;
         break;
@@ -20067,7 +20083,7 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
       raise<FeatureError>(
           "dma_copy '{}' -> '{}': loading {} {} into the accumulator needs LOAD ACC_8BIT, which "
           "the {} design does not have; give the accumulator an {} copy to load",
-          src.name(), dst.name(), src.dtype(), src.name(), env_.config.variant.design,
+          src.name(), dst.name(), src.dtype(), src.name(), env_.config.variant.name(),
           env_.acc_dtype);
     c.tile = c.mem == runtime::MemId::Inp   ? env_.inp_tile()
              : c.mem == runtime::MemId::Wgt ? env_.wgt_tile()
@@ -20384,7 +20400,7 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
       raise<FeatureError>(
           "{}: an input load of up to {} rows of {} tiles may read {} elements or more, which the "
           "{} design loads wrong (erratum); use smaller blocks",
-          copy.what, ne::simplify(y_size), x, limit, env_.config.variant.design);
+          copy.what, ne::simplify(y_size), x, limit, env_.config.variant.name());
     return (most(x) + limit / 2 - 1) / (limit / 2);
   }
 
@@ -35745,7 +35761,7 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
       return fmt::format(
           "VTA loads {} values into the accumulator through LOAD ACC_8BIT, which the {} design "
           "does not have (graph::widen_accumulator_loads gives the pooling an {} input there)",
-          in, env.config.variant.design, env.acc_dtype);
+          in, env.config.variant.name(), env.acc_dtype);
     if (e.int32_result)
       return fmt::format("a pooling's int32 result would leave VTA, which stores only {}",
                          env.out_dtype);
@@ -35822,7 +35838,7 @@ inline AnchorStrategy integer_softmax_strategy() {
       return fmt::format(
           "VTA loads the scores through LOAD ACC_8BIT, which the {} design does "
           "not have",
-          env.config.variant.design);
+          env.config.variant.name());
     if (auto why = check_softmax_epilogue(e)) return why;
     if (env.batch != 1)
       return fmt::format(
@@ -42995,6 +43011,7 @@ inline Json parse_json(std::string_view text, std::string_view source) {
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -43049,11 +43066,14 @@ inline std::string config_string(const Json& j, std::string_view source, const c
 // The variant keys (written by vta::detail::write_variant): VARIANT names the design, whose
 // features the other keys override.
 inline Variant variant_from_json(const Json& j, std::string_view source) {
-  const auto design = config_string(j, source, "VARIANT", "tvm-sim");
-  if (design != "tvm-sim" && design != "xilinx-hls" && design != "chisel")
+  const auto name = config_string(j, source, "VARIANT", "tvm-sim");
+  std::optional<Design> design;
+  for (const Design d : {Design::TvmSim, Design::XilinxHls, Design::Chisel})
+    if (name == design_name(d)) design = d;
+  if (!design)
     raise<ConfigError>("{}: VARIANT = '{}' is not a VTA design: tvm-sim, xilinx-hls or chisel",
-                       source, design);
-  Variant v = design_variant(design);
+                       source, name);
+  Variant v = design_variant(*design);
   const auto flag = [&](const char* key, bool& out) {
     const auto it = j.find(key);
     if (it == j.end()) return;
@@ -45550,7 +45570,7 @@ DLAVM_INLINE std::string stream_feature_problem(const Config& config,
     const auto why = detail::feature_problem(config, insns[i]);
     if (!why.empty())
       return fmt::format("instruction #{} ({}): the {} design {}", i, disassemble(insns[i]),
-                         config.variant.design, why);
+                         config.variant.name(), why);
   }
   return {};
 }
@@ -47126,7 +47146,7 @@ DLAVM_INLINE void Simulator::check_out_sram(const InsnFields& f, std::size_t i,
         out_writer_[e] == OutWriter::Load    ? "a LOAD"
         : out_writer_[e] == OutWriter::Reset ? "a GEMM reset"
                                              : "nothing since the device started",
-        config_.variant.design);
+        config_.variant.name());
   }
 }
 

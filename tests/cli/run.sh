@@ -62,6 +62,8 @@ expect 0 "VTA cycles" -- run "$model" --dims batch=1..4 --input "image=$dir/imag
 cmp -s "$dir/out_de10/$output.npy" "$dir/want.npy" || { echo "FAIL --vta-config output"; failed=1; }
 expect 0 "static streams" -- compile resnet18 --image 32 --preset de10nano -o "$dir/fw_de10"
 expect 0 "of the layers' multiply-accumulates on VTA" -- quantize "$dir/float.onnx" \
+  --dims batch=1..4 --calib "$dir/calib" -o "$dir/q_pynq.onnx" --preset pynq
+expect 0 "of the layers' multiply-accumulates on VTA" -- quantize "$dir/float.onnx" \
   --dims batch=1..4 --calib "$dir/calib" -o "$dir/q.onnx" --report "$dir/report.svg"
 grep -q "<svg" "$dir/report.svg" || { echo "FAIL --report wrote no SVG"; failed=1; }
 expect 0 "VTA cycles" -- run "$dir/q.onnx" --dims batch=1..4 --input "image=$dir/image.npy"

@@ -342,13 +342,15 @@ int quantize(const ModelSpec& spec, const std::string& calib, const std::string&
              bool asymmetric, const std::string& report) {
   const auto fn = load_model(spec);
   const auto samples = calibration_samples(fn, calib);
+  const graph::Target target = target_of(spec);
   const auto result = as_bad_input([&] {
     return dlavm::quantize(fn, samples,
                            {.requantize = shift ? quantization::Requantize::Shift
                                                 : quantization::Requantize::Multiplier,
                             .activations = asymmetric ? quantization::Activations::Asymmetric
                                                       : quantization::Activations::Symmetric,
-                            .progress = true});
+                            .progress = true},
+                           target);
   });
   fmt::print("{}", result.table());
   if (!report.empty()) {

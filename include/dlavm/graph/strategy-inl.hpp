@@ -328,7 +328,7 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
       return fmt::format(
           "VTA loads {} values into the accumulator through LOAD ACC_8BIT, which the {} design "
           "does not have (graph::widen_accumulator_loads gives the pooling an {} input there)",
-          in, env.config.variant.design, env.acc_dtype);
+          in, env.config.variant.name(), env.acc_dtype);
     if (e.int32_result)
       return fmt::format("a pooling's int32 result would leave VTA, which stores only {}",
                          env.out_dtype);
@@ -405,7 +405,7 @@ inline AnchorStrategy integer_softmax_strategy() {
       return fmt::format(
           "VTA loads the scores through LOAD ACC_8BIT, which the {} design does "
           "not have",
-          env.config.variant.design);
+          env.config.variant.name());
     if (auto why = check_softmax_epilogue(e)) return why;
     if (env.batch != 1)
       return fmt::format(

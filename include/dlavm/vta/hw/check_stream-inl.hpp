@@ -68,7 +68,7 @@ DLAVM_INLINE std::string stream_feature_problem(const Config& config,
     const auto why = detail::feature_problem(config, insns[i]);
     if (!why.empty())
       return fmt::format("instruction #{} ({}): the {} design {}", i, disassemble(insns[i]),
-                         config.variant.design, why);
+                         config.variant.name(), why);
   }
   return {};
 }

@@ -126,9 +126,9 @@ namespace detail {
 
 // The variant's keys, which TVM's files do not have: none for TVM's simulator; VARIANT names
 // the design, and a feature is written only where it differs from that design's.
-inline Variant design_variant(std::string_view design) {
-  if (design == "xilinx-hls") return Variant::xilinx_hls();
-  if (design == "chisel") return Variant::chisel();
+inline Variant design_variant(Design design) {
+  if (design == Design::XilinxHls) return Variant::xilinx_hls();
+  if (design == Design::Chisel) return Variant::chisel();
   return Variant::tvm_sim();
 }
 inline std::string_view opcode4_name(AluOpcode4 op) {
@@ -142,7 +142,7 @@ inline std::string_view shr_amount_name(ShrAmount a) {
 inline void write_variant(dlavm::detail::JsonWriter& w, const Variant& v) {
   if (v == Variant::tvm_sim()) return;
   const Variant d = design_variant(v.design);
-  w.field("VARIANT", std::string(v.design));
+  w.field("VARIANT", std::string(v.name()));
   if (v.load_acc8 != d.load_acc8) w.field("LOAD_ACC_8BIT", v.load_acc8);
   if (v.alu_opcode4 != d.alu_opcode4)
     w.field("ALU_OPCODE_4", std::string(opcode4_name(v.alu_opcode4)));
@@ -258,6 +258,6 @@ DLAVM_INLINE fmt::format_context::iterator fmt::formatter<dlavm::vta::Config>::f
           1 << c.log_bus_width,
           c.variant == dlavm::vta::Variant::tvm_sim()
               ? std::string()
-              : fmt::format(", {} design", c.variant.design)),
+              : fmt::format(", {} design", c.variant.name())),
       ctx);
 }

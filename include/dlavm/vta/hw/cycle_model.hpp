@@ -94,7 +94,7 @@ struct CycleParams {
   // VTA's design at `config`: the bus width comes from LOG_BUS_WIDTH, the rest from the
   // calibration of config.variant's design where there is one (the Chisel design's).
   static CycleParams for_config(const Config& c) {
-    CycleParams p = c.variant.design == "chisel" ? chisel_rtl() : CycleParams{};
+    CycleParams p = c.variant.design == Design::Chisel ? chisel_rtl() : CycleParams{};
     p.bus_bytes_per_cycle = static_cast<std::uint64_t>(c.bus_bytes());
     return p;
   }

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -64,11 +65,14 @@ inline std::string config_string(const Json& j, std::string_view source, const c
 // The variant keys (written by vta::detail::write_variant): VARIANT names the design, whose
 // features the other keys override.
 inline Variant variant_from_json(const Json& j, std::string_view source) {
-  const auto design = config_string(j, source, "VARIANT", "tvm-sim");
-  if (design != "tvm-sim" && design != "xilinx-hls" && design != "chisel")
+  const auto name = config_string(j, source, "VARIANT", "tvm-sim");
+  std::optional<Design> design;
+  for (const Design d : {Design::TvmSim, Design::XilinxHls, Design::Chisel})
+    if (name == design_name(d)) design = d;
+  if (!design)
     raise<ConfigError>("{}: VARIANT = '{}' is not a VTA design: tvm-sim, xilinx-hls or chisel",
-                       source, design);
-  Variant v = design_variant(design);
+                       source, name);
+  Variant v = design_variant(*design);
   const auto flag = [&](const char* key, bool& out) {
     const auto it = j.find(key);
     if (it == j.end()) return;

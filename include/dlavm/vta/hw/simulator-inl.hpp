@@ -537,7 +537,7 @@ DLAVM_INLINE void Simulator::check_out_sram(const InsnFields& f, std::size_t i,
         out_writer_[e] == OutWriter::Load    ? "a LOAD"
         : out_writer_[e] == OutWriter::Reset ? "a GEMM reset"
                                              : "nothing since the device started",
-        config_.variant.design);
+        config_.variant.name());
   }
 }
 

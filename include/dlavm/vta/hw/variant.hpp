@@ -24,6 +24,21 @@ enum class AluOpcode4 : std::uint8_t {
   None,  // nothing: the accumulator keeps its value, the output is undefined (Xilinx HLS)
 };
 
+// The designs whose features are known (../shared/VTA_HARDWARE.md).
+enum class Design : std::uint8_t { TvmSim, XilinxHls, Chisel };
+
+// "tvm-sim", "xilinx-hls", "chisel": vta_config.json's VARIANT values, and messages' names.
+constexpr std::string_view design_name(Design d) {
+  switch (d) {
+    case Design::XilinxHls:
+      return "xilinx-hls";
+    case Design::Chisel:
+      return "chisel";
+    default:
+      return "tvm-sim";
+  }
+}
+
 // How SHR reads its shift amount y (an immediate or a source lane).
 enum class ShrAmount : std::uint8_t {
   Signed,       // all of y: right for y >= 0, left by -y otherwise (TVM's simulator)
@@ -32,9 +47,9 @@ enum class ShrAmount : std::uint8_t {
 };
 
 struct Variant {
-  // The design the features were read from: "tvm-sim", "xilinx-hls" or "chisel" (printed in
-  // messages; the features below decide).
-  std::string_view design = "tvm-sim";
+  // The design the features were read from (named in messages, and its cycle model's
+  // calibration: CycleParams::for_config); the features below decide what lowering emits.
+  Design design = Design::TvmSim;
   bool load_acc8 = true;  // LOAD of memory type ACC_8BIT (5)
   AluOpcode4 alu_opcode4 = AluOpcode4::Mul;
   ShrAmount shr_amount = ShrAmount::Signed;
@@ -46,11 +61,12 @@ struct Variant {
   std::uint32_t inp_load_limit = 0;
 
   friend bool operator==(const Variant&, const Variant&) = default;
+  std::string_view name() const { return design_name(design); }
 
   static constexpr Variant tvm_sim() { return {}; }
   static constexpr Variant xilinx_hls() {
     Variant v;
-    v.design = "xilinx-hls";
+    v.design = Design::XilinxHls;
     v.load_acc8 = false;
     v.alu_opcode4 = AluOpcode4::None;
     v.shr_amount = ShrAmount::SignedLow;
@@ -64,7 +80,7 @@ struct Variant {
   }
   static constexpr Variant chisel() {
     Variant v;
-    v.design = "chisel";
+    v.design = Design::Chisel;
     v.load_acc8 = false;
     v.alu_opcode4 = AluOpcode4::Shl;
     v.shr_amount = ShrAmount::UnsignedLow;

@@ -166,7 +166,7 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
           raise<FeatureError>(
               "stage '{}': `{}` needs the ALU's MUL, which the {} design does not have (its "
               "opcode 4 {})",
-              store.buffer.name(), v, env_.config.variant.design,
+              store.buffer.name(), v, env_.config.variant.name(),
               env_.config.variant.alu_opcode4 == AluOpcode4::Shl ? "shifts left" : "does nothing");
         o.op = runtime::AluOp::Mul;
         break;

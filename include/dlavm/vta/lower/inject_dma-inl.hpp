@@ -161,7 +161,7 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
       raise<FeatureError>(
           "dma_copy '{}' -> '{}': loading {} {} into the accumulator needs LOAD ACC_8BIT, which "
           "the {} design does not have; give the accumulator an {} copy to load",
-          src.name(), dst.name(), src.dtype(), src.name(), env_.config.variant.design,
+          src.name(), dst.name(), src.dtype(), src.name(), env_.config.variant.name(),
           env_.acc_dtype);
     c.tile = c.mem == runtime::MemId::Inp   ? env_.inp_tile()
              : c.mem == runtime::MemId::Wgt ? env_.wgt_tile()
@@ -478,7 +478,7 @@ class InjectDma : public tir::StmtMutator<InjectDma> {
       raise<FeatureError>(
           "{}: an input load of up to {} rows of {} tiles may read {} elements or more, which the "
           "{} design loads wrong (erratum); use smaller blocks",
-          copy.what, ne::simplify(y_size), x, limit, env_.config.variant.design);
+          copy.what, ne::simplify(y_size), x, limit, env_.config.variant.name());
     return (most(x) + limit / 2 - 1) / (limit / 2);
   }
 
