@@ -196,6 +196,10 @@ vta::CycleParams random_params(std::mt19937_64& rng) {
   p.alu_cycles_per_uop = pick(0, 3);
   p.alu_latency = pick(0, 6);
   p.pad_elems_per_cycle = pick(1, 4);
+  p.alu_imm_cycles_per_uop = pick(0, 3);
+  p.load_row_latency = pick(0, 40);
+  p.store_row_latency = pick(0, 40);
+  p.launch_cycles = pick(0, 60);
   return p;
 }
 
@@ -215,7 +219,10 @@ TEST_CASE("vta cycle model: no stream beats its roofline bound") {
       CAPTURE(seed);
       std::mt19937_64 rng(seed);
       const auto stream = random_stream(config, rng);
-      const auto params = seed % 3 == 0 ? vta::CycleParams::for_config(config) : random_params(rng);
+      // the defaults, the Chisel RTL's calibration, or random parameters
+      const auto params = seed % 3 == 0   ? vta::CycleParams::for_config(config)
+                          : seed % 3 == 1 ? vta::CycleParams::chisel_rtl()
+                                          : random_params(rng);
       const vta::CycleModel model(config, params);
       const auto r = model.run(vta::decode_all(config.layout(), stream.insns));
       CAPTURE(r);
