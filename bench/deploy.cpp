@@ -3,7 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include "../examples/models.hpp"
-#include "mlp.hpp"
+#include "bench_mlp.hpp"
 #include "token_gemm.hpp"
 #include <filesystem>
 #include <vector>

@@ -187,9 +187,9 @@ struct KeepDevice : vta::SimDevice {
   using vta::SimDevice::SimDevice;
   vta::Stream stream;
   void free(vta::Buffer) override {}
-  vta::RunResult run(const vta::Stream& s) override {
+  vta::RunResult run_at(const vta::Stream& s, const vta::StreamPlacement& at) override {
     stream = s;
-    return vta::SimDevice::run(s);
+    return vta::SimDevice::run_at(s, at);
   }
 };
 

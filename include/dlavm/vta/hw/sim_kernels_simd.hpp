@@ -214,12 +214,49 @@ DLAVM_SIM_ATTR HWY_INLINE void gemm_chunk_row(D d, std::int32_t* acc, const std:
   }
 }
 
+// A row of kL x kChunks outputs with pairs, the group count known at compile time: the row's
+// input pairs are broadcast once, into registers, for all of its chunks and vectors (rather
+// than once per vector), so that a micro-op loads each input word once and each weight word
+// once.
+template <std::size_t kL, std::size_t kGroups, std::size_t kChunks, class D>
+DLAVM_SIM_ATTR HWY_INLINE void gemm_row_pairs(D d, std::int32_t* acc, const std::byte* x,
+                                              const std::byte* w) {
+  const hn::Repartition<std::int16_t, D> d16;
+  using V16 = hn::Vec<decltype(d16)>;
+  V16 pairs[kGroups];
+  for (std::size_t g = 0; g < kGroups; ++g)
+    pairs[g] = hn::BitCast(d16, hn::Set(d, word_at(x + 4 * g)));
+  for (std::size_t ch = 0; ch < kChunks; ++ch) {
+    const std::byte* wc = w + ch * kGroups * kL * 4;
+    std::int32_t* ac = acc + ch * kL;
+    for (std::size_t v = 0; v < kL; v += hn::Lanes(d)) {
+      auto s0 = hn::Zero(d), s1 = hn::Zero(d);
+      for (std::size_t g = 0; g < kGroups; ++g) {
+        auto unused = hn::Zero(d);
+        auto& sum = g % 2 == 0 ? s0 : s1;
+        sum = hn::ReorderWidenMulAccumulate(
+            d, pairs[g], hn::LoadU(d16, as<std::int16_t>(wc + (g * kL + v) * 4)), sum, unused);
+      }
+      hn::StoreU(hn::Add(hn::LoadU(d, ac + v), hn::Add(s0, s1)), d, ac + v);
+    }
+  }
+}
+
 // GEMM with chunks of kL outputs; groups per row, BATCH and the chunk count fixed at compile
 // time when kGroups, kBatch, kChunks > 0.
 template <std::size_t kL, bool kQuads, std::size_t kGroups, int kBatch, std::size_t kChunks>
 DLAVM_SIM_ATTR HWY_NOINLINE void gemm_loops(const GemmCall& c) {
   const hn::CappedTag<std::int32_t, kL> d;
   const TileShape s = c.shape;
+  if constexpr (!kQuads && kGroups > 0 && kBatch > 0 && kChunks > 0) {
+    const std::size_t bo = kL * kChunks;
+    for_each_uop(c, static_cast<std::size_t>(kBatch) * bo,
+                 [&](std::int32_t* acc, const std::byte* x, const std::byte* w) DLAVM_SIM_ATTR {
+                   for (int b = 0; b < kBatch; ++b, acc += bo, x += kGroups * 4)
+                     gemm_row_pairs<kL, kGroups, kChunks>(d, acc, x, w);
+                 });
+    return;
+  }
   const std::size_t group = kQuads ? 4 : 2;
   const std::size_t groups = kGroups > 0 ? kGroups : (s.block_in + group - 1) / group;
   const int batch = kBatch > 0 ? kBatch : s.batch;
