@@ -47198,16 +47198,23 @@ DLAVM_INLINE void Simulator::alu(const InsnFields& f, std::size_t i, Counters& c
   if (!check_loops(f, i, false)) return;
   counters.count(config_, f);
   if (!out_writer_.empty()) mark_out_sram(f, OutWriter::Compute);
-  // Shifts as the design reads their amounts (vta/hw/variant.hpp), on the scalar loops.
+  // Shifts as the design reads their amounts (vta/hw/variant.hpp), on the scalar loops; but an
+  // immediate that the amount's low LOG_ACC_WIDTH bits hold as it is (read as the design reads
+  // them, signed or unsigned) means what TVM's simulator makes of it: it stays on the kernels.
   const Variant& v = config_.variant;
   const int w = config_.log_acc_width;
   const std::int32_t low = (std::int32_t{1} << w) - 1;
-  if (f.alu_opcode == AluOp::Shr && v.shr_amount == ShrAmount::SignedLow)
+  const bool signed_low = v.shr_amount == ShrAmount::SignedLow;
+  const bool imm_as_is = f.use_imm && (signed_low ? f.imm >= -(low + 1) / 2 && f.imm <= low / 2
+                                                  : f.imm >= 0 && f.imm <= low);
+  const bool low_bits =
+      f.alu_opcode == AluOp::Shr && v.shr_amount != ShrAmount::Signed && !imm_as_is;
+  if (low_bits && signed_low)
     return alu_loops(f, [w, low](std::int32_t x, std::int32_t y) {
       const std::int32_t k = y & low;
       return detail::alu_shr(x, k >= (std::int32_t{1} << (w - 1)) ? k - (low + 1) : k);
     });
-  if (f.alu_opcode == AluOp::Shr && v.shr_amount == ShrAmount::UnsignedLow)
+  if (low_bits)
     return alu_loops(f,
                      [low](std::int32_t x, std::int32_t y) { return detail::alu_shr(x, y & low); });
   if (f.alu_opcode == AluOp::Mul && v.alu_opcode4 == AluOpcode4::Shl)

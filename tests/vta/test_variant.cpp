@@ -205,6 +205,19 @@ TEST_CASE("variant: the simulator reads shift amounts as each design does") {
         expect(a, b, [](std::int32_t x, std::int32_t y) {
           return y >= 32 ? (x < 0 ? -1 : 0) : y >= 0 ? x >> y : y <= -32 ? 0 : shift_left(x, -y);
         }));
+  // every immediate each design runs (the stream checker refuses the others) means what it
+  // does on TVM's simulator: these run on the SIMD kernels, the amounts above on scalar loops
+  const auto shifted = [](int k) {
+    return [k](std::int32_t x, std::int32_t) { return k >= 0 ? x >> k : shift_left(x, -k); };
+  };
+  for (int k = -16; k <= 15; ++k) {
+    INFO("pynq SHR by the immediate ", k);
+    CHECK(run_alu(hls, AluOp::Shr, a, b, true, k) == expect(a, b, shifted(k)));
+  }
+  for (int k = 0; k <= 31; ++k) {
+    INFO("de10nano SHR by the immediate ", k);
+    CHECK(run_alu(chisel, AluOp::Shr, a, b, true, k) == expect(a, b, shifted(k)));
+  }
   // a stream using what the design lacks is refused before it runs
   CHECK_THROWS_WITH_AS(run_alu(hls, AluOp::Mul, a, b), doctest::Contains("has no ALU opcode 4"),
                        dlavm::FeatureError);
