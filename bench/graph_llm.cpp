@@ -8,6 +8,7 @@
 
 #include "../examples/models.hpp"
 #include <algorithm>
+#include <chrono>
 #include <span>
 #include <vector>
 
@@ -101,12 +102,19 @@ void BM_DecodeStepLlmLayer(benchmark::State& state) {
   };
   reset();
   exec.run({{"x", x}}, {{"token", 1}});  // the streams for these bindings, once
+  double host_seconds = 0, run_seconds = 0;  // the host steps' share of a step's wall time
   for (auto _ : state) {
     state.PauseTiming();  // back to last_token cached positions
     reset();
     state.ResumeTiming();
+    const auto t0 = std::chrono::steady_clock::now();
     benchmark::DoNotOptimize(exec.run({{"x", x}}, {{"token", 1}}));
+    run_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (std::size_t i = 0; i < mod.steps().size(); ++i)
+      if (mod.steps()[i].kind != graph::ModuleStep::Kind::Vta)
+        host_seconds += exec.last_run().steps[i].host_seconds;
   }
+  state.counters["host_share"] = host_seconds / run_seconds;
   std::int64_t minimum = 2 * 8 * (last + 1) * 64;
   for (const auto& s : mod.steps())
     if (s.kind == graph::ModuleStep::Kind::Vta)
