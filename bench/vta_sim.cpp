@@ -39,9 +39,9 @@ vta::Buffer place_stream(vta::SimDevice& dev, const vta::Stream& s) {
 
 // 1x16x16 GEMM or ALU instructions on a Simulator, decoded once.
 struct UopBench {
-  vta::Simulator sim{vta::Config{}};
+  vta::Simulator sim;
   std::vector<vta::InsnFields> prog;
-  explicit UopBench(const vta::Stream& s) {
+  explicit UopBench(const vta::Stream& s, const vta::Config& config = {}) : sim(config) {
     const auto uop_phys = sim.dram().alloc(s.uop_bytes());
     std::vector<vta::InsnWord> words(s.insns.size());
     s.relocate(uop_phys / 4, words.data());
@@ -104,9 +104,9 @@ void BM_VtaSimGemm(benchmark::State& state, const std::string& kernels) {
 const int gemm_registered = register_per_kernels("BM_VtaSimGemm", BM_VtaSimGemm);
 
 // ALU micro-ops over 16 int32 lanes: a tensor ADD (1024 micro-ops per instruction) and a SHR
-// by an immediate.
-void BM_VtaSimAlu(benchmark::State& state, bool shr_imm, const std::string& kernels) {
-  const vta::Config config;
+// by an immediate, on TVM's simulator's semantics or as a preset's design reads the amount.
+void BM_VtaSimAlu(benchmark::State& state, bool shr_imm, const std::string& kernels,
+                  const vta::Config& config = {}) {
   vta::Builder b(config);
   vta::UopKernel k;
   k.loop_begin(1024, 1, 1);
@@ -119,7 +119,7 @@ void BM_VtaSimAlu(benchmark::State& state, bool shr_imm, const std::string& kern
       b.alu_imm(k, vta::AluOp::Shr, 3);
     }
   }
-  UopBench u(b.stream());
+  UopBench u(b.stream(), config);
   set_kernels(u.sim, state, kernels);
   std::uint64_t uops = 0;
   for (auto _ : state) uops += u.sim.run(u.prog).counters.alu_uops;
@@ -132,6 +132,10 @@ const int alu_add_registered = register_per_kernels(
 const int alu_shr_registered = register_per_kernels(
     "BM_VtaSimAluShrImm",
     [](benchmark::State& state, const std::string& k) { BM_VtaSimAlu(state, true, k); });
+const int alu_shr_pynq_registered = register_per_kernels(
+    "BM_VtaSimAluShrImmPynq", [](benchmark::State& state, const std::string& k) {
+      BM_VtaSimAlu(state, true, k, vta::preset("pynq"));
+    });
 
 // C[M, N] = int8(max(A[M, K] x W[N, K]^T, 0)), rows symbolic and blocked by 512 (as the stream
 // test in tests/vta_lower builds it).
