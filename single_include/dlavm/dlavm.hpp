@@ -25686,12 +25686,22 @@ inline std::int64_t packed_state_bytes(const PackedStateShape& s, std::int64_t l
   return g.products * g.n_tiles * g.k_tiles * s.rows * s.cols * s.width;
 }
 
+// append_packed's default listener: nothing to follow.
+struct NoWrites {
+  constexpr void operator()(std::int64_t, std::int64_t) const {}
+};
+
 // Writes `count` positions (`rows`: the state's shape with `count` along its growing dim,
 // row-major, `width` bytes each) after the held[0] positions, the tiles laid out for held[0] +
 // count first (the buffer must hold packed_state_bytes of that many); then held[1] and held[2]
 // are held[0] + count, and the caller advances held[0] once the run has succeeded.
+// `wrote(offset, bytes)` hears of every element written in place (a copy of the bytes kept
+// elsewhere follows them with those); moving the held tiles, when the new positions need another
+// tile, is not reported: the caller sees it in the size (packed_state_bytes of held[1] before
+// and of the new length after).
+template <class Wrote = NoWrites>
 inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::int64_t count,
-                          std::int64_t* held, const PackedStateShape& s) {
+                          std::int64_t* held, const PackedStateShape& s, Wrote&& wrote = {}) {
   const std::int64_t length = held[0] + count;
   detail::lay_out_packed(packed, s, held[1], length);
   held[1] = length;
@@ -25703,11 +25713,13 @@ inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::i
   detail::for_each_packed(s, length, length, held[2] < end ? held[2] : end,
                           [&](const std::int64_t*, std::int64_t at) {
                             std::memset(packed + at, 0, static_cast<std::size_t>(s.width));
+                            wrote(at, s.width);
                           });
   held[2] = length;
   std::int64_t i = 0;
   detail::for_each_packed(s, length, held[0], length, [&](const std::int64_t*, std::int64_t at) {
     std::memcpy(packed + at, rows + i * s.width, static_cast<std::size_t>(s.width));
+    wrote(at, s.width);
     ++i;
   });
 }
@@ -39767,6 +39779,7 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 //                              {graph::Layout::Kind::MatmulWeight, 16, 16});
 //   cache.append(keys);      // keys [1, 8, T, 64]: bytes() holds T positions
 //   cache.commit();          // and length() is T
+//   for (auto w : cache.take_written()) ...  // copy bytes()[w.offset, + w.size) to the device
 //
 // Errors: rows of another dtype or shape than the state's (ShapeError naming both).
 
@@ -39806,12 +39819,25 @@ class AppendedState {
   void commit() { held_[0] = pending_; }
   // The packed array's DRAM bytes at the pending length (the length after append).
   std::span<const std::uint8_t> bytes() const { return bytes_; }
+  // The ranges of bytes() written since the last call, merged where they meet; all of bytes()
+  // after assign(), or once an append moved the held tiles (its positions needed another tile)
+  // or wrote more ranges than are worth listing. A copy of bytes() kept elsewhere (the device's,
+  // graph::Executor) that copied every earlier call's ranges matches bytes() once it copies
+  // these: a decode step's append writes a few bytes per tile, not the whole state.
+  struct ByteRange {
+    std::size_t offset = 0, size = 0;
+  };
+  std::vector<ByteRange> take_written();
   // The state as an array, and a whole new one (its length along the growing dim, the
   // other dims the state's).
   te::NDArray logical() const;
   void assign(const te::NDArray& state);
 
  private:
+  // Past this many ranges (a prefill's append, scattered over every tile), take_written gives
+  // the whole: one copy costs less than that many small ones.
+  static constexpr std::size_t kMaxWrittenRanges = 1024;
+
   void check_rows(const te::NDArray& rows, std::string_view what) const;
 
   DType dtype_;
@@ -39823,6 +39849,8 @@ class AppendedState {
   std::int64_t held_[3] = {};
   std::int64_t pending_ = 0;
   std::vector<std::uint8_t> bytes_;
+  bool written_all_ = true;  // nothing taken yet: all of it
+  std::vector<ByteRange> written_;
 };
 
 }  // namespace dlavm::graph
@@ -39899,11 +39927,37 @@ DLAVM_INLINE void AppendedState::append(const te::NDArray& rows) {
   const std::int64_t count = rows.shape()[axis_];
   const auto need =
       static_cast<std::size_t>(runtime::packed_state_bytes(packed_, held_[0] + count));
+  // bytes_ is laid out for held_[1] positions: another size, another tile count, and the held
+  // tiles move
+  if (need != bytes_.size()) written_all_ = true;
   if (bytes_.size() < need) bytes_.resize(need);
   const std::vector<std::uint8_t> data = vta::dram_bytes(rows);
-  runtime::append_packed(bytes_.data(), data.data(), count, held_, packed_);
+  runtime::append_packed(
+      bytes_.data(), data.data(), count, held_, packed_, [this](std::int64_t at, std::int64_t n) {
+        if (written_all_) return;
+        const auto offset = static_cast<std::size_t>(at);
+        if (!written_.empty() && written_.back().offset + written_.back().size == offset) {
+          written_.back().size += static_cast<std::size_t>(n);
+        } else if (written_.size() < kMaxWrittenRanges) {
+          written_.push_back({offset, static_cast<std::size_t>(n)});
+        } else {
+          written_all_ = true;  // a copy of everything is cheaper by then
+        }
+      });
   bytes_.resize(need);
   pending_ = held_[0] + count;
+}
+
+DLAVM_INLINE std::vector<AppendedState::ByteRange> AppendedState::take_written() {
+  std::vector<ByteRange> out;
+  if (written_all_) {
+    if (!bytes_.empty()) out.push_back({0, bytes_.size()});
+  } else {
+    out = std::move(written_);
+  }
+  written_.clear();
+  written_all_ = false;
+  return out;
 }
 
 DLAVM_INLINE te::NDArray AppendedState::logical() const {
@@ -39926,6 +39980,7 @@ DLAVM_INLINE void AppendedState::assign(const te::NDArray& state) {
   check_rows(state, "the array is");
   held_[0] = held_[1] = held_[2] = pending_ = 0;
   bytes_.clear();
+  written_all_ = true;
   append(state);
   commit();
 }
@@ -40425,7 +40480,11 @@ class Executor::Resident {
     return buffer(s.region).phys + static_cast<std::uint64_t>(s.offset);
   }
   void copy_in(const Storage& s, const void* data, std::size_t bytes) const {
-    dev_->copy_in(buffer(s.region), static_cast<std::size_t>(s.offset), data, bytes);
+    copy_in(s, 0, data, bytes);
+  }
+  // `bytes` at `offset` into the value's storage
+  void copy_in(const Storage& s, std::size_t offset, const void* data, std::size_t bytes) const {
+    dev_->copy_in(buffer(s.region), static_cast<std::size_t>(s.offset) + offset, data, bytes);
   }
   void copy_out(const Storage& s, void* data, std::size_t bytes) const {
     dev_->copy_out(buffer(s.region), static_cast<std::size_t>(s.offset), data, bytes);
@@ -40659,12 +40718,15 @@ class Executor::Run {
     to_device(s.output);
   }
 
-  // A run's new positions written into the packed bytes of a growing state, in device memory.
+  // A run's new positions written into the packed bytes of a growing state, in device memory:
+  // only the bytes the append wrote, unless it moved the held tiles.
   void append_step(std::size_t i) {
     const ModuleStep& s = m_.steps()[i];
     AppendedState& held = *e_.states_.appended[m_.appended_by(i)];
     held.append(host_array(s.inputs[0]));
-    r_.copy_in(m_.values()[s.output].storage, held.bytes().data(), held.bytes().size());
+    const auto& storage = m_.values()[s.output].storage;
+    for (const auto& w : held.take_written())
+      r_.copy_in(storage, w.offset, held.bytes().data() + w.offset, w.size);
     arrays_[s.output].reset();  // in device memory
   }
 

@@ -1,7 +1,8 @@
 // graph::AppendedState against its definition: after any sequence of appends (some never
 // committed, as after a run that failed), its bytes are those of the concatenated state,
 // permuted and packed as matmul_weight (graph::pack, vta::dram_bytes), and logical() is the
-// concatenation.
+// concatenation; a copy that follows take_written's ranges alone stays equal to its bytes, and
+// an append that moves no tile lists only the bytes it wrote.
 #include <dlavm/graph/appended_state.hpp>
 #include <dlavm/graph/layout.hpp>
 #include <dlavm/host/transform.hpp>
@@ -9,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
 
 namespace graph = dlavm::graph;
@@ -54,16 +56,39 @@ TEST_CASE("appended state: random appends equal packing the concatenated state")
     graph::AppendedState held(dtype, shape, axis, perm, layout, "cache");
     held.assign(state);
     REQUIRE(held.logical() == state);
+    // a copy kept as the executor keeps the device's: only the ranges take_written gives
+    std::vector<std::uint8_t> copy;
+    const auto follow = [&] {
+      const auto written = held.take_written();
+      copy.resize(held.bytes().size());
+      for (const auto& w : written) {
+        REQUIRE(w.offset + w.size <= copy.size());
+        std::copy_n(held.bytes().begin() + static_cast<std::ptrdiff_t>(w.offset), w.size,
+                    copy.begin() + static_cast<std::ptrdiff_t>(w.offset));
+      }
+      REQUIRE(std::equal(copy.begin(), copy.end(), held.bytes().begin()));
+      std::size_t total = 0;
+      for (const auto& w : written) total += w.size;
+      return total;
+    };
+    follow();
+    bool failed_before = false;
     for (int step = 0; step < 6; ++step) {
       std::vector<std::int64_t> rows_shape = shape;
       rows_shape[axis] = pick(0, 7);
       const auto rows = te::NDArray::random(dtype, rows_shape, 1000 * trial + step);
+      const auto size_before = held.bytes().size();
       held.append(rows);
+      const auto written = follow();
+      // no tile moved and nothing left over from a failed run: the new elements' bytes only
+      if (held.bytes().size() == size_before && !failed_before)
+        REQUIRE(written == static_cast<std::size_t>(rows.size()) * dtype.bytes());
       const te::NDArray* parts[] = {&state, &rows};
       const auto longer = host::concat(parts, {.axis = static_cast<std::int64_t>(axis)});
       const auto expected = packed_bytes(longer, perm, layout);
       REQUIRE(std::vector<std::uint8_t>(held.bytes().begin(), held.bytes().end()) == expected);
-      if (pick(0, 3) == 0) continue;  // a run that failed after its append: nothing changes
+      failed_before = pick(0, 3) == 0;
+      if (failed_before) continue;  // a run that failed after its append: nothing changes
       held.commit();
       state = longer;
       REQUIRE(held.length() == state.shape()[axis]);

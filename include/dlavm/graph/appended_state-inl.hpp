@@ -65,11 +65,37 @@ DLAVM_INLINE void AppendedState::append(const te::NDArray& rows) {
   const std::int64_t count = rows.shape()[axis_];
   const auto need =
       static_cast<std::size_t>(runtime::packed_state_bytes(packed_, held_[0] + count));
+  // bytes_ is laid out for held_[1] positions: another size, another tile count, and the held
+  // tiles move
+  if (need != bytes_.size()) written_all_ = true;
   if (bytes_.size() < need) bytes_.resize(need);
   const std::vector<std::uint8_t> data = vta::dram_bytes(rows);
-  runtime::append_packed(bytes_.data(), data.data(), count, held_, packed_);
+  runtime::append_packed(
+      bytes_.data(), data.data(), count, held_, packed_, [this](std::int64_t at, std::int64_t n) {
+        if (written_all_) return;
+        const auto offset = static_cast<std::size_t>(at);
+        if (!written_.empty() && written_.back().offset + written_.back().size == offset) {
+          written_.back().size += static_cast<std::size_t>(n);
+        } else if (written_.size() < kMaxWrittenRanges) {
+          written_.push_back({offset, static_cast<std::size_t>(n)});
+        } else {
+          written_all_ = true;  // a copy of everything is cheaper by then
+        }
+      });
   bytes_.resize(need);
   pending_ = held_[0] + count;
+}
+
+DLAVM_INLINE std::vector<AppendedState::ByteRange> AppendedState::take_written() {
+  std::vector<ByteRange> out;
+  if (written_all_) {
+    if (!bytes_.empty()) out.push_back({0, bytes_.size()});
+  } else {
+    out = std::move(written_);
+  }
+  written_.clear();
+  written_all_ = false;
+  return out;
 }
 
 DLAVM_INLINE te::NDArray AppendedState::logical() const {
@@ -92,6 +118,7 @@ DLAVM_INLINE void AppendedState::assign(const te::NDArray& state) {
   check_rows(state, "the array is");
   held_[0] = held_[1] = held_[2] = pending_ = 0;
   bytes_.clear();
+  written_all_ = true;
   append(state);
   commit();
 }

@@ -13,6 +13,7 @@
 //                              {graph::Layout::Kind::MatmulWeight, 16, 16});
 //   cache.append(keys);      // keys [1, 8, T, 64]: bytes() holds T positions
 //   cache.commit();          // and length() is T
+//   for (auto w : cache.take_written()) ...  // copy bytes()[w.offset, + w.size) to the device
 //
 // Errors: rows of another dtype or shape than the state's (ShapeError naming both).
 #pragma once
@@ -48,12 +49,25 @@ class AppendedState {
   void commit() { held_[0] = pending_; }
   // The packed array's DRAM bytes at the pending length (the length after append).
   std::span<const std::uint8_t> bytes() const { return bytes_; }
+  // The ranges of bytes() written since the last call, merged where they meet; all of bytes()
+  // after assign(), or once an append moved the held tiles (its positions needed another tile)
+  // or wrote more ranges than are worth listing. A copy of bytes() kept elsewhere (the device's,
+  // graph::Executor) that copied every earlier call's ranges matches bytes() once it copies
+  // these: a decode step's append writes a few bytes per tile, not the whole state.
+  struct ByteRange {
+    std::size_t offset = 0, size = 0;
+  };
+  std::vector<ByteRange> take_written();
   // The state as an array, and a whole new one (its length along the growing dim, the
   // other dims the state's).
   te::NDArray logical() const;
   void assign(const te::NDArray& state);
 
  private:
+  // Past this many ranges (a prefill's append, scattered over every tile), take_written gives
+  // the whole: one copy costs less than that many small ones.
+  static constexpr std::size_t kMaxWrittenRanges = 1024;
+
   void check_rows(const te::NDArray& rows, std::string_view what) const;
 
   DType dtype_;
@@ -65,6 +79,8 @@ class AppendedState {
   std::int64_t held_[3] = {};
   std::int64_t pending_ = 0;
   std::vector<std::uint8_t> bytes_;
+  bool written_all_ = true;  // nothing taken yet: all of it
+  std::vector<ByteRange> written_;
 };
 
 }  // namespace dlavm::graph

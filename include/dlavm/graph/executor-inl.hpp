@@ -93,7 +93,11 @@ class Executor::Resident {
     return buffer(s.region).phys + static_cast<std::uint64_t>(s.offset);
   }
   void copy_in(const Storage& s, const void* data, std::size_t bytes) const {
-    dev_->copy_in(buffer(s.region), static_cast<std::size_t>(s.offset), data, bytes);
+    copy_in(s, 0, data, bytes);
+  }
+  // `bytes` at `offset` into the value's storage
+  void copy_in(const Storage& s, std::size_t offset, const void* data, std::size_t bytes) const {
+    dev_->copy_in(buffer(s.region), static_cast<std::size_t>(s.offset) + offset, data, bytes);
   }
   void copy_out(const Storage& s, void* data, std::size_t bytes) const {
     dev_->copy_out(buffer(s.region), static_cast<std::size_t>(s.offset), data, bytes);
@@ -327,12 +331,15 @@ class Executor::Run {
     to_device(s.output);
   }
 
-  // A run's new positions written into the packed bytes of a growing state, in device memory.
+  // A run's new positions written into the packed bytes of a growing state, in device memory:
+  // only the bytes the append wrote, unless it moved the held tiles.
   void append_step(std::size_t i) {
     const ModuleStep& s = m_.steps()[i];
     AppendedState& held = *e_.states_.appended[m_.appended_by(i)];
     held.append(host_array(s.inputs[0]));
-    r_.copy_in(m_.values()[s.output].storage, held.bytes().data(), held.bytes().size());
+    const auto& storage = m_.values()[s.output].storage;
+    for (const auto& w : held.take_written())
+      r_.copy_in(storage, w.offset, held.bytes().data() + w.offset, w.size);
     arrays_[s.output].reset();  // in device memory
   }
 

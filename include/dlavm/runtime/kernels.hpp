@@ -243,12 +243,22 @@ inline std::int64_t packed_state_bytes(const PackedStateShape& s, std::int64_t l
   return g.products * g.n_tiles * g.k_tiles * s.rows * s.cols * s.width;
 }
 
+// append_packed's default listener: nothing to follow.
+struct NoWrites {
+  constexpr void operator()(std::int64_t, std::int64_t) const {}
+};
+
 // Writes `count` positions (`rows`: the state's shape with `count` along its growing dim,
 // row-major, `width` bytes each) after the held[0] positions, the tiles laid out for held[0] +
 // count first (the buffer must hold packed_state_bytes of that many); then held[1] and held[2]
 // are held[0] + count, and the caller advances held[0] once the run has succeeded.
+// `wrote(offset, bytes)` hears of every element written in place (a copy of the bytes kept
+// elsewhere follows them with those); moving the held tiles, when the new positions need another
+// tile, is not reported: the caller sees it in the size (packed_state_bytes of held[1] before
+// and of the new length after).
+template <class Wrote = NoWrites>
 inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::int64_t count,
-                          std::int64_t* held, const PackedStateShape& s) {
+                          std::int64_t* held, const PackedStateShape& s, Wrote&& wrote = {}) {
   const std::int64_t length = held[0] + count;
   detail::lay_out_packed(packed, s, held[1], length);
   held[1] = length;
@@ -260,11 +270,13 @@ inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::i
   detail::for_each_packed(s, length, length, held[2] < end ? held[2] : end,
                           [&](const std::int64_t*, std::int64_t at) {
                             std::memset(packed + at, 0, static_cast<std::size_t>(s.width));
+                            wrote(at, s.width);
                           });
   held[2] = length;
   std::int64_t i = 0;
   detail::for_each_packed(s, length, held[0], length, [&](const std::int64_t*, std::int64_t at) {
     std::memcpy(packed + at, rows + i * s.width, static_cast<std::size_t>(s.width));
+    wrote(at, s.width);
     ++i;
   });
 }
