@@ -86,6 +86,21 @@ BENCHMARK(BM_InstantiateDecodeMatmuls)->Arg(16)->Arg(256)->Arg(2047)->Unit(bench
 // constants VTA reads (packed weights and biases) once, and the keys and values of every
 // position once (the integer softmax adds its own traffic: the scores read three times, the
 // probabilities written, counted apart as softmax_dram_bytes).
+// One decode step (token 1), timed: its wall time and its host steps' time added to the sums
+// (the host steps' share of a step's wall time).
+struct DecodeClock {
+  double host_seconds = 0, run_seconds = 0;
+  void step(graph::Executor& exec, const graph::Module& mod, const te::NDArray& x) {
+    const auto t0 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(exec.run({{"x", x}}, {{"token", 1}}));
+    run_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (std::size_t i = 0; i < mod.steps().size(); ++i)
+      if (mod.steps()[i].kind != graph::ModuleStep::Kind::Vta)
+        host_seconds += exec.last_run().steps[i].host_seconds;
+  }
+  double host_share() const { return host_seconds / run_seconds; }
+};
+
 void BM_DecodeStepLlmLayer(benchmark::State& state) {
   const auto softmax = static_cast<models::llm::Softmax>(state.range(1));
   const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, softmax);
@@ -101,20 +116,15 @@ void BM_DecodeStepLlmLayer(benchmark::State& state) {
     exec.set_state("v_cache", cache);
   };
   reset();
-  exec.run({{"x", x}}, {{"token", 1}});      // the streams for these bindings, once
-  double host_seconds = 0, run_seconds = 0;  // the host steps' share of a step's wall time
+  exec.run({{"x", x}}, {{"token", 1}});  // the streams for these bindings, once
+  DecodeClock clock;
   for (auto _ : state) {
     state.PauseTiming();  // back to last_token cached positions
     reset();
     state.ResumeTiming();
-    const auto t0 = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(exec.run({{"x", x}}, {{"token", 1}}));
-    run_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (std::size_t i = 0; i < mod.steps().size(); ++i)
-      if (mod.steps()[i].kind != graph::ModuleStep::Kind::Vta)
-        host_seconds += exec.last_run().steps[i].host_seconds;
+    clock.step(exec, mod, x);
   }
-  state.counters["host_share"] = host_seconds / run_seconds;
+  state.counters["host_share"] = clock.host_share();
   std::int64_t minimum = 2 * 8 * (last + 1) * 64;
   for (const auto& s : mod.steps())
     if (s.kind == graph::ModuleStep::Kind::Vta)
@@ -156,24 +166,17 @@ void BM_DecodeRunLlmLayer(benchmark::State& state) {
   const auto x = te::NDArray::random(DType::int8(), {1, 1, 512}, 4);
   vta::SimDevice dev(target.env.config);
   graph::Executor exec(mod, dev);
-  double host_seconds = 0, run_seconds = 0;
+  DecodeClock clock;
   for (auto _ : state) {
     state.PauseTiming();
     exec.set_state("k_cache", cache);
     exec.set_state("v_cache", cache);
     state.ResumeTiming();
-    for (std::int64_t step = 0; step < kSteps; ++step) {
-      const auto t0 = std::chrono::steady_clock::now();
-      benchmark::DoNotOptimize(exec.run({{"x", x}}, {{"token", 1}}));
-      run_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      for (std::size_t i = 0; i < mod.steps().size(); ++i)
-        if (mod.steps()[i].kind != graph::ModuleStep::Kind::Vta)
-          host_seconds += exec.last_run().steps[i].host_seconds;
-    }
+    for (std::int64_t step = 0; step < kSteps; ++step) clock.step(exec, mod, x);
   }
-  state.counters["host_share"] = host_seconds / run_seconds;
+  state.counters["host_share"] = clock.host_share();
   state.counters["ms_per_step"] =
-      run_seconds * 1e3 / static_cast<double>(state.iterations() * kSteps);
+      clock.run_seconds * 1e3 / static_cast<double>(state.iterations() * kSteps);
 }
 BENCHMARK(BM_DecodeRunLlmLayer)
     ->Arg(0)
