@@ -12687,6 +12687,7 @@ DLAVM_INLINE Knobs Chooser::choose(const Workload& w, const KnobSpace& space) co
 //   kernel_begin(); loop_begin(extent, dst, src, wgt); push(dst, src, wgt);
 //   gemm(reset, acc, inp, wgt) / alu(op, use_imm, imm, dst, src) a GEMM or ALU micro-op kernel
 //   again(kernel, accesses)                                      a kernel written before
+//   gemm_again(memo, ...) / alu_again(memo, ...)                 a memoized site (KernelMemo)
 //
 // `param` indexes the program's parameters, whose byte addresses the replay is given; a region
 // indexes the program's on-chip regions (SramRegion), their hazard states the caller's array.
@@ -13444,6 +13445,47 @@ struct OpBuffer {
   std::size_t capacity = 0;
 };
 
+// What a kernel site of a generated replay (vta::replay_source) wrote the last time it was
+// entered, with the values of the loops around it that its fields read: entered again with the
+// same values, it writes the same instruction (Replay::gemm_again, alu_again) without
+// collecting and encoding its micro-ops, as the host's replay plan does.
+//
+//   if (k3.hit(i1)) { if (!r.gemm_again(k3, false, 5u, 7u, 9u)) return false; }
+//   else { k3.enter(r.writer(), i1); r.kernel_begin(); ...; if (!r.gemm(...)) return false;
+//          k3.leave(r.writer()); }
+template <std::size_t Keys>
+struct KernelMemo {
+  std::int64_t key[Keys + 1] = {};  // one more: no array of size zero
+  WrittenKernel written{};
+  std::size_t insns_before = 0;
+  bool valid = false, wrote = false;
+
+  template <class... K>
+  constexpr bool hit(K... k) const {
+    static_assert(sizeof...(K) == Keys, "a key per loop value the kernel reads");
+    const std::int64_t now[Keys + 1] = {static_cast<std::int64_t>(k)..., 0};
+    if (!valid) return false;
+    for (std::size_t i = 0; i < Keys; ++i)
+      if (key[i] != now[i]) return false;
+    return true;
+  }
+  template <class Writer, class... K>
+  constexpr void enter(const Writer& w, K... k) {
+    static_assert(sizeof...(K) == Keys, "a key per loop value the kernel reads");
+    const std::int64_t now[Keys + 1] = {static_cast<std::int64_t>(k)..., 0};
+    for (std::size_t i = 0; i < Keys; ++i) key[i] = now[i];
+    insns_before = w.size();
+    valid = false;
+  }
+  // After the kernel's gemm or alu call succeeded: a kernel with no iterations wrote nothing.
+  template <class Writer>
+  constexpr void leave(const Writer& w) {
+    wrote = w.size() != insns_before;
+    if (wrote) written = w.last_kernel();
+    valid = true;
+  }
+};
+
 template <class Storage, class Layout = DynamicLayout>
 class Replay {
  public:
@@ -13536,6 +13578,22 @@ class Replay {
   constexpr bool again(const WrittenKernel& k, const RegionAccess* accesses, std::size_t n) {
     return deps_.before(w_, Queue::Compute, accesses, n) && w_.again(k) &&
            after(Queue::Compute, accesses, n);
+  }
+
+  // A memoized GEMM kernel site entered with the values it was last entered with.
+  template <std::size_t K>
+  constexpr bool gemm_again(const KernelMemo<K>& m, bool reset, std::uint32_t acc,
+                            std::uint32_t inp, std::uint32_t wgt) {
+    if (!m.wrote) return ok();
+    const RegionAccess accesses[] = {{acc, true}, {inp, false}, {wgt, false}};
+    return again(m.written, accesses, reset ? 1 : 3);
+  }
+  // A memoized ALU kernel site entered with the values it was last entered with.
+  template <std::size_t K>
+  constexpr bool alu_again(const KernelMemo<K>& m, std::uint32_t dst, std::uint32_t src) {
+    if (!m.wrote) return ok();
+    const RegionAccess accesses[] = {{dst, true}, {src, false}};
+    return again(m.written, accesses, 2);
   }
 
   // An ALU kernel: dst = op(dst, src), or op(dst, imm).
@@ -22685,9 +22743,12 @@ constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t siz
 // (Layout: runtime::StaticLayout<kLayout> in firmware, where the layout is a constant) calls the
 // same runtime::Replay methods with the same values the host computes, the index expressions of
 // symbolic fields compiled by the firmware's own compiler, so it writes the same words
-// (tests/deploy checks them for many dim values). It needs only <dlavm/runtime/replay.hpp>, is
-// C++17 and allocation-free, and can run in a constant expression: a program without symbolic dims
-// is a constant stream.
+// (tests/deploy checks them for many dim values). A micro-op kernel inside loops is memoized
+// (runtime::KernelMemo) on the values of those loops its fields read, computed before it:
+// entered again with the same values, it writes its instruction again without collecting and
+// encoding its micro-ops, as the host's replay plan does. It needs only
+// <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
+// expression: a program without symbolic dims is a constant stream.
 //
 //   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`
 //   std::string code = vta::replay_source(prog, "replay_fc1", dims);
@@ -22837,7 +22898,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
          extent);
     ++depth_;
+    if (!in_kernel_) loop_ids_.push_back(n.var.id());
     visit(n.body);
+    if (!in_kernel_) loop_ids_.pop_back();
     --depth_;
     line("}}");
     names_.erase(n.var.id());
@@ -22863,21 +22926,54 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (n.key != intrin::uop_kernel) return tir::StmtVisitor<ReplayPrinter>::visit_attr(n, s);
     const te::CallNode* call = kernel_call(n.body);
     if (call == nullptr) return;  // no micro-op: the kernel writes nothing
-    line("r.kernel_begin();");
-    in_kernel_ = true;
-    visit(n.body);
-    in_kernel_ = false;
     const auto& c = *call;
-    if (c.name == intrin::alu) {
-      line("if (!r.alu(dlavm::runtime::AluOp({}), {} != 0, {}, {}u, {}u)) return false;",
-           value(c.args[0]), value(c.args[1]), value(c.args[2]), region(c.buffers[0]),
-           region(c.buffers[1]));
-    } else if (c.name == intrin::gemm_reset) {
-      line("if (!r.gemm(true, {}u, 0u, 0u)) return false;", region(c.buffers[0]));
-    } else {
-      line("if (!r.gemm(false, {}u, {}u, {}u)) return false;", region(c.buffers[0]),
-           region(c.buffers[1]), region(c.buffers[2]));
+    if (loop_ids_.empty()) {  // entered once per replay: nothing to memoize
+      kernel(n, c);
+      return;
     }
+    // A kernel inside loops is memoized (KernelMemo) on the values of those loops its fields
+    // read, computed before it: the body is printed first, to learn which those are.
+    const int site = kernels_;
+    fmt::memory_buffer outside = std::move(out);
+    out = fmt::memory_buffer();
+    keys_.assign(loop_ids_.size(), false);
+    hoisted_.clear();
+    ++depth_;
+    kernel(n, c);
+    --depth_;
+    ++kernels_;
+    fmt::memory_buffer body = std::move(out);
+    out = std::move(outside);
+    std::string keys;
+    const auto key = [&](const std::string& k) { keys += (keys.empty() ? "" : ", ") + k; };
+    for (std::size_t j = 0; j < hoisted_.size(); ++j) {
+      line("const std::int64_t k{}_{} = {};", site, j, hoisted_[j]);
+      key(fmt::format("k{}_{}", site, j));
+    }
+    std::size_t count = hoisted_.size();
+    for (std::size_t k = 0; k < loop_ids_.size(); ++k)
+      if (keys_[k]) {
+        key(names_[loop_ids_[k]]);
+        ++count;
+      }
+    memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}> k{}{{}};\n", count, site);
+    keys_.clear();
+    hoisted_.clear();
+    line("if (k{}.hit({})) {{", site, keys);
+    if (c.name == intrin::alu)
+      line("  if (!r.alu_again(k{}, {}u, {}u)) return false;", site, region(c.buffers[0]),
+           region(c.buffers[1]));
+    else if (c.name == intrin::gemm_reset)
+      line("  if (!r.gemm_again(k{}, true, {}u, 0u, 0u)) return false;", site,
+           region(c.buffers[0]));
+    else
+      line("  if (!r.gemm_again(k{}, false, {}u, {}u, {}u)) return false;", site,
+           region(c.buffers[0]), region(c.buffers[1]), region(c.buffers[2]));
+    line("}} else {{");
+    line("  k{}.enter(r.writer(){}{});", site, keys.empty() ? "" : ", ", keys);
+    out.append(body.data(), body.data() + body.size());
+    line("  k{}.leave(r.writer());", site);
+    line("}}");
   }
   void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
     const auto* call = n.value.as<te::CallNode>();
@@ -22918,13 +23014,14 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     }
   }
 
-  // The variables the code reads: `const std::int64_t dim = dims[k];` for each dim used.
+  // The variables the code reads: `const std::int64_t dim = dims[k];` for each dim used;
+  // then the kernel sites' memos.
   std::string prologue() const {
     std::string s;
     for (std::size_t k = 0; k < dims_.size(); ++k)
       if (used_[k])
         s += fmt::format("  const std::int64_t d{} = dims[{}];  // {}\n", k, k, dims_[k]);
-    return s;
+    return s + memos_;
   }
 
  private:
@@ -22936,8 +23033,19 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
 
   std::string index(const ne::Expr& e) {
-    return cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
-      if (const auto it = names_.find(v.id); it != names_.end()) return it->second;
+    std::vector<std::size_t> outer;  // the loops around the kernel being printed it reads
+    bool inner = false;              // and whether it reads a loop inside that kernel
+    std::string code = cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
+      if (const auto it = names_.find(v.id); it != names_.end()) {
+        bool around = false;
+        for (std::size_t k = 0; k < keys_.size(); ++k)
+          if (loop_ids_[k] == v.id) {
+            outer.push_back(k);
+            around = true;
+          }
+        inner = inner || !around;
+        return it->second;
+      }
       for (std::size_t k = 0; k < dims_.size(); ++k)
         if (dims_[k] == v.name) {
           used_.resize(dims_.size());
@@ -22949,6 +23057,16 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
           "(given: {})",
           prog_.name(), v.name, fmt::join(dims_, ", "));
     });
+    if (outer.empty()) return code;
+    if (inner) {  // varies inside the kernel: the loops it reads around it are its memo's keys
+      for (const std::size_t k : outer) keys_[k] = true;
+      return code;
+    }
+    // a value of the loops around the kernel alone: computed before it, a key of its memo
+    const auto it = std::find(hoisted_.begin(), hoisted_.end(), code);
+    const auto j = static_cast<std::size_t>(it - hoisted_.begin());
+    if (it == hoisted_.end()) hoisted_.push_back(code);
+    return fmt::format("k{}_{}", kernels_, j);
   }
   std::string value(const te::Expr& e) {
     if (const auto* c = e.as<te::IntImmNode>()) return cpp_expr(ne::Expr(c->value), {});
@@ -22968,6 +23086,24 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::uint32_t region(const te::Buffer& b) const { return prog_.region_of(b.get()); }
   std::size_t param(const te::Buffer& b) const { return prog_.param_index(b.get()); }
 
+  // A micro-op kernel's statements: its loops and micro-ops collected, then its instruction.
+  void kernel(const tir::AttrNode& n, const te::CallNode& c) {
+    line("r.kernel_begin();");
+    in_kernel_ = true;
+    visit(n.body);
+    in_kernel_ = false;
+    if (c.name == intrin::alu) {
+      line("if (!r.alu(dlavm::runtime::AluOp({}), {} != 0, {}, {}u, {}u)) return false;",
+           value(c.args[0]), value(c.args[1]), value(c.args[2]), region(c.buffers[0]),
+           region(c.buffers[1]));
+    } else if (c.name == intrin::gemm_reset) {
+      line("if (!r.gemm(true, {}u, 0u, 0u)) return false;", region(c.buffers[0]));
+    } else {
+      line("if (!r.gemm(false, {}u, {}u, {}u)) return false;", region(c.buffers[0]),
+           region(c.buffers[1]), region(c.buffers[2]));
+    }
+  }
+
   static const te::CallNode* kernel_call(const tir::Stmt& body) {
     struct Find : tir::StmtVisitor<Find> {
       const te::CallNode* call = nullptr;
@@ -22986,7 +23122,11 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::span<const std::string> dims_;
   std::vector<bool> used_;
   std::unordered_map<std::uint64_t, std::string> names_;
-  int loops_ = 0, depth_ = 1;
+  std::vector<std::uint64_t> loop_ids_;  // the loops open outside any kernel, outermost first
+  std::vector<bool> keys_;               // which of them the kernel being printed reads
+  std::vector<std::string> hoisted_;     // its values that only those loops (and dims) give
+  std::string memos_;                    // the kernel sites' memo declarations
+  int loops_ = 0, depth_ = 1, kernels_ = 0;
   bool in_kernel_ = false;
 };
 

@@ -9,6 +9,7 @@
 //   kernel_begin(); loop_begin(extent, dst, src, wgt); push(dst, src, wgt);
 //   gemm(reset, acc, inp, wgt) / alu(op, use_imm, imm, dst, src) a GEMM or ALU micro-op kernel
 //   again(kernel, accesses)                                      a kernel written before
+//   gemm_again(memo, ...) / alu_again(memo, ...)                 a memoized site (KernelMemo)
 //
 // `param` indexes the program's parameters, whose byte addresses the replay is given; a region
 // indexes the program's on-chip regions (SramRegion), their hazard states the caller's array.
@@ -47,6 +48,47 @@ struct ElemBytes {
 struct OpBuffer {
   UopOp* data = nullptr;
   std::size_t capacity = 0;
+};
+
+// What a kernel site of a generated replay (vta::replay_source) wrote the last time it was
+// entered, with the values of the loops around it that its fields read: entered again with the
+// same values, it writes the same instruction (Replay::gemm_again, alu_again) without
+// collecting and encoding its micro-ops, as the host's replay plan does.
+//
+//   if (k3.hit(i1)) { if (!r.gemm_again(k3, false, 5u, 7u, 9u)) return false; }
+//   else { k3.enter(r.writer(), i1); r.kernel_begin(); ...; if (!r.gemm(...)) return false;
+//          k3.leave(r.writer()); }
+template <std::size_t Keys>
+struct KernelMemo {
+  std::int64_t key[Keys + 1] = {};  // one more: no array of size zero
+  WrittenKernel written{};
+  std::size_t insns_before = 0;
+  bool valid = false, wrote = false;
+
+  template <class... K>
+  constexpr bool hit(K... k) const {
+    static_assert(sizeof...(K) == Keys, "a key per loop value the kernel reads");
+    const std::int64_t now[Keys + 1] = {static_cast<std::int64_t>(k)..., 0};
+    if (!valid) return false;
+    for (std::size_t i = 0; i < Keys; ++i)
+      if (key[i] != now[i]) return false;
+    return true;
+  }
+  template <class Writer, class... K>
+  constexpr void enter(const Writer& w, K... k) {
+    static_assert(sizeof...(K) == Keys, "a key per loop value the kernel reads");
+    const std::int64_t now[Keys + 1] = {static_cast<std::int64_t>(k)..., 0};
+    for (std::size_t i = 0; i < Keys; ++i) key[i] = now[i];
+    insns_before = w.size();
+    valid = false;
+  }
+  // After the kernel's gemm or alu call succeeded: a kernel with no iterations wrote nothing.
+  template <class Writer>
+  constexpr void leave(const Writer& w) {
+    wrote = w.size() != insns_before;
+    if (wrote) written = w.last_kernel();
+    valid = true;
+  }
 };
 
 template <class Storage, class Layout = DynamicLayout>
@@ -141,6 +183,22 @@ class Replay {
   constexpr bool again(const WrittenKernel& k, const RegionAccess* accesses, std::size_t n) {
     return deps_.before(w_, Queue::Compute, accesses, n) && w_.again(k) &&
            after(Queue::Compute, accesses, n);
+  }
+
+  // A memoized GEMM kernel site entered with the values it was last entered with.
+  template <std::size_t K>
+  constexpr bool gemm_again(const KernelMemo<K>& m, bool reset, std::uint32_t acc,
+                            std::uint32_t inp, std::uint32_t wgt) {
+    if (!m.wrote) return ok();
+    const RegionAccess accesses[] = {{acc, true}, {inp, false}, {wgt, false}};
+    return again(m.written, accesses, reset ? 1 : 3);
+  }
+  // A memoized ALU kernel site entered with the values it was last entered with.
+  template <std::size_t K>
+  constexpr bool alu_again(const KernelMemo<K>& m, std::uint32_t dst, std::uint32_t src) {
+    if (!m.wrote) return ok();
+    const RegionAccess accesses[] = {{dst, true}, {src, false}};
+    return again(m.written, accesses, 2);
   }
 
   // An ALU kernel: dst = op(dst, src), or op(dst, imm).

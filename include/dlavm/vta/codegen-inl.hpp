@@ -103,7 +103,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
          extent);
     ++depth_;
+    if (!in_kernel_) loop_ids_.push_back(n.var.id());
     visit(n.body);
+    if (!in_kernel_) loop_ids_.pop_back();
     --depth_;
     line("}}");
     names_.erase(n.var.id());
@@ -129,21 +131,54 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (n.key != intrin::uop_kernel) return tir::StmtVisitor<ReplayPrinter>::visit_attr(n, s);
     const te::CallNode* call = kernel_call(n.body);
     if (call == nullptr) return;  // no micro-op: the kernel writes nothing
-    line("r.kernel_begin();");
-    in_kernel_ = true;
-    visit(n.body);
-    in_kernel_ = false;
     const auto& c = *call;
-    if (c.name == intrin::alu) {
-      line("if (!r.alu(dlavm::runtime::AluOp({}), {} != 0, {}, {}u, {}u)) return false;",
-           value(c.args[0]), value(c.args[1]), value(c.args[2]), region(c.buffers[0]),
-           region(c.buffers[1]));
-    } else if (c.name == intrin::gemm_reset) {
-      line("if (!r.gemm(true, {}u, 0u, 0u)) return false;", region(c.buffers[0]));
-    } else {
-      line("if (!r.gemm(false, {}u, {}u, {}u)) return false;", region(c.buffers[0]),
-           region(c.buffers[1]), region(c.buffers[2]));
+    if (loop_ids_.empty()) {  // entered once per replay: nothing to memoize
+      kernel(n, c);
+      return;
     }
+    // A kernel inside loops is memoized (KernelMemo) on the values of those loops its fields
+    // read, computed before it: the body is printed first, to learn which those are.
+    const int site = kernels_;
+    fmt::memory_buffer outside = std::move(out);
+    out = fmt::memory_buffer();
+    keys_.assign(loop_ids_.size(), false);
+    hoisted_.clear();
+    ++depth_;
+    kernel(n, c);
+    --depth_;
+    ++kernels_;
+    fmt::memory_buffer body = std::move(out);
+    out = std::move(outside);
+    std::string keys;
+    const auto key = [&](const std::string& k) { keys += (keys.empty() ? "" : ", ") + k; };
+    for (std::size_t j = 0; j < hoisted_.size(); ++j) {
+      line("const std::int64_t k{}_{} = {};", site, j, hoisted_[j]);
+      key(fmt::format("k{}_{}", site, j));
+    }
+    std::size_t count = hoisted_.size();
+    for (std::size_t k = 0; k < loop_ids_.size(); ++k)
+      if (keys_[k]) {
+        key(names_[loop_ids_[k]]);
+        ++count;
+      }
+    memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}> k{}{{}};\n", count, site);
+    keys_.clear();
+    hoisted_.clear();
+    line("if (k{}.hit({})) {{", site, keys);
+    if (c.name == intrin::alu)
+      line("  if (!r.alu_again(k{}, {}u, {}u)) return false;", site, region(c.buffers[0]),
+           region(c.buffers[1]));
+    else if (c.name == intrin::gemm_reset)
+      line("  if (!r.gemm_again(k{}, true, {}u, 0u, 0u)) return false;", site,
+           region(c.buffers[0]));
+    else
+      line("  if (!r.gemm_again(k{}, false, {}u, {}u, {}u)) return false;", site,
+           region(c.buffers[0]), region(c.buffers[1]), region(c.buffers[2]));
+    line("}} else {{");
+    line("  k{}.enter(r.writer(){}{});", site, keys.empty() ? "" : ", ", keys);
+    out.append(body.data(), body.data() + body.size());
+    line("  k{}.leave(r.writer());", site);
+    line("}}");
   }
   void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
     const auto* call = n.value.as<te::CallNode>();
@@ -184,13 +219,14 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     }
   }
 
-  // The variables the code reads: `const std::int64_t dim = dims[k];` for each dim used.
+  // The variables the code reads: `const std::int64_t dim = dims[k];` for each dim used;
+  // then the kernel sites' memos.
   std::string prologue() const {
     std::string s;
     for (std::size_t k = 0; k < dims_.size(); ++k)
       if (used_[k])
         s += fmt::format("  const std::int64_t d{} = dims[{}];  // {}\n", k, k, dims_[k]);
-    return s;
+    return s + memos_;
   }
 
  private:
@@ -202,8 +238,19 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
 
   std::string index(const ne::Expr& e) {
-    return cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
-      if (const auto it = names_.find(v.id); it != names_.end()) return it->second;
+    std::vector<std::size_t> outer;  // the loops around the kernel being printed it reads
+    bool inner = false;              // and whether it reads a loop inside that kernel
+    std::string code = cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
+      if (const auto it = names_.find(v.id); it != names_.end()) {
+        bool around = false;
+        for (std::size_t k = 0; k < keys_.size(); ++k)
+          if (loop_ids_[k] == v.id) {
+            outer.push_back(k);
+            around = true;
+          }
+        inner = inner || !around;
+        return it->second;
+      }
       for (std::size_t k = 0; k < dims_.size(); ++k)
         if (dims_[k] == v.name) {
           used_.resize(dims_.size());
@@ -215,6 +262,16 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
           "(given: {})",
           prog_.name(), v.name, fmt::join(dims_, ", "));
     });
+    if (outer.empty()) return code;
+    if (inner) {  // varies inside the kernel: the loops it reads around it are its memo's keys
+      for (const std::size_t k : outer) keys_[k] = true;
+      return code;
+    }
+    // a value of the loops around the kernel alone: computed before it, a key of its memo
+    const auto it = std::find(hoisted_.begin(), hoisted_.end(), code);
+    const auto j = static_cast<std::size_t>(it - hoisted_.begin());
+    if (it == hoisted_.end()) hoisted_.push_back(code);
+    return fmt::format("k{}_{}", kernels_, j);
   }
   std::string value(const te::Expr& e) {
     if (const auto* c = e.as<te::IntImmNode>()) return cpp_expr(ne::Expr(c->value), {});
@@ -234,6 +291,24 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::uint32_t region(const te::Buffer& b) const { return prog_.region_of(b.get()); }
   std::size_t param(const te::Buffer& b) const { return prog_.param_index(b.get()); }
 
+  // A micro-op kernel's statements: its loops and micro-ops collected, then its instruction.
+  void kernel(const tir::AttrNode& n, const te::CallNode& c) {
+    line("r.kernel_begin();");
+    in_kernel_ = true;
+    visit(n.body);
+    in_kernel_ = false;
+    if (c.name == intrin::alu) {
+      line("if (!r.alu(dlavm::runtime::AluOp({}), {} != 0, {}, {}u, {}u)) return false;",
+           value(c.args[0]), value(c.args[1]), value(c.args[2]), region(c.buffers[0]),
+           region(c.buffers[1]));
+    } else if (c.name == intrin::gemm_reset) {
+      line("if (!r.gemm(true, {}u, 0u, 0u)) return false;", region(c.buffers[0]));
+    } else {
+      line("if (!r.gemm(false, {}u, {}u, {}u)) return false;", region(c.buffers[0]),
+           region(c.buffers[1]), region(c.buffers[2]));
+    }
+  }
+
   static const te::CallNode* kernel_call(const tir::Stmt& body) {
     struct Find : tir::StmtVisitor<Find> {
       const te::CallNode* call = nullptr;
@@ -252,7 +327,11 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::span<const std::string> dims_;
   std::vector<bool> used_;
   std::unordered_map<std::uint64_t, std::string> names_;
-  int loops_ = 0, depth_ = 1;
+  std::vector<std::uint64_t> loop_ids_;  // the loops open outside any kernel, outermost first
+  std::vector<bool> keys_;               // which of them the kernel being printed reads
+  std::vector<std::string> hoisted_;     // its values that only those loops (and dims) give
+  std::string memos_;                    // the kernel sites' memo declarations
+  int loops_ = 0, depth_ = 1, kernels_ = 0;
   bool in_kernel_ = false;
 };
 

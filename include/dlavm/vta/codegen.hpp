@@ -7,9 +7,12 @@
 // (Layout: runtime::StaticLayout<kLayout> in firmware, where the layout is a constant) calls the
 // same runtime::Replay methods with the same values the host computes, the index expressions of
 // symbolic fields compiled by the firmware's own compiler, so it writes the same words
-// (tests/deploy checks them for many dim values). It needs only <dlavm/runtime/replay.hpp>, is
-// C++17 and allocation-free, and can run in a constant expression: a program without symbolic dims
-// is a constant stream.
+// (tests/deploy checks them for many dim values). A micro-op kernel inside loops is memoized
+// (runtime::KernelMemo) on the values of those loops its fields read, computed before it:
+// entered again with the same values, it writes its instruction again without collecting and
+// encoding its micro-ops, as the host's replay plan does. It needs only
+// <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
+// expression: a program without symbolic dims is a constant stream.
 //
 //   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`
 //   std::string code = vta::replay_source(prog, "replay_fc1", dims);
