@@ -25,11 +25,12 @@ status=0
 cd "$cache"
 
 failed=0
+ocr=ocr/package/assets
+ww=wakeword/package/models
 # The quantizer's run (below) reads only its model and writes only its report: it runs beside the
 # checks, on the second core, instead of after them (a third of the test's time).
 quantized=$(mktemp)
-"$quantizer" "$cache/ocr/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx" x 1x3x48x192 100 \
-  1000 text >"$quantized" 2>&1 &
+"$quantizer" $ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx x 1x3x48x192 100 1000 text >"$quantized" 2>&1 &
 quantizer_pid=$!
 trap 'kill "$quantizer_pid" 2>/dev/null || true; rm -f "$quantized"' EXIT
 
@@ -62,8 +63,6 @@ check() {
   fi
 }
 
-ocr=ocr/package/assets
-ww=wakeword/package/models
 check ocr-cls $ocr/ch_ppocr_mobile_v2.0_cls_infer.onnx --dim p2o.DynamicDimension.0=1:8:2 \
   --dim p2o.DynamicDimension.1=48:48:48 --dim p2o.DynamicDimension.2=64:1280:192 \
   --input x=2x3x48x192
