@@ -3175,12 +3175,16 @@ DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
 // model run after the first reuses the memory of the one before instead of taking fresh pages
 // from the operating system each time (a float CNN on the host allocates every activation anew:
 // before the cache, page faults and the kernel's zeroing of new pages were a third of its
-// time). Blocks below kMinBytes go straight to operator new; the cache holds at most
-// kMaxCachedBytes and frees the rest. Under AddressSanitizer it caches nothing, so that a use
-// after free is still reported.
+// time). A block's size is rounded up to one of eight classes per power of two (at most an
+// eighth more), so that arrays whose size changes a little from run to run share blocks: a
+// decode step's scores grow by one key a step, and each step took fresh pages for them.
+// Blocks below kMinBytes go straight to operator new; the cache holds at most kMaxCachedBytes
+// and frees the rest. Under AddressSanitizer it caches nothing and rounds nothing, so that a
+// use after free or an overflow is still reported.
 //
 //   std::vector<float, te::CachingAllocator<float>> v(1 << 20);   // 4 MiB, cached when freed
 
+#include <bit>
 #include <cstddef>
 #include <map>
 #include <new>
@@ -3203,18 +3207,26 @@ class BlockCache {
     for (auto& [bytes, p] : free_) ::operator delete(p, bytes, kAlignment);
   }
 
+  // The size of the block that holds `bytes` (the caller's size when nothing is cached).
+  static constexpr std::size_t block_size(std::size_t bytes) {
+    if (bytes < kMinBytes || !enabled()) return bytes;
+    const std::size_t step = std::size_t{1} << (std::bit_width(bytes) - 4);  // 1/8 of the power
+    return (bytes + step - 1) & ~(step - 1);
+  }
+
   static void* allocate(std::size_t bytes) {
+    const std::size_t size = block_size(bytes);
     if (bytes >= kMinBytes && enabled()) {
       auto& c = instance();
-      const auto it = c.free_.find(bytes);
+      const auto it = c.free_.find(size);
       if (it != c.free_.end()) {
         void* p = it->second;
         c.free_.erase(it);
-        c.cached_ -= bytes;
+        c.cached_ -= size;
         return p;
       }
     }
-    return ::operator new(bytes, kAlignment);
+    return ::operator new(size, kAlignment);
   }
 
   // Whether freed blocks are kept (not under AddressSanitizer), and how many bytes this thread
@@ -3223,16 +3235,17 @@ class BlockCache {
   static std::size_t cached_bytes() { return alive() ? instance().cached_ : 0; }
 
   static void deallocate(void* p, std::size_t bytes) {
+    const std::size_t size = block_size(bytes);
     // (a block freed after its thread's cache is gone, at exit, goes back at once)
     if (bytes >= kMinBytes && enabled() && alive()) {
       auto& c = instance();
-      if (c.cached_ + bytes <= kMaxCachedBytes) {
-        c.free_.emplace(bytes, p);
-        c.cached_ += bytes;
+      if (c.cached_ + size <= kMaxCachedBytes) {
+        c.free_.emplace(size, p);
+        c.cached_ += size;
         return;
       }
     }
-    ::operator delete(p, bytes, kAlignment);
+    ::operator delete(p, size, kAlignment);
   }
 
  private:
@@ -10385,15 +10398,6 @@ inline std::array<std::int64_t, 3> as_products(std::span<const std::int64_t> s) 
   return {products, s[s.size() - 2], s[s.size() - 1]};
 }
 
-// The flat index of element (r, c) of product b in a batched layout's packed array of
-// `row_tiles` x `col_tiles` tiles per product: [products, row tiles, col tiles, R, T].
-inline std::size_t batched_index(const Layout& l, std::int64_t row_tiles, std::int64_t col_tiles,
-                                 std::int64_t b, std::int64_t r, std::int64_t c) {
-  return static_cast<std::size_t>(
-      (((b * row_tiles + r / l.rows) * col_tiles + c / l.cols) * l.rows + r % l.rows) * l.cols +
-      c % l.cols);
-}
-
 // Packs a BatchedMatrix value [.., M, C] (rows M) or a MatmulWeight value [.., K, N] (rows N,
 // transposed) in one pass: each product tiled, zero-padded, one after the other.
 inline te::NDArray pack_products(const te::NDArray& logical, const Layout& l) {
@@ -10405,13 +10409,32 @@ inline te::NDArray pack_products(const te::NDArray& logical, const Layout& l) {
   te::NDArray out(logical.dtype(), {products, row_tiles, col_tiles, l.rows, l.cols});
   const auto src = logical.data();
   auto dst = out.data();
-  // the source read in order: element (i, j) of product b is row i, column j of [M, C]
+  // the source read in order: element (i, j) of product b is row i, column j of [M, C]; the
+  // tile arithmetic once per row (and per tile), not per element: a decode step's scores and
+  // probabilities pass through here every step
+  const std::int64_t tile = l.rows * l.cols;
   std::size_t from = 0;
   for (std::int64_t b = 0; b < products; ++b)
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < c; ++j, ++from)
-        dst[weight ? batched_index(l, row_tiles, col_tiles, b, j, i)
-                   : batched_index(l, row_tiles, col_tiles, b, i, j)] = src[from];
+    for (std::int64_t i = 0; i < m; ++i) {
+      if (weight) {
+        // row i of [K, N] is column i of the packed [N, K]: one element per packed row
+        const std::int64_t at = (b * row_tiles * col_tiles + i / l.cols) * tile + i % l.cols;
+        for (std::int64_t jt = 0; jt < row_tiles; ++jt) {
+          const std::int64_t n = std::min(l.rows, c - jt * l.rows);
+          for (std::int64_t r = 0; r < n; ++r, ++from)
+            dst[static_cast<std::size_t>(at + (jt * col_tiles * tile) + r * l.cols)] = src[from];
+        }
+      } else {
+        // row i: a run of up to l.cols elements in each column tile
+        auto to =
+            dst.begin() + ((b * row_tiles + i / l.rows) * col_tiles * tile) + (i % l.rows) * l.cols;
+        for (std::int64_t jt = 0; jt < col_tiles; ++jt, to += tile) {
+          const std::int64_t n = std::min(l.cols, c - jt * l.cols);
+          std::copy_n(src.begin() + static_cast<std::ptrdiff_t>(from), n, to);
+          from += static_cast<std::size_t>(n);
+        }
+      }
+    }
   return out;
 }
 
@@ -10507,11 +10530,17 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
     te::NDArray out(packed.dtype(), logical_shape);
     const auto src = packed.data();
     auto dst = out.data();
-    std::size_t to = 0;
+    // row i of product b: a run of up to l.cols elements in each column tile (pack_products)
+    const std::int64_t tile = l.rows * l.cols;
+    auto to = dst.begin();
     for (std::int64_t b = 0; b < products; ++b)
-      for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t j = 0; j < c; ++j, ++to)
-          dst[to] = src[detail::batched_index(l, p[1], p[2], b, i, j)];
+      for (std::int64_t i = 0; i < m; ++i) {
+        auto from = src.begin() + ((b * p[1] + i / l.rows) * p[2] * tile) + (i % l.rows) * l.cols;
+        for (std::int64_t jt = 0; jt < p[2]; ++jt, from += tile) {
+          const std::int64_t n = std::min(l.cols, c - jt * l.cols);
+          to = std::copy_n(from, n, to);
+        }
+      }
     return out;
   }
   const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
@@ -21659,6 +21688,9 @@ Program build(schedule::Schedule& s, const std::vector<te::Tensor>& args, const 
 // begin dlavm/vta/program.hpp
 // end dlavm/vta/program.hpp
 
+#include <algorithm>
+#include <cstdint>
+
 namespace dlavm::vta {
 
 namespace detail {
@@ -21987,6 +22019,13 @@ DLAVM_INLINE std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
   const auto width = static_cast<std::size_t>(a.dtype().bytes());
   const auto data = a.data();
   std::vector<std::uint8_t> out(data.size() * width);
+  // the common widths as plain narrowing loops the compiler vectorizes (a decode step moves
+  // its scores and probabilities through here every step)
+  if (width == 1) {
+    std::transform(data.begin(), data.end(), out.begin(),
+                   [](std::int64_t v) { return static_cast<std::uint8_t>(v); });
+    return out;
+  }
   for (std::size_t i = 0; i < data.size(); ++i) {
     const auto v = static_cast<std::uint64_t>(data[i]);
     for (std::size_t b = 0; b < width; ++b)
@@ -22001,6 +22040,14 @@ DLAVM_INLINE void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArr
   if (bytes.size() < data.size() * width)
     raise<ValueError>("from_dram_bytes: {} bytes for {} elements of {}", bytes.size(), data.size(),
                       a.dtype());
+  if (a.dtype() == DType::int8() || a.dtype() == DType::uint8()) {
+    const bool is_signed = a.dtype() == DType::int8();
+    std::transform(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(data.size()),
+                   data.begin(), [is_signed](std::uint8_t b) {
+                     return is_signed ? std::int64_t{static_cast<std::int8_t>(b)} : std::int64_t{b};
+                   });
+    return;
+  }
   for (std::size_t i = 0; i < data.size(); ++i) {
     std::uint64_t v = 0;
     for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
@@ -31520,20 +31567,43 @@ void transpose_loops(const T* x, T* y, std::span<const std::int64_t> in_shape,
   const std::size_t rank = in_shape.size();
   std::vector<std::int64_t> in_stride(rank, 1);
   for (std::size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * in_shape[k];
-  // walk y in row-major order; the input offset moves by the permuted strides
-  std::vector<std::int64_t> out_shape(rank), stride(rank), index(rank, 0);
+  // y's dims in order with the input stride of each, dims of extent 1 dropped and neighbours
+  // that stay neighbours in x merged: [1, 8, 1, 2048] by (0, 2, 3, 1) is a 2048 x 8 transpose
+  std::vector<std::int64_t> shape, stride;
+  std::int64_t total = 1;
   for (std::size_t k = 0; k < rank; ++k) {
-    out_shape[k] = in_shape[perm[k]];
-    stride[k] = in_stride[perm[k]];
+    const std::int64_t n = in_shape[perm[k]], s = in_stride[perm[k]];
+    total *= n;
+    if (n == 1) continue;
+    if (!shape.empty() && stride.back() == s * n) {
+      shape.back() *= n;
+      stride.back() = s;
+    } else {
+      shape.push_back(n);
+      stride.push_back(s);
+    }
   }
-  const std::int64_t total = element_count(out_shape);
+  if (total == 0) return;
+  if (shape.empty()) {
+    y[0] = x[0];
+    return;
+  }
+  // y's rows of the last dim, each a strided run of x; the input offset of a row moves by the
+  // other dims' strides
+  const std::size_t outer = shape.size() - 1;
+  const std::int64_t n = shape.back(), step = stride.back();
+  std::vector<std::int64_t> index(outer, 0);
   std::int64_t offset = 0;
-  for (std::int64_t i = 0; i < total; ++i) {
-    y[i] = x[offset];
-    for (std::size_t d = rank; d-- > 0;) {
+  for (T* row = y; row != y + total; row += n) {
+    const T* from = x + offset;
+    if (step == 1)
+      std::copy_n(from, n, row);
+    else
+      for (std::int64_t j = 0; j < n; ++j) row[j] = from[j * step];
+    for (std::size_t d = outer; d-- > 0;) {
       offset += stride[d];
-      if (++index[d] < out_shape[d]) break;
-      offset -= stride[d] * out_shape[d];
+      if (++index[d] < shape[d]) break;
+      offset -= stride[d] * shape[d];
       index[d] = 0;
     }
   }

@@ -65,6 +65,45 @@ TEST_CASE("layout: element positions, padding and round trips over random shapes
   }
 }
 
+TEST_CASE("layout: batched matrices and matmul weights, element by element, random shapes") {
+  std::mt19937_64 rng(11);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::int64_t rows = pick(1, 4), cols = pick(1, 8);
+    const std::vector<std::int64_t> shape{pick(1, 3), pick(1, 3), pick(1, 20), pick(1, 20)};
+    const auto a = te::NDArray::random(DType::int8(), shape, static_cast<std::uint64_t>(trial));
+    const std::int64_t m = shape[2], c = shape[3];
+    const graph::Layout bm{Kind::BatchedMatrix, rows, cols};
+    const graph::Layout mw{Kind::MatmulWeight, rows, cols};
+    const auto p = graph::pack(a, bm);  // [products, M tiles, C tiles, R, T]
+    const auto w = graph::pack(a, mw);  // [products, N tiles, K tiles, R, T]: rows are columns
+    CHECK(p.shape() == std::vector<std::int64_t>{shape[0] * shape[1], (m + rows - 1) / rows,
+                                                 (c + cols - 1) / cols, rows, cols});
+    CHECK(w.shape() == std::vector<std::int64_t>{shape[0] * shape[1], (c + rows - 1) / rows,
+                                                 (m + cols - 1) / cols, rows, cols});
+    std::int64_t sum = 0;
+    for (std::int64_t b0 = 0; b0 < shape[0]; ++b0)
+      for (std::int64_t b1 = 0; b1 < shape[1]; ++b1)
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < c; ++j) {
+            const auto v = a.at({b0, b1, i, j});
+            const auto b = (b0 * shape[1]) + b1;
+            sum += v;
+            CHECK(p.at({b, i / rows, j / cols, i % rows, j % cols}) == v);
+            CHECK(w.at({b, j / rows, i / cols, j % rows, i % cols}) == v);
+          }
+    // the padding is zero: the packed arrays sum to the value's sum
+    std::int64_t packed_sum = 0, weight_sum = 0;
+    for (auto v : p.data()) packed_sum += v;
+    for (auto v : w.data()) weight_sum += v;
+    CHECK(packed_sum == sum);
+    CHECK(weight_sum == sum);
+    CHECK(graph::unpack(p, bm, shape) == a);
+  }
+}
+
 TEST_CASE("layout: unfolding a convolution's kernel width into the channels") {
   // x[n, c*KW + dx, y, j] = x[n, c, y, j*sw + dx - pl] (0 outside), then tiled as an activation
   const graph::Layout::Unfold u{.kw = 3, .stride = 2, .pad_left = 1, .pad_right = 1};

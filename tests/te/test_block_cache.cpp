@@ -28,8 +28,8 @@ TEST_CASE("block cache: a freed large block serves the next array of its size") 
   CHECK(b.fdata().data() == first);  // the same block
   CHECK(b.fdata()[7] == 0.0f);       // and zeros, as every new array
   CHECK(Cache::cached_bytes() == held - 256 * 256 * sizeof(float));
-  // another size takes another block; integers (int64 elements) use the cache too
-  te::NDArray c(DType::float32(), {255, 256});
+  // a size of another class takes another block; integers (int64 elements) use the cache too
+  te::NDArray c(DType::float32(), {200, 256});
   CHECK(c.fdata().data() != first);
   const std::int64_t* ints = nullptr;
   {
@@ -52,6 +52,27 @@ TEST_CASE("block cache: small blocks and blocks past the cap are not kept") {
   }
   CHECK(Cache::cached_bytes() <= Cache::kMaxCachedBytes);
   if (Cache::caching()) CHECK(Cache::cached_bytes() > before);
+}
+
+TEST_CASE("block cache: sizes within an eighth of each other share a block") {
+  // 256 KiB: blocks of 32 KiB steps; 255 x 256 floats (255 KiB) and 256 x 256 round up alike
+  CHECK(Cache::block_size(256 * 256 * 4) == (Cache::caching() ? 256 * 1024 : 256 * 256 * 4));
+  CHECK(Cache::block_size(255 * 256 * 4) == (Cache::caching() ? 256 * 1024 : 255 * 256 * 4));
+  CHECK(Cache::block_size((256 * 1024) + 1) ==
+        (Cache::caching() ? (256 + 32) * 1024 : (256 * 1024) + 1));
+  CHECK(Cache::block_size(100) == 100);  // small blocks are not cached: their own size
+  if (!Cache::caching()) return;
+  // a decode step's scores, one key longer each step: the step after reuses the block
+  const std::int64_t* first = nullptr;
+  {
+    te::NDArray a(DType::int8(), {1, 8, 1, 2047});
+    a.data()[5] = 9;
+    first = a.data().data();
+  }
+  te::NDArray b(DType::int8(), {1, 8, 1, 2048});
+  CHECK(b.data().data() == first);
+  CHECK(b.data()[5] == 0);  // zeros, as every new array
+  CHECK(b.data()[(8 * 2048) - 1] == 0);
 }
 
 }  // namespace block_cache_test

@@ -316,15 +316,6 @@ inline std::array<std::int64_t, 3> as_products(std::span<const std::int64_t> s) 
   return {products, s[s.size() - 2], s[s.size() - 1]};
 }
 
-// The flat index of element (r, c) of product b in a batched layout's packed array of
-// `row_tiles` x `col_tiles` tiles per product: [products, row tiles, col tiles, R, T].
-inline std::size_t batched_index(const Layout& l, std::int64_t row_tiles, std::int64_t col_tiles,
-                                 std::int64_t b, std::int64_t r, std::int64_t c) {
-  return static_cast<std::size_t>(
-      (((b * row_tiles + r / l.rows) * col_tiles + c / l.cols) * l.rows + r % l.rows) * l.cols +
-      c % l.cols);
-}
-
 // Packs a BatchedMatrix value [.., M, C] (rows M) or a MatmulWeight value [.., K, N] (rows N,
 // transposed) in one pass: each product tiled, zero-padded, one after the other.
 inline te::NDArray pack_products(const te::NDArray& logical, const Layout& l) {
@@ -336,13 +327,32 @@ inline te::NDArray pack_products(const te::NDArray& logical, const Layout& l) {
   te::NDArray out(logical.dtype(), {products, row_tiles, col_tiles, l.rows, l.cols});
   const auto src = logical.data();
   auto dst = out.data();
-  // the source read in order: element (i, j) of product b is row i, column j of [M, C]
+  // the source read in order: element (i, j) of product b is row i, column j of [M, C]; the
+  // tile arithmetic once per row (and per tile), not per element: a decode step's scores and
+  // probabilities pass through here every step
+  const std::int64_t tile = l.rows * l.cols;
   std::size_t from = 0;
   for (std::int64_t b = 0; b < products; ++b)
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < c; ++j, ++from)
-        dst[weight ? batched_index(l, row_tiles, col_tiles, b, j, i)
-                   : batched_index(l, row_tiles, col_tiles, b, i, j)] = src[from];
+    for (std::int64_t i = 0; i < m; ++i) {
+      if (weight) {
+        // row i of [K, N] is column i of the packed [N, K]: one element per packed row
+        const std::int64_t at = (b * row_tiles * col_tiles + i / l.cols) * tile + i % l.cols;
+        for (std::int64_t jt = 0; jt < row_tiles; ++jt) {
+          const std::int64_t n = std::min(l.rows, c - jt * l.rows);
+          for (std::int64_t r = 0; r < n; ++r, ++from)
+            dst[static_cast<std::size_t>(at + (jt * col_tiles * tile) + r * l.cols)] = src[from];
+        }
+      } else {
+        // row i: a run of up to l.cols elements in each column tile
+        auto to =
+            dst.begin() + ((b * row_tiles + i / l.rows) * col_tiles * tile) + (i % l.rows) * l.cols;
+        for (std::int64_t jt = 0; jt < col_tiles; ++jt, to += tile) {
+          const std::int64_t n = std::min(l.cols, c - jt * l.cols);
+          std::copy_n(src.begin() + static_cast<std::ptrdiff_t>(from), n, to);
+          from += static_cast<std::size_t>(n);
+        }
+      }
+    }
   return out;
 }
 
@@ -438,11 +448,17 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
     te::NDArray out(packed.dtype(), logical_shape);
     const auto src = packed.data();
     auto dst = out.data();
-    std::size_t to = 0;
+    // row i of product b: a run of up to l.cols elements in each column tile (pack_products)
+    const std::int64_t tile = l.rows * l.cols;
+    auto to = dst.begin();
     for (std::int64_t b = 0; b < products; ++b)
-      for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t j = 0; j < c; ++j, ++to)
-          dst[to] = src[detail::batched_index(l, p[1], p[2], b, i, j)];
+      for (std::int64_t i = 0; i < m; ++i) {
+        auto from = src.begin() + ((b * p[1] + i / l.rows) * p[2] * tile) + (i % l.rows) * l.cols;
+        for (std::int64_t jt = 0; jt < p[2]; ++jt, from += tile) {
+          const std::int64_t n = std::min(l.cols, c - jt * l.cols);
+          to = std::copy_n(from, n, to);
+        }
+      }
     return out;
   }
   const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});

@@ -44,20 +44,43 @@ void transpose_loops(const T* x, T* y, std::span<const std::int64_t> in_shape,
   const std::size_t rank = in_shape.size();
   std::vector<std::int64_t> in_stride(rank, 1);
   for (std::size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * in_shape[k];
-  // walk y in row-major order; the input offset moves by the permuted strides
-  std::vector<std::int64_t> out_shape(rank), stride(rank), index(rank, 0);
+  // y's dims in order with the input stride of each, dims of extent 1 dropped and neighbours
+  // that stay neighbours in x merged: [1, 8, 1, 2048] by (0, 2, 3, 1) is a 2048 x 8 transpose
+  std::vector<std::int64_t> shape, stride;
+  std::int64_t total = 1;
   for (std::size_t k = 0; k < rank; ++k) {
-    out_shape[k] = in_shape[perm[k]];
-    stride[k] = in_stride[perm[k]];
+    const std::int64_t n = in_shape[perm[k]], s = in_stride[perm[k]];
+    total *= n;
+    if (n == 1) continue;
+    if (!shape.empty() && stride.back() == s * n) {
+      shape.back() *= n;
+      stride.back() = s;
+    } else {
+      shape.push_back(n);
+      stride.push_back(s);
+    }
   }
-  const std::int64_t total = element_count(out_shape);
+  if (total == 0) return;
+  if (shape.empty()) {
+    y[0] = x[0];
+    return;
+  }
+  // y's rows of the last dim, each a strided run of x; the input offset of a row moves by the
+  // other dims' strides
+  const std::size_t outer = shape.size() - 1;
+  const std::int64_t n = shape.back(), step = stride.back();
+  std::vector<std::int64_t> index(outer, 0);
   std::int64_t offset = 0;
-  for (std::int64_t i = 0; i < total; ++i) {
-    y[i] = x[offset];
-    for (std::size_t d = rank; d-- > 0;) {
+  for (T* row = y; row != y + total; row += n) {
+    const T* from = x + offset;
+    if (step == 1)
+      std::copy_n(from, n, row);
+    else
+      for (std::int64_t j = 0; j < n; ++j) row[j] = from[j * step];
+    for (std::size_t d = outer; d-- > 0;) {
       offset += stride[d];
-      if (++index[d] < out_shape[d]) break;
-      offset -= stride[d] * out_shape[d];
+      if (++index[d] < shape[d]) break;
+      offset -= stride[d] * shape[d];
       index[d] = 0;
     }
   }

@@ -2,13 +2,17 @@
 // model run after the first reuses the memory of the one before instead of taking fresh pages
 // from the operating system each time (a float CNN on the host allocates every activation anew:
 // before the cache, page faults and the kernel's zeroing of new pages were a third of its
-// time). Blocks below kMinBytes go straight to operator new; the cache holds at most
-// kMaxCachedBytes and frees the rest. Under AddressSanitizer it caches nothing, so that a use
-// after free is still reported.
+// time). A block's size is rounded up to one of eight classes per power of two (at most an
+// eighth more), so that arrays whose size changes a little from run to run share blocks: a
+// decode step's scores grow by one key a step, and each step took fresh pages for them.
+// Blocks below kMinBytes go straight to operator new; the cache holds at most kMaxCachedBytes
+// and frees the rest. Under AddressSanitizer it caches nothing and rounds nothing, so that a
+// use after free or an overflow is still reported.
 //
 //   std::vector<float, te::CachingAllocator<float>> v(1 << 20);   // 4 MiB, cached when freed
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <map>
 #include <new>
@@ -31,18 +35,26 @@ class BlockCache {
     for (auto& [bytes, p] : free_) ::operator delete(p, bytes, kAlignment);
   }
 
+  // The size of the block that holds `bytes` (the caller's size when nothing is cached).
+  static constexpr std::size_t block_size(std::size_t bytes) {
+    if (bytes < kMinBytes || !enabled()) return bytes;
+    const std::size_t step = std::size_t{1} << (std::bit_width(bytes) - 4);  // 1/8 of the power
+    return (bytes + step - 1) & ~(step - 1);
+  }
+
   static void* allocate(std::size_t bytes) {
+    const std::size_t size = block_size(bytes);
     if (bytes >= kMinBytes && enabled()) {
       auto& c = instance();
-      const auto it = c.free_.find(bytes);
+      const auto it = c.free_.find(size);
       if (it != c.free_.end()) {
         void* p = it->second;
         c.free_.erase(it);
-        c.cached_ -= bytes;
+        c.cached_ -= size;
         return p;
       }
     }
-    return ::operator new(bytes, kAlignment);
+    return ::operator new(size, kAlignment);
   }
 
   // Whether freed blocks are kept (not under AddressSanitizer), and how many bytes this thread
@@ -51,16 +63,17 @@ class BlockCache {
   static std::size_t cached_bytes() { return alive() ? instance().cached_ : 0; }
 
   static void deallocate(void* p, std::size_t bytes) {
+    const std::size_t size = block_size(bytes);
     // (a block freed after its thread's cache is gone, at exit, goes back at once)
     if (bytes >= kMinBytes && enabled() && alive()) {
       auto& c = instance();
-      if (c.cached_ + bytes <= kMaxCachedBytes) {
-        c.free_.emplace(bytes, p);
-        c.cached_ += bytes;
+      if (c.cached_ + size <= kMaxCachedBytes) {
+        c.free_.emplace(size, p);
+        c.cached_ += size;
         return;
       }
     }
-    ::operator delete(p, bytes, kAlignment);
+    ::operator delete(p, size, kAlignment);
   }
 
  private:

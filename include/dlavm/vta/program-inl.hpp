@@ -3,6 +3,9 @@
 
 #include <dlavm/vta/program.hpp>
 
+#include <algorithm>
+#include <cstdint>
+
 namespace dlavm::vta {
 
 namespace detail {
@@ -331,6 +334,13 @@ DLAVM_INLINE std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
   const auto width = static_cast<std::size_t>(a.dtype().bytes());
   const auto data = a.data();
   std::vector<std::uint8_t> out(data.size() * width);
+  // the common widths as plain narrowing loops the compiler vectorizes (a decode step moves
+  // its scores and probabilities through here every step)
+  if (width == 1) {
+    std::transform(data.begin(), data.end(), out.begin(),
+                   [](std::int64_t v) { return static_cast<std::uint8_t>(v); });
+    return out;
+  }
   for (std::size_t i = 0; i < data.size(); ++i) {
     const auto v = static_cast<std::uint64_t>(data[i]);
     for (std::size_t b = 0; b < width; ++b)
@@ -345,6 +355,14 @@ DLAVM_INLINE void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArr
   if (bytes.size() < data.size() * width)
     raise<ValueError>("from_dram_bytes: {} bytes for {} elements of {}", bytes.size(), data.size(),
                       a.dtype());
+  if (a.dtype() == DType::int8() || a.dtype() == DType::uint8()) {
+    const bool is_signed = a.dtype() == DType::int8();
+    std::transform(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(data.size()),
+                   data.begin(), [is_signed](std::uint8_t b) {
+                     return is_signed ? std::int64_t{static_cast<std::int8_t>(b)} : std::int64_t{b};
+                   });
+    return;
+  }
   for (std::size_t i = 0; i < data.size(); ++i) {
     std::uint64_t v = 0;
     for (std::size_t b = 0; b < width; ++b) v |= std::uint64_t{bytes[i * width + b]} << (8 * b);
