@@ -258,3 +258,30 @@ TEST_CASE("dma: a DRAM stride wider than its field becomes several transfers") {
   CHECK(prog.run(dev, {&a, &r}).result.finished);
   CHECK(r == te::evaluate(R, {{A, a}}));
 }
+
+TEST_CASE("DRAM bytes: little-endian elements of the dtype's width, read back as the dtype") {
+  using dlavm::DType;
+  const std::vector<std::int64_t> values{-128, -1, 0, 1, 127, 77};
+  const auto i8 = te::NDArray::from_ints(DType::int8(), {2, 3}, values);
+  const auto bytes = vta::dram_bytes(i8);
+  CHECK(bytes == std::vector<std::uint8_t>{0x80, 0xFF, 0x00, 0x01, 0x7F, 0x4D});
+  te::NDArray back(DType::int8(), {2, 3});
+  vta::from_dram_bytes(bytes, back);
+  CHECK(back == i8);
+  // the same bytes as uint8 read without the sign
+  te::NDArray u8(DType::uint8(), {2, 3});
+  vta::from_dram_bytes(bytes, u8);
+  CHECK(std::vector<std::int64_t>(u8.data().begin(), u8.data().end()) ==
+        std::vector<std::int64_t>{128, 255, 0, 1, 127, 77});
+  CHECK(vta::dram_bytes(u8) == bytes);
+  // int32: four bytes each, lowest first
+  const std::vector<std::int64_t> wide{-2, 0x01020304};
+  const auto i32 = te::NDArray::from_ints(DType::int32(), {2}, wide);
+  const auto b32 = vta::dram_bytes(i32);
+  CHECK(b32 == std::vector<std::uint8_t>{0xFE, 0xFF, 0xFF, 0xFF, 0x04, 0x03, 0x02, 0x01});
+  te::NDArray back32(DType::int32(), {2});
+  vta::from_dram_bytes(b32, back32);
+  CHECK(back32 == i32);
+  // too few bytes for the array
+  CHECK_THROWS_AS(vta::from_dram_bytes(std::span(bytes).first(5), back), dlavm::ValueError);
+}
