@@ -334,7 +334,7 @@ DLAVM_INLINE std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
   const auto width = static_cast<std::size_t>(a.dtype().bytes());
   const auto data = a.data();
   std::vector<std::uint8_t> out(data.size() * width);
-  // the common widths as plain narrowing loops the compiler vectorizes (a decode step moves
+  // one-byte elements as a plain narrowing loop the compiler vectorizes (a decode step moves
   // its scores and probabilities through here every step)
   if (width == 1) {
     std::transform(data.begin(), data.end(), out.begin(),
