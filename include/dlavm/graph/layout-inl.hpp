@@ -316,6 +316,19 @@ inline std::array<std::int64_t, 3> as_products(std::span<const std::int64_t> s) 
   return {products, s[s.size() - 2], s[s.size() - 1]};
 }
 
+// Calls run(at, n) for row i of product b of a BatchedMatrix value with c columns, in column
+// order: a run of n <= l.cols elements in each column tile, starting at flat offset `at` of
+// the packed [products, row_tiles, col_tiles, R, T] (the tile arithmetic once per row and
+// tile, not per element: a decode step's scores and probabilities pass through every step).
+template <class Run>
+void for_each_row_run(const Layout& l, std::int64_t b, std::int64_t i, std::int64_t c,
+                      std::int64_t row_tiles, std::int64_t col_tiles, Run&& run) {
+  const std::int64_t tile = l.rows * l.cols;
+  const std::int64_t at = ((b * row_tiles + i / l.rows) * col_tiles * tile) + (i % l.rows) * l.cols;
+  for (std::int64_t jt = 0; jt < col_tiles; ++jt)
+    run(at + (jt * tile), std::min(l.cols, c - jt * l.cols));
+}
+
 // Packs a BatchedMatrix value [.., M, C] (rows M) or a MatmulWeight value [.., K, N] (rows N,
 // transposed) in one pass: each product tiled, zero-padded, one after the other.
 inline te::NDArray pack_products(const te::NDArray& logical, const Layout& l) {
@@ -327,9 +340,7 @@ inline te::NDArray pack_products(const te::NDArray& logical, const Layout& l) {
   te::NDArray out(logical.dtype(), {products, row_tiles, col_tiles, l.rows, l.cols});
   const auto src = logical.data();
   auto dst = out.data();
-  // the source read in order: element (i, j) of product b is row i, column j of [M, C]; the
-  // tile arithmetic once per row (and per tile), not per element: a decode step's scores and
-  // probabilities pass through here every step
+  // the source read in order: element (i, j) of product b is row i, column j of [M, C]
   const std::int64_t tile = l.rows * l.cols;
   std::size_t from = 0;
   for (std::int64_t b = 0; b < products; ++b)
@@ -343,14 +354,10 @@ inline te::NDArray pack_products(const te::NDArray& logical, const Layout& l) {
             dst[static_cast<std::size_t>(at + (jt * col_tiles * tile) + r * l.cols)] = src[from];
         }
       } else {
-        // row i: a run of up to l.cols elements in each column tile
-        auto to =
-            dst.begin() + ((b * row_tiles + i / l.rows) * col_tiles * tile) + (i % l.rows) * l.cols;
-        for (std::int64_t jt = 0; jt < col_tiles; ++jt, to += tile) {
-          const std::int64_t n = std::min(l.cols, c - jt * l.cols);
-          std::copy_n(src.begin() + static_cast<std::ptrdiff_t>(from), n, to);
+        for_each_row_run(l, b, i, c, row_tiles, col_tiles, [&](std::int64_t at, std::int64_t n) {
+          std::copy_n(src.begin() + static_cast<std::ptrdiff_t>(from), n, dst.begin() + at);
           from += static_cast<std::size_t>(n);
-        }
+        });
       }
     }
   return out;
@@ -448,17 +455,12 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
     te::NDArray out(packed.dtype(), logical_shape);
     const auto src = packed.data();
     auto dst = out.data();
-    // row i of product b: a run of up to l.cols elements in each column tile (pack_products)
-    const std::int64_t tile = l.rows * l.cols;
     auto to = dst.begin();
     for (std::int64_t b = 0; b < products; ++b)
-      for (std::int64_t i = 0; i < m; ++i) {
-        auto from = src.begin() + ((b * p[1] + i / l.rows) * p[2] * tile) + (i % l.rows) * l.cols;
-        for (std::int64_t jt = 0; jt < p[2]; ++jt, from += tile) {
-          const std::int64_t n = std::min(l.cols, c - jt * l.cols);
-          to = std::copy_n(from, n, to);
-        }
-      }
+      for (std::int64_t i = 0; i < m; ++i)
+        detail::for_each_row_run(l, b, i, c, p[1], p[2], [&](std::int64_t at, std::int64_t n) {
+          to = std::copy_n(src.begin() + at, n, to);
+        });
     return out;
   }
   const auto d = detail::as_tiled4<std::int64_t>(l, logical_shape, std::multiplies<>{});
