@@ -3204,7 +3204,8 @@ class BlockCache {
   BlockCache& operator=(const BlockCache&) = delete;
   ~BlockCache() {
     alive() = false;
-    for (auto& [bytes, p] : free_) ::operator delete(p, bytes, kAlignment);
+    // (unsized deletes: Clang before 19 declares the sized ones only with -fsized-deallocation)
+    for (const auto& entry : free_) ::operator delete(entry.second, kAlignment);
   }
 
   // The size of the block that holds `bytes` (the caller's size when nothing is cached).
@@ -3245,7 +3246,7 @@ class BlockCache {
         return;
       }
     }
-    ::operator delete(p, size, kAlignment);
+    ::operator delete(p, kAlignment);
   }
 
  private:
