@@ -88,9 +88,11 @@ fuzz:
 	done
 
 format:
+	@tools/setup.sh --minimal --lint
 	@clang-format -i $(SOURCES)
 
 lint: configure
+	@tools/setup.sh --lint
 	@clang-tidy -p $(BUILD) --quiet $(filter %.cpp,$(SOURCES))
 
 single-include:

@@ -10,21 +10,25 @@
 #   tools/setup.sh --minimal  without the ONNX importer's, the cross build's and Slurm's packages
 #   tools/setup.sh --fuzz     also clang and its libFuzzer runtime (make fuzz; make test
 #                             replays the fuzz corpora without them)
+#   tools/setup.sh --lint     also clang-format and clang-tidy (make format, make lint; the
+#                             build and the tests need neither, so CI does not install LLVM)
 set -euo pipefail
 
 packages=(g++ make cmake libboost-dev librange-v3-dev libfmt-dev doctest-dev nlohmann-json3-dev
-          libhwy-dev libbenchmark-dev libdnnl-dev clang-format clang-tidy graphviz)
+          libhwy-dev libbenchmark-dev libdnnl-dev graphviz)
 onnx_packages=(libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
                libfreetype-dev fonts-dejavu-core libcli11-dev)
 cross_packages=(g++-arm-linux-gnueabihf qemu-user)
 cluster_packages=(slurm-wlm munge)
 fuzz_packages=(clang libclang-rt-dev)
+lint_packages=(clang-format clang-tidy)
 minimal=0
 for arg in "$@"; do
   case "$arg" in
     --minimal) minimal=1 ;;
     --fuzz) packages+=("${fuzz_packages[@]}") ;;
-    *) echo "setup: unknown option '$arg' (--minimal, --fuzz)" >&2; exit 2 ;;
+    --lint) packages+=("${lint_packages[@]}") ;;
+    *) echo "setup: unknown option '$arg' (--minimal, --fuzz, --lint)" >&2; exit 2 ;;
   esac
 done
 if [[ $minimal -eq 0 ]]; then
