@@ -137,7 +137,9 @@ class SoftmaxStageWriter {
     }
     for (std::size_t i = 0; i < odd.size(); ++i) {
       const BlockTensor total = t;
-      const auto& [from, at] = odd[i];
+      // (the pair's members named, not bound: Clang before 16 cannot capture bindings)
+      const BlockTensor& from = odd[i].first;
+      const std::int64_t at = odd[i].second;
       t = stage(fmt::format("{}.odd{}", what, i + 1), lead_, 1,
                 [&](const ne::Var&, const ne::Var& l) { return total(0, l) + from(at, l); });
     }
@@ -226,7 +228,8 @@ inline std::pair<BlockTensor, BlockTensor> reciprocal_stages(SoftmaxStageWriter&
 inline BlockTensor probability_stages(SoftmaxStageWriter& w, const BlockTensor& e,
                                       const std::pair<BlockTensor, BlockTensor>& reciprocal) {
   const auto c = SoftmaxStageWriter::c;
-  const auto& [rh, rl] = reciprocal;
+  const BlockTensor& rh = reciprocal.first;
+  const BlockTensor& rl = reciprocal.second;
   const auto eh = w.block("e_hi", [&](V k, V l) { return e(k, l) * rh(0, l); });
   const auto eh_up = w.block("e_hi_up", [&](V k, V l) { return eh(k, l) << c(6); });
   const auto el = w.block("e_lo", [&](V k, V l) { return e(k, l) * rl(0, l); });
