@@ -8,7 +8,7 @@
 #include "onnx_versions.hpp"
 #include "ops/common.hpp"
 #include <algorithm>
-#include <ranges>
+#include <iterator>
 
 namespace dlavm::onnx {
 
@@ -336,8 +336,10 @@ std::vector<OperatorSupport> operator_support() {
   std::vector<OperatorSupport> out;
   for (const auto& o : detail::kOnnxOperators) {
     OperatorSupport s{.op = std::string(o.op), .versions = detail::onnx_versions(o.op)};
-    // (the newest row first: what the operator becomes today, then the older forms)
-    for (const auto& row : std::ranges::reverse_view(detail::kRows)) {
+    // (the newest row first: what the operator becomes today, then the older forms; an index
+    // loop because Clang 14 with libstdc++ 12 rejects reverse views over a C array)
+    for (auto i = std::size(detail::kRows); i-- > 0;) {
+      const auto& row = detail::kRows[i];
       if (row.op != o.op) continue;
       for (const auto v : s.versions)
         if (row.first <= v && v <= row.last) s.converted.push_back(v);
