@@ -18,6 +18,6 @@ using ReplayFn = bool (*)(rt::Replay<rt::SpanStorage, WriterLayout>&, const std:
 template class rt::StreamWriter<rt::SpanStorage, WriterLayout>;
 template class rt::Replay<rt::SpanStorage, WriterLayout>;
 template class rt::Session<rt::VtaDriverApi>;
-template rt::ModelStatus rt::Session<rt::VtaDriverApi>::replay<WriterLayout, ReplayFn>(
+template rt::ModelStatus rt::Session<rt::VtaDriverApi>::replay<false, WriterLayout, ReplayFn>(
     WriterLayout, ReplayFn, const rt::SramRegion*, std::size_t, const std::uint64_t*,
     std::uint64_t*, std::size_t, const std::int64_t*, const rt::ReplaySlots&);

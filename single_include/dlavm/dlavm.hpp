@@ -12720,6 +12720,7 @@ DLAVM_INLINE Knobs Chooser::choose(const Workload& w, const KnobSpace& space) co
 //   gemm(reset, acc, inp, wgt) / alu(op, use_imm, imm, dst, src) a GEMM or ALU micro-op kernel
 //   again(kernel, accesses)                                      a kernel written before
 //   gemm_again(memo, ...) / alu_again(memo, ...)                 a memoized site (KernelMemo)
+//   iteration_begin(memo, same, more, affine) / iteration_end     a memoized loop (LoopMemo)
 //
 // `param` indexes the program's parameters, whose byte addresses the replay is given; a region
 // indexes the program's on-chip regions (SramRegion), their hazard states the caller's array.
@@ -12784,6 +12785,8 @@ enum class Status : std::uint8_t {
   UopsFull,        // ... micro-ops
   KernelsFull,     // ... distinct kernels
   LoopShape,       // a kernel with more than two loop levels
+  LoopDiverged,    // a loop iteration copied from the one before (Replay's loop memo) made other
+                   // calls than that one: its replay's keys missed a value its body reads
 };
 
 struct WriterError {
@@ -12953,6 +12956,36 @@ class StreamWriter {
            append_word(w, Queue::Compute, k.opcode);
   }
 
+  // Instruction `from` of this stream appended again as it is (a loop iteration copied from
+  // the one before it: Replay::iteration_begin), with its DRAM address set to `dram` if
+  // `patch`: the dependency flags are copied, no pending pop is taken.
+  constexpr bool repeat(std::size_t from, bool patch, std::int64_t dram) {
+    if (!ok()) return false;
+    InsnWord w = s_.insn(from);
+    const FieldPos at = layout().pos(Form::Mem, Field::dram_base);
+    const auto op = static_cast<Opcode>(get_field(w, layout().pos(Form::Mem, Field::opcode)));
+    if (patch) {
+      if (dram < 0 || dram > limit_[static_cast<std::size_t>(Form::Mem)]
+                                   [static_cast<std::size_t>(Field::dram_base)])
+        return fail_field(Status::FieldRange, op, Field::dram_base, dram);
+      w.word[at.offset / 64] &= ~(low_mask(at.width) << (at.offset % 64));
+      put_field(w, at, static_cast<std::uint64_t>(dram));
+    }
+    if (!s_.push_insn(w)) return fail_field(Status::InsnsFull, op, Field::count, 0);
+    return true;
+  }
+
+  // What a loop memo compares between two iterations' starts: the pops pending per module
+  // (bit 2k: from the previous module, 2k + 1: from the next) and the last module written.
+  constexpr unsigned pending_pops() const {
+    unsigned bits = 0;
+    for (std::size_t q = 0; q < 3; ++q)
+      bits |= (pending_pop_prev_[q] ? 1u : 0u) << (2 * q) | (pending_pop_next_[q] ? 2u : 0u)
+                                                                << (2 * q);
+    return bits;
+  }
+  constexpr Queue last_queue() const { return last_queue_; }
+
   // VTADepPush: after the last instruction of `from`, a token for its neighbour `to`.
   constexpr bool dep_push(Queue from, Queue to) {
     if (!ok()) return false;
@@ -12992,6 +13025,21 @@ class StreamWriter {
     const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
     put_field(word, layout().pos(Form::Mem, flag), 1);
     return true;
+  }
+
+  // The push flag toward `to` on instruction `index` set or cleared, even after a failure: a
+  // loop memo leaves the words of a copy that failed as its calls would have left them.
+  constexpr void mark_push(std::size_t index, Queue to, bool on) {
+    if (index >= s_.insn_count()) return;
+    InsnWord& word = s_.insn(index);
+    InsnFields head;
+    head.opcode = static_cast<Opcode>(get_field(word, layout().pos(Form::Mem, Field::opcode)));
+    head.memory_type =
+        static_cast<MemId>(get_field(word, layout().pos(Form::Mem, Field::memory_type)));
+    const FieldPos flag =
+        layout().pos(Form::Mem, queue_of(head) < to ? Field::push_next_dep : Field::push_prev_dep);
+    word.word[flag.offset / 64] &= ~(low_mask(flag.width) << (flag.offset % 64));
+    if (on) put_field(word, flag, 1);
   }
 
   // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
@@ -13244,6 +13292,61 @@ struct RegionState {
   std::uint64_t overlaps = 0;  // the regions it overlaps (bit r: region r), up to 64 regions
 };
 
+// A push the tracker set on an earlier instruction, and the log of them a loop memo keeps while
+// it records an iteration (Replay::iteration_begin): full, it notes that it missed some.
+struct PushEdit {
+  std::int64_t at = 0;
+  Queue to = Queue::Compute;
+  std::int64_t when = 0;  // the stream's length when it was set
+};
+struct PushLog {
+  PushEdit* edits = nullptr;
+  std::size_t capacity = 0, size = 0;
+  bool overflow = false;
+  constexpr void add(std::int64_t at, Queue to, std::int64_t when) {
+    if (size == capacity) {
+      overflow = true;
+      return;
+    }
+    edits[size++] = {at, to, when};
+  }
+};
+
+// A renaming of instructions (DepTracker::match): instruction from[i], of module module[i],
+// is to[i]; one module's instructions keep their order (a hazard waits on the latest).
+// where[i] is a slot holding it (4 * region + 0 for the writer, 1 + m for the reader of m).
+struct IndexMap {
+  std::int64_t* from = nullptr;
+  std::int64_t* to = nullptr;
+  std::uint8_t* module = nullptr;
+  std::uint32_t* where = nullptr;
+  std::size_t capacity = 0, size = 0;
+
+  constexpr bool add(std::int64_t x, std::int64_t y, int m, std::uint32_t slot) {
+    for (std::size_t i = 0; i < size; ++i) {
+      if (from[i] == x || to[i] == y) {
+        if (from[i] == x && to[i] == y) return true;
+        return false;
+      }
+      if (module[i] == m && (from[i] < x) != (to[i] < y)) return false;
+    }
+    if (size == capacity) return false;
+    from[size] = x;
+    to[size] = y;
+    where[size] = slot;
+    module[size++] = static_cast<std::uint8_t>(m);
+    return true;
+  }
+  constexpr bool find(std::int64_t x, std::int64_t& y) const {
+    for (std::size_t i = 0; i < size; ++i)
+      if (from[i] == x) {
+        y = to[i];
+        return true;
+      }
+    return false;
+  }
+};
+
 // Dependency tokens from data hazards (vta/hw/dep_tracker.hpp describes the scheme). The
 // regions and their states are the caller's arrays (`count` of each).
 class DepTracker {
@@ -13297,6 +13400,7 @@ class DepTracker {
       std::int64_t& covered = covered_[(m * 3) + static_cast<int>(q) - 1];
       if (need[m] <= covered) continue;
       if (!w.set_push(static_cast<std::size_t>(need[m]), q) || !w.dep_pop(from, q)) return false;
+      if (log_ != nullptr) log_->add(need[m], q, static_cast<std::int64_t>(w.size()));
       covered = need[m];
     }
     return true;
@@ -13304,6 +13408,67 @@ class DepTracker {
 
   // The conflicting instruction when before() failed on modules that share no token queue.
   constexpr std::int64_t unordered() const { return unordered_; }
+
+  // What a loop memo reads and restores (Replay::iteration_begin): the regions' states, the
+  // last instruction of each module whose push toward each other module was set (pair
+  // 3 * (from - 1) + to - 1), and the log the pushes set go to while an iteration is recorded.
+  constexpr std::size_t count() const { return count_; }
+  constexpr const RegionState* states() const { return states_; }
+  static constexpr std::size_t kPairs = 9;
+  constexpr std::int64_t covered(std::size_t pair) const { return covered_[pair]; }
+  constexpr void set_covered(std::size_t pair, std::int64_t at) { covered_[pair] = at; }
+  constexpr void log_pushes(PushLog* log) { log_ = log; }
+  // The index in slot `where` (IndexMap): 4 * region + 0 its writer, 1 + m the reader of m.
+  constexpr std::int64_t slot(std::uint32_t where) const {
+    const RegionState& s = states_[where / 4];
+    return where % 4 == 0 ? s.writer : s.reader[(where % 4) - 1];
+  }
+
+  // Whether the hazards an instruction can meet now are those it could meet at an earlier
+  // point, up to a renaming of the instructions waited on: each index an access could still
+  // wait on (past the push already set toward the accessing module) is an instruction of the
+  // same module then and now, in the same order among that module's, and every other index
+  // is unreachable then as now. `states` and `covered` are the copies taken at that point;
+  // `map` gets the renaming. From two such points on, the same calls make the same tokens
+  // (a push set on instruction x then is set on map(x) now).
+  constexpr bool match(const RegionState* was_states, const std::int64_t* was_covered,
+                       IndexMap& map) const {
+    // (match() is where a copied loop iteration's time goes: regions the loop never touched
+    // are skipped, the others compared slot by slot)
+    // index x of module m (0: load, 1: compute, 2: store), waited on by module `to`
+    const auto live = [](const std::int64_t* covered, std::int64_t x, int m, int to) {
+      return x >= 0 && m != to && x > covered[(m * 3) + to];
+    };
+    const auto same = [&](std::int64_t was, int was_m, std::int64_t now, int now_m, int to,
+                          std::uint32_t slot) {
+      const bool a = live(was_covered, was, was_m, to), b = live(covered_, now, now_m, to);
+      return a == b && (!a || (was_m == now_m && map.add(was, now, was_m, slot)));
+    };
+    map.size = 0;
+    for (std::size_t r = 0; r < count_; ++r) {
+      const RegionState& a = was_states[r];
+      const RegionState& b = states_[r];
+      // a region untouched then and now (another arm's, most often) has nothing to compare
+      if ((a.writer & a.reader[0] & a.reader[1] & a.reader[2] & b.writer & b.reader[0] &
+           b.reader[1] & b.reader[2]) < 0)  // every index -1: the sign bit survives the ands
+        continue;
+      const int wa = static_cast<int>(a.writer_queue) - 1,
+                wb = static_cast<int>(b.writer_queue) - 1;
+      // only the modules that reach the region's memory wait on it: load and compute reach
+      // INP and WGT, compute and store the accumulator, compute alone the micro-ops
+      const MemId mem = regions_[r].memory;
+      const bool staged = mem == MemId::Inp || mem == MemId::Wgt;
+      for (int to = 0; to < 3; ++to) {
+        if ((to == 0 && !staged) || (to == 2 && (staged || mem == MemId::Uop))) continue;
+        const auto slot = static_cast<std::uint32_t>(4 * r);
+        if (!same(a.writer, wa, b.writer, wb, to, slot)) return false;
+        for (int m = 0; m < 3; ++m)
+          if (!same(a.reader[m], m, b.reader[m], m, to, slot + 1 + static_cast<std::uint32_t>(m)))
+            return false;
+      }
+    }
+    return true;
+  }
 
   // After writing: instruction `index`, of module q, performed `accesses`.
   constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n) {
@@ -13331,6 +13496,7 @@ class DepTracker {
   std::size_t count_;
   std::int64_t covered_[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
   std::int64_t unordered_ = -1;
+  PushLog* log_ = nullptr;
 };
 
 // A stored kernel (its first micro-op word and size) or a resident one (its micro-op buffer
@@ -13518,6 +13684,120 @@ struct KernelMemo {
   }
 };
 
+// What a generated replay keeps of a loop (vta::replay_source declares a LoopMemo with each
+// outermost loop it can memoize) so that an iteration like one before it, but for its DRAM
+// addresses, is written by copying words:
+//
+//   dlavm::runtime::LoopMemo<1, 36, 11> lm{};  // keys, calls of an iteration, regions
+//   for (std::int64_t i1 = 0, i1_end = i1 + n; i1 < i1_end; ++i1) {
+//     if (r.iteration_begin(lm, lm.same(min(d0 - (i1 * 32), 32)), i1 + 1 < i1_end, true)) {
+//       ... the body's calls ...
+//     }
+//     if (!r.iteration_end(lm)) return false;
+//   }
+//
+// The keys are the values the body reads from the loop's variable other than DRAM offsets
+// (sizes, a kernel's memo keys, an inner loop's extent): with the same keys the body makes the
+// same calls. An iteration whose keys equal the last one's is recorded: the instruction each
+// call wrote, the pushes its hazards set, the dependency state at its start. A later
+// iteration with the same keys, starting in a state that matches the recorded one up to a
+// renaming of the instructions it can wait on (DepTracker::match), makes the same tokens: it
+// copies the words of the iteration before it (a DRAM address from the body's own call), sets
+// the recorded pushes on the renamed instructions, and tracks its accesses as the calls do.
+// The words, tokens and errors are those the calls write (tests/deploy compares them word
+// for word); a recorded iteration that loaded micro-ops, or had more calls or pushes than the
+// memo holds, is not copied.
+// A call of a recorded iteration that wrote an instruction: where (from the iteration's first
+// instruction), its module and accesses, and, for a transfer, how far its DRAM address moved
+// from the iteration before (measured by the first copy).
+struct LoopCall {
+  std::uint32_t at = 0;
+  Queue queue = Queue::Compute;
+  std::uint8_t accesses = 0;
+  bool transfer = false;
+  RegionAccess access[3] = {};
+  std::int64_t step = 0;
+};
+
+struct LoopTape {
+  std::int64_t* keys = nullptr;  // the arrays of the LoopMemo holding this tape
+  std::size_t key_capacity = 0;
+  LoopCall* calls = nullptr;  // the recorded iteration's calls that wrote instructions
+  std::size_t call_capacity = 0;
+  PushLog log;                    // the pushes set while recording, at absolute indices
+  RegionState* states = nullptr;  // the regions' states at the recorded iteration's start
+  std::size_t state_capacity = 0;
+  IndexMap map;  // the renaming from that start to the copy's
+
+  bool have_keys = false;  // an iteration ran since reset(): `keys` are its
+  bool armed = false;      // an iteration is recorded, and the last one is it or its copy
+  bool stepped = false;    // a copy measured the DRAM steps of the recorded calls
+  bool steady = false;     // a copy matched: the next ones start as the recorded one did
+  int failures = 0;        // iterations recorded since reset()
+  std::size_t ncalls = 0;
+  std::int64_t recorded = 0;                      // the recorded iteration's first instruction
+  std::int64_t length = 0;                        // its instructions
+  std::int64_t covered[DepTracker::kPairs] = {};  // the pushes set at its start
+  std::int64_t pushed[DepTracker::kPairs] = {};   // at its end
+  unsigned pops = 0;
+  Queue last = Queue::Compute;
+  std::size_t relocs = 0;
+  std::int64_t from = 0;   // the first instruction of the iteration copied from
+  std::int64_t start = 0;  // of the iteration being recorded or copied
+  std::size_t cursor = 0;  // copying: the next call
+  std::int64_t word = 0;   // copying: the next word, from `start`
+
+  constexpr void reset() {
+    have_keys = armed = stepped = steady = false;
+    failures = 0;
+  }
+  // Whether the iteration's keys equal the last iteration's (keeping them for the next).
+  template <class... K>
+  constexpr bool same(K... k) {
+    const std::int64_t now[sizeof...(K) + 1] = {static_cast<std::int64_t>(k)..., 0};
+    bool equal = have_keys;
+    for (std::size_t i = 0; i < sizeof...(K) && i < key_capacity; ++i) {
+      equal = equal && keys[i] == now[i];
+      keys[i] = now[i];
+    }
+    have_keys = sizeof...(K) <= key_capacity;
+    return equal;
+  }
+};
+
+// A LoopTape over arrays of its own: Keys keys, the calls of an iteration (Calls at most: a
+// longer one is not copied), as many pushes, and the states of Regions regions. It points
+// into itself, so it is neither copied nor moved.
+template <std::size_t Keys, std::size_t Calls, std::size_t Regions>
+struct LoopMemo : LoopTape {
+  constexpr LoopMemo() {
+    keys = key_array;
+    key_capacity = Keys;
+    calls = call_array;
+    call_capacity = Calls;
+    log.edits = edit_array;
+    log.capacity = Calls;
+    states = state_array;
+    state_capacity = Regions;
+    map.from = map_from;
+    map.to = map_to;
+    map.module = map_module;
+    map.where = map_where;
+    map.capacity = 4 * Regions;
+  }
+  LoopMemo(const LoopMemo&) = delete;
+  LoopMemo& operator=(const LoopMemo&) = delete;
+
+  std::int64_t key_array[Keys + 1] = {};  // one more: no array of size zero
+  LoopCall call_array[Calls + 1] = {};
+  PushEdit edit_array[Calls + 1] = {};
+  RegionState state_array[Regions + 1] = {};
+  // a region's writer and three readers: the most indices a renaming can have
+  std::int64_t map_from[(4 * Regions) + 1] = {}, map_to[(4 * Regions) + 1] = {};
+  std::uint8_t map_module[(4 * Regions) + 1] = {};
+  std::uint32_t map_where[(4 * Regions) + 1] = {};
+};
+
 template <class Storage, class Layout = DynamicLayout>
 class Replay {
  public:
@@ -13543,6 +13823,11 @@ class Replay {
   constexpr bool ok() const { return w_.ok(); }
   constexpr StreamWriter<Storage, Layout>& writer() { return w_; }
   constexpr const DepTracker& deps() const { return deps_; }
+  // The loop iterations written by copying (LoopMemo), and whether iterations may be copied
+  // (on by default; off, every iteration is written by its calls, to compare with).
+  constexpr std::size_t copied() const { return copied_; }
+  constexpr std::size_t copied_whole() const { return copied_whole_; }  // of them, without calls
+  constexpr void copy_loops(bool on) { copy_loops_ = on; }
 
   constexpr bool load(MemId mem, std::uint32_t region, std::int64_t sram, std::size_t param,
                       std::int64_t offset, std::int64_t y, std::int64_t x, std::int64_t stride,
@@ -13552,6 +13837,9 @@ class Replay {
     const RegionAccess access{region, true};
     std::int64_t dram = 0;
     // a block of padding rows only reads no DRAM: its address is the tensor's start
+    if (mode_ == Mode::Copy)
+      return element(Opcode::Load, param, mem, dram) &&
+             copy(true, dram + (y > 0 ? offset : 0), q, &access, 1);
     return sizes(Opcode::Load, mem, y, x) && element(Opcode::Load, param, mem, dram) &&
            deps_.before(w_, q, &access, 1) &&
            w_.load(mem, sram, dram + (y > 0 ? offset : 0), y, x, stride, y_pad_0, y_pad_1, x_pad_0,
@@ -13563,6 +13851,9 @@ class Replay {
                        std::int64_t offset, std::int64_t y, std::int64_t x, std::int64_t stride) {
     const RegionAccess access{region, false};
     std::int64_t dram = 0;
+    if (mode_ == Mode::Copy)
+      return element(Opcode::Store, param, MemId::Out, dram) &&
+             copy(true, dram + offset, Queue::Store, &access, 1);
     return sizes(Opcode::Store, MemId::Out, y, x) &&
            element(Opcode::Store, param, MemId::Out, dram) &&
            deps_.before(w_, Queue::Store, &access, 1) &&
@@ -13599,6 +13890,7 @@ class Replay {
     if (empty_ || nops_ == 0) return ok();
     const RegionAccess accesses[] = {{acc, true}, {inp, false}, {wgt, false}};
     const std::size_t n = reset ? 1 : 3;
+    if (mode_ == Mode::Copy) return diverged(Opcode::Gemm);
     return fits(Opcode::Gemm) && deps_.before(w_, Queue::Compute, accesses, n) &&
            w_.gemm(loops_, nloops_, ops_.data, nops_, reset) && after(Queue::Compute, accesses, n);
   }
@@ -13608,6 +13900,7 @@ class Replay {
   // written, src read): what a replay that enters a kernel with the same values writes,
   // without collecting and encoding its micro-ops.
   constexpr bool again(const WrittenKernel& k, const RegionAccess* accesses, std::size_t n) {
+    if (mode_ == Mode::Copy) return copy(false, 0, Queue::Compute, accesses, n);
     return deps_.before(w_, Queue::Compute, accesses, n) && w_.again(k) &&
            after(Queue::Compute, accesses, n);
   }
@@ -13633,12 +13926,180 @@ class Replay {
                      std::uint32_t src) {
     if (empty_ || nops_ == 0) return ok();
     const RegionAccess accesses[] = {{dst, true}, {src, false}};
+    if (mode_ == Mode::Copy) return diverged(Opcode::Alu);
     return fits(Opcode::Alu) && deps_.before(w_, Queue::Compute, accesses, 2) &&
            w_.alu(loops_, nloops_, ops_.data, nops_, op, use_imm, imm) &&
            after(Queue::Compute, accesses, 2);
   }
 
+  // A memoized loop's iteration (LoopMemo): copied when its keys are the last iteration's
+  // (`same`) and it starts as the recorded one did; else recorded when another follows
+  // (`more`); else written by its calls alone. Whether the body must run: not when the
+  // iteration was copied whole, which an `affine` loop's is (its DRAM offsets move by the
+  // same step every iteration) once a copy measured the steps; then, or when the copy failed,
+  // iteration_end only returns ok().
+  constexpr bool iteration_begin(LoopTape& t, bool same, bool more, bool affine = false) {
+    tape_ = &t;
+    mode_ = Mode::Off;
+    if (!same) t.armed = t.steady = false;
+    if (!same || !ok() || !copy_loops_) return true;
+    const auto size = static_cast<std::int64_t>(w_.size());
+    // The recorded iteration j started in state S and ended in F(S); a copy matching it
+    // started in S' = S renamed and ended in F(S'), F(S) renamed. Once the first copy
+    // matched, F(S) = S renamed, so every copy after it starts in S renamed too: its
+    // renaming is read from the slots that hold the instructions the recorded one named.
+    // (the micro-op residency is the recorded start's while no micro-ops were loaded since)
+    if (t.armed && t.steady) {
+      for (std::size_t i = 0; i < t.map.size; ++i) t.map.to[i] = deps_.slot(t.map.where[i]);
+    } else if (t.armed) {
+      t.steady = w_.pending_pops() == t.pops && w_.last_queue() == t.last &&
+                 w_.storage().reloc_count() == t.relocs && deps_.match(t.states, t.covered, t.map);
+      t.armed = t.steady;
+    }
+    if (t.armed) {
+      t.start = size;
+      t.cursor = 0;
+      t.word = 0;
+      if (affine && t.stepped) {
+        copy_whole(t);
+        return false;
+      }
+      mode_ = Mode::Copy;
+      return true;
+    }
+    t.armed = t.stepped = t.steady = false;
+    if (!more || t.failures >= kMaxLoopRecords || deps_.count() > t.state_capacity) return true;
+    ++t.failures;
+    for (std::size_t r = 0; r < deps_.count(); ++r) t.states[r] = deps_.states()[r];
+    for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.covered[p] = deps_.covered(p);
+    t.pops = w_.pending_pops();
+    t.last = w_.last_queue();
+    t.relocs = w_.storage().reloc_count();
+    t.ncalls = 0;
+    t.log.size = 0;
+    t.log.overflow = false;
+    t.start = size;
+    deps_.log_pushes(&t.log);
+    mode_ = Mode::Record;
+    return true;
+  }
+
+  constexpr bool iteration_end(LoopTape& t) {
+    const Mode mode = mode_;
+    mode_ = Mode::Off;
+    if (mode == Mode::Record) {
+      deps_.log_pushes(nullptr);
+      if (!ok()) return false;
+      const std::int64_t length = static_cast<std::int64_t>(w_.size()) - t.start;
+      t.armed = length > 0 && t.ncalls <= t.call_capacity && !t.log.overflow &&
+                w_.storage().reloc_count() == t.relocs;
+      for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.pushed[p] = deps_.covered(p);
+      t.recorded = t.from = t.start;
+      t.length = length;
+      return true;
+    }
+    if (mode != Mode::Copy) return ok();
+    if (!ok()) return false;
+    if (t.cursor != t.ncalls || t.word != t.length) return diverged(Opcode::Finish);
+    t.stepped = true;
+    return finish_copy(t);
+  }
+
  private:
+  enum class Mode : std::uint8_t { Off, Record, Copy };
+  // the iterations a loop records at most (each copies the regions' states)
+  static constexpr int kMaxLoopRecords = 3;
+
+  // A copy's end: the pushes the recorded iteration set before its start, on the renamed
+  // instructions (those inside it came with its words), and the pushes set since then.
+  constexpr bool finish_copy(LoopTape& t) {
+    for (std::size_t e = 0; e < t.log.size; ++e) {
+      std::int64_t at = 0;
+      if (t.log.edits[e].at >= t.recorded) continue;
+      if (!rename(t, t.log.edits[e].at, at)) return diverged(Opcode::Finish);
+      if (!w_.set_push(static_cast<std::size_t>(at), t.log.edits[e].to)) return false;
+    }
+    for (std::size_t p = 0; p < DepTracker::kPairs; ++p) {
+      std::int64_t at = 0;
+      if (t.pushed[p] == t.covered[p]) continue;  // no push set toward this pair
+      if (!rename(t, t.pushed[p], at)) return diverged(Opcode::Finish);
+      deps_.set_covered(p, at);
+    }
+    t.from = t.start;
+    ++copied_;
+    return true;
+  }
+
+  // A whole iteration copied without its calls: each word of the iteration before, a
+  // transfer's DRAM address moved by its step, and the calls' accesses tracked.
+  constexpr bool copy_whole(LoopTape& t) {
+    const FieldPos dram = w_.layout().pos(Form::Mem, Field::dram_base);
+    for (std::size_t c = 0; c < t.ncalls; ++c) {
+      const LoopCall& call = t.calls[c];
+      for (; t.word < call.at; ++t.word)
+        if (!w_.repeat(static_cast<std::size_t>(t.from + t.word), false, 0)) return unwind(t);
+      const auto from = static_cast<std::size_t>(t.from + call.at);
+      const auto moved =
+          static_cast<std::int64_t>(get_field(w_.storage().insn(from), dram)) + call.step;
+      ++t.word;
+      if (!w_.repeat(from, call.transfer, moved)) return unwind(t);
+      deps_.after(call.queue, t.start + call.at, call.access, call.accesses);
+    }
+    t.cursor = t.ncalls;
+    ++copied_whole_;
+    return finish_copy(t);
+  }
+
+  // Copying an iteration: the words the recorded call wrote (pops' no-ops, then its
+  // instruction), from the iteration before; a transfer's DRAM address is this call's.
+  constexpr bool copy(bool patch, std::int64_t dram, Queue q, const RegionAccess* accesses,
+                      std::size_t n) {
+    LoopTape& t = *tape_;
+    if (t.cursor == t.ncalls) return diverged(Opcode::Finish);
+    LoopCall& call = t.calls[t.cursor++];
+    const std::int64_t at = call.at;
+    for (; t.word < at; ++t.word)
+      if (!w_.repeat(static_cast<std::size_t>(t.from + t.word), false, 0)) return unwind(t);
+    ++t.word;
+    const auto from = static_cast<std::size_t>(t.from + at);
+    call.transfer = patch;
+    call.step = dram - static_cast<std::int64_t>(get_field(
+                           w_.storage().insn(from), w_.layout().pos(Form::Mem, Field::dram_base)));
+    if (!w_.repeat(from, patch, dram)) return unwind(t);
+    return after(q, accesses, n);
+  }
+  // A copy that failed: the pushes its calls would have set by then set, those they would
+  // have set later on the words copied cleared (the words are those of the calls, too).
+  constexpr bool unwind(const LoopTape& t) {
+    const std::int64_t written = static_cast<std::int64_t>(w_.size()) - t.start;
+    for (std::size_t e = 0; e < t.log.size; ++e) {
+      const PushEdit& edit = t.log.edits[e];
+      const bool done = edit.when - t.recorded <= written;
+      std::int64_t at = 0;
+      if (edit.at < t.recorded) {
+        if (done && rename(t, edit.at, at))
+          w_.mark_push(static_cast<std::size_t>(at), edit.to, true);
+      } else if (!done && edit.at - t.recorded < written) {
+        w_.mark_push(static_cast<std::size_t>(t.start + (edit.at - t.recorded)), edit.to, false);
+      }
+    }
+    return false;
+  }
+  // Instruction x in the recorded iteration's time, in the copy's: one of its own moved to
+  // the copy, one before it renamed as the match found.
+  static constexpr bool rename(const LoopTape& t, std::int64_t x, std::int64_t& out) {
+    if (x >= t.recorded) {
+      out = t.start + (x - t.recorded);
+      return true;
+    }
+    return t.map.find(x, out);
+  }
+  constexpr bool diverged(Opcode op) {
+    InsnFields f;
+    f.opcode = op;
+    return w_.fail(Status::LoopDiverged, f, Field::count, static_cast<std::int64_t>(tape_->cursor));
+  }
+
   // x_size = 0 makes a transfer a no-op on VTA: for a padded block it would also drop the
   // padding, so an empty row is an error, not a silent no-op (rows of padding only, with
   // y_size = 0, are what input loads write).
@@ -13674,7 +14135,19 @@ class Replay {
                    static_cast<std::int64_t>(nops_));
   }
   constexpr bool after(Queue q, const RegionAccess* accesses, std::size_t n) {
-    deps_.after(q, static_cast<std::int64_t>(w_.size()) - 1, accesses, n);
+    const auto index = static_cast<std::int64_t>(w_.size()) - 1;
+    deps_.after(q, index, accesses, n);
+    if (mode_ == Mode::Record) {
+      LoopTape& t = *tape_;
+      if (t.ncalls < t.call_capacity) {
+        LoopCall& call = t.calls[t.ncalls];
+        call.at = static_cast<std::uint32_t>(index - t.start);
+        call.queue = q;
+        call.accesses = static_cast<std::uint8_t>(n);
+        for (std::size_t a = 0; a < n; ++a) call.access[a] = accesses[a];
+      }
+      ++t.ncalls;  // counted past the capacity: such an iteration is not copied
+    }
     return true;
   }
 
@@ -13688,6 +14161,10 @@ class Replay {
   KernelLoop loops_[2] = {};
   std::size_t nloops_ = 0, nops_ = 0;
   bool empty_ = false;
+  LoopTape* tape_ = nullptr;
+  Mode mode_ = Mode::Off;
+  std::size_t copied_ = 0, copied_whole_ = 0;
+  bool copy_loops_ = true;
 };
 
 }  // namespace dlavm::runtime
@@ -16863,6 +17340,7 @@ class HostStreamStorage {
     stream.uops.insert(stream.uops.end(), w, w + n);
     return true;
   }
+  std::size_t reloc_count() const { return stream.uop_relocs.size(); }
   bool push_reloc(std::uint32_t index) {
     stream.uop_relocs.push_back(index);
     return true;
@@ -17129,6 +17607,7 @@ DLAVM_INLINE void Builder::check(const char* what) {
     case Status::InsnsFull:
     case Status::UopsFull:
     case Status::KernelsFull:
+    case Status::LoopDiverged:  // only a loop memo, which the builder does not use
       break;
   }
   raise<ValueError>(
@@ -22796,7 +23275,12 @@ constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t siz
 // (tests/deploy checks them for many dim values). A micro-op kernel inside loops is memoized
 // (runtime::KernelMemo) on the values of those loops its fields read, computed before it:
 // entered again with the same values, it writes its instruction again without collecting and
-// encoding its micro-ops, as the host's replay plan does. It needs only
+// encoding its micro-ops, as the host's replay plan does. An outermost loop (of three
+// iterations or more) whose body reads its variable only in values computable at the top of an
+// iteration and in DRAM offsets is memoized on those values (runtime::LoopMemo): iterations
+// like the one before are copied, whole when every DRAM offset is affine in the variable. The
+// memo's arrays (a few KiB at most: 128 calls of an iteration) are on the stack, declared
+// with the loop. It needs only
 // <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
 // expression: a program without symbolic dims is a constant stream.
 //
@@ -22845,6 +23329,8 @@ std::string cpp_expr(const ne::Expr& e,
 // begin dlavm/vta/codegen-inl.hpp
 // Definitions for dlavm/vta/codegen.hpp (see core/api.hpp).
 
+// begin dlavm/ne/affine.hpp
+// end dlavm/ne/affine.hpp
 // begin dlavm/vta/codegen.hpp
 // end dlavm/vta/codegen.hpp
 
@@ -22853,6 +23339,7 @@ std::string cpp_expr(const ne::Expr& e,
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -22942,18 +23429,29 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   fmt::memory_buffer out;
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    const auto name = fmt::format("i{}", loops_++);
-    const auto lo = index(n.min), extent = index(n.extent);
-    names_[n.var.id()] = name;
-    line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
-         extent);
-    ++depth_;
-    if (!in_kernel_) loop_ids_.push_back(n.var.id());
-    visit(n.body);
-    if (!in_kernel_) loop_ids_.pop_back();
-    --depth_;
-    line("}}");
-    names_.erase(n.var.id());
+    // (a loop of fewer than three iterations has none to copy: one runs, one is recorded)
+    const auto* extent = n.extent.as<ne::IntImmNode>();
+    if (in_kernel_ || memo_ || plain_ == &n || (extent != nullptr && extent->value < 3))
+      return loop(n, false);
+    // The outermost loops outside kernels are memoized (LoopMemo) when the values their body
+    // reads from their variable, DRAM offsets aside, can be computed at the top of an
+    // iteration: printed first to learn which those are, then, if they cannot, printed again
+    // as a plain loop whose inner loops may be memoized themselves.
+    const Printed before{out.size(), kernels_, loops_, memos_, used_};
+    memo_.emplace();
+    memo_->var = n.var.id();
+    memo_->loop_var = n.var;
+    loop(n, true);
+    const MemoLoop memo = std::move(*memo_);
+    memo_.reset();
+    if (memo.ok) return;
+    out.resize(before.out);
+    kernels_ = before.kernels;
+    loops_ = before.loops;
+    memos_ = before.memos;
+    used_ = before.used;
+    plain_ = &n;
+    loop(n, false);
   }
   void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
     line("if ({} != 0) {{", index(n.cond));
@@ -22977,6 +23475,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     const te::CallNode* call = kernel_call(n.body);
     if (call == nullptr) return;  // no micro-op: the kernel writes nothing
     const auto& c = *call;
+    count_call();
     if (loop_ids_.empty()) {  // entered once per replay: nothing to memoize
       kernel(n, c);
       return;
@@ -23048,16 +23547,20 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       return;
     }
     if (name == intrin::load) {
+      const auto dram = dram_offset(a[2]);
       line(
           "if (!r.load(dlavm::runtime::MemId({}), {}u, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})) "
           "return false;",
           value(a[0]), region(call->buffers[0]), offset(call->buffers[0], a[1]),
-          param(call->buffers[1]), value(a[2]), value(a[3]), value(a[4]), value(a[5]), value(a[6]),
+          param(call->buffers[1]), dram, value(a[3]), value(a[4]), value(a[5]), value(a[6]),
           value(a[7]), value(a[8]), value(a[9]));
+      count_call();
     } else if (name == intrin::store) {
+      const auto dram = dram_offset(a[2]);
       line("if (!r.store({}u, {}, {}, {}, {}, {}, {})) return false;", region(call->buffers[0]),
-           offset(call->buffers[0], a[1]), param(call->buffers[1]), value(a[2]), value(a[3]),
-           value(a[4]), value(a[5]));
+           offset(call->buffers[0], a[1]), param(call->buffers[1]), dram, value(a[3]), value(a[4]),
+           value(a[5]));
+      count_call();
     } else {
       raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
                            name);
@@ -23075,6 +23578,92 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
 
  private:
+  // The loop being memoized: the loops opened inside it (its body's and its kernels'), the
+  // expressions of its variable its keys are, whether it can be memoized, and an upper bound
+  // of the calls of an iteration that write an instruction (kMaxMemoCalls: unknown).
+  struct MemoLoop {
+    std::uint64_t var = 0;
+    std::optional<ne::Var> loop_var;
+    std::vector<std::uint64_t> inner, kernel_loops;
+    std::vector<ne::Var> inside;  // the loops opened in its body, kernels' included
+    std::vector<std::string> keys;
+    bool ok = true;
+    bool affine = true;                  // its DRAM offsets move by the same step every iteration
+    std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
+  };
+  // An iteration records at most this many calls (a longer one is not copied): the memo's
+  // arrays are on the replay's stack.
+  static constexpr std::int64_t kMaxMemoCalls = 128;
+  // What printing a loop as memoized changed, to print it again as a plain loop.
+  struct Printed {
+    std::size_t out;
+    int kernels, loops;
+    std::string memos;
+    std::vector<bool> used;
+  };
+
+  void loop(const tir::ForNode& n, bool memoized) {
+    const auto name = fmt::format("i{}", loops_++);
+    const auto lo = index(n.min), extent = index(n.extent);
+    names_[n.var.id()] = name;
+    // a memoized loop's memo is declared with it (zeroed only where the loop is reached),
+    // its sizes known once the body is printed
+    const std::size_t memo_at = out.size();
+    if (memoized) line("{{");
+    line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
+         extent);
+    ++depth_;
+    if (!in_kernel_) loop_ids_.push_back(n.var.id());
+    const std::int64_t repeat = memo_ ? memo_->repeat : 1;
+    if (memo_ && !memoized) {
+      (in_kernel_ ? memo_->kernel_loops : memo_->inner).push_back(n.var.id());
+      memo_->inside.push_back(n.var);
+      const auto* k = n.extent.as<ne::IntImmNode>();
+      if (!in_kernel_)
+        memo_->repeat = k != nullptr && k->value >= 0 && k->value <= kMaxMemoCalls
+                            ? std::min(repeat * k->value, kMaxMemoCalls)
+                            : kMaxMemoCalls;
+    }
+    if (!memoized) {
+      visit(n.body);
+    } else {  // the body first: its keys are known once it is printed
+      fmt::memory_buffer outside = std::move(out);
+      out = fmt::memory_buffer();
+      ++depth_;
+      visit(n.body);
+      --depth_;
+      fmt::memory_buffer body = std::move(out);
+      out = std::move(outside);
+      line("if (r.iteration_begin(lm, lm.same({}), {} + 1 < {}_end, {})) {{",
+           fmt::join(memo_->keys, ", "), name, name, memo_->affine);
+      out.append(body.data(), body.data() + body.size());
+      line("}}");
+      line("if (!r.iteration_end(lm)) return false;");
+    }
+    if (memo_) memo_->repeat = repeat;
+    if (!in_kernel_) loop_ids_.pop_back();
+    --depth_;
+    line("}}");
+    names_.erase(n.var.id());
+    if (memoized) {
+      fmt::memory_buffer memo;
+      for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
+      fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}, {}> lm{{}};\n",
+                     memo_->keys.size(), std::max<std::int64_t>(memo_->calls, 1),
+                     prog_.regions().size());
+      // after the block's opening line
+      const std::size_t at = memo_at + static_cast<std::size_t>(2 * depth_) + 2;
+      std::string text(out.data() + at, out.size() - at);
+      out.resize(at);
+      out.append(memo.data(), memo.data() + memo.size());
+      out.append(text.data(), text.data() + text.size());
+      line("}}");
+    }
+  }
+  // A call that writes an instruction, in the loop being memoized.
+  void count_call() {
+    if (memo_) memo_->calls = std::min(memo_->calls + memo_->repeat, kMaxMemoCalls);
+  }
   template <class... Args>
   void line(fmt::format_string<Args...> f, Args&&... args) {
     for (int i = 0; i < depth_; ++i) fmt::format_to(std::back_inserter(out), "  ");
@@ -23085,8 +23674,18 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::string index(const ne::Expr& e) {
     std::vector<std::size_t> outer;  // the loops around the kernel being printed it reads
     bool inner = false;              // and whether it reads a loop inside that kernel
+    // whether it reads the memoized loop's variable, a loop inside its body, a kernel's loop
+    bool memo_var = false, memo_inner = false, memo_kernel = false;
+    const auto among = [](const std::vector<std::uint64_t>& ids, std::uint64_t id) {
+      return std::find(ids.begin(), ids.end(), id) != ids.end();
+    };
     std::string code = cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
       if (const auto it = names_.find(v.id); it != names_.end()) {
+        if (memo_) {
+          memo_var = memo_var || v.id == memo_->var;
+          memo_inner = memo_inner || among(memo_->inner, v.id);
+          memo_kernel = memo_kernel || among(memo_->kernel_loops, v.id);
+        }
         bool around = false;
         for (std::size_t k = 0; k < keys_.size(); ++k)
           if (loop_ids_[k] == v.id) {
@@ -23107,6 +23706,16 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
           "(given: {})",
           prog_.name(), v.name, fmt::join(dims_, ", "));
     });
+    if (memo_ && !dram_) {
+      // a value of the iteration is a key; one that also varies inside it cannot be computed
+      // at its top, and a kernel's value that varies with an inner loop would miss the
+      // kernel's memo (KernelMemo) in a copied iteration
+      if (memo_var && (memo_inner || memo_kernel)) memo_->ok = false;
+      if (kernel_ && memo_inner) memo_->ok = false;
+      if (memo_var && !memo_inner && !memo_kernel &&
+          std::find(memo_->keys.begin(), memo_->keys.end(), code) == memo_->keys.end())
+        memo_->keys.push_back(code);
+    }
     if (outer.empty()) return code;
     if (inner) {  // varies inside the kernel: the loops it reads around it are its memo's keys
       for (const std::size_t k : outer) keys_[k] = true;
@@ -23117,6 +23726,24 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     const auto j = static_cast<std::size_t>(it - hoisted_.begin());
     if (it == hoisted_.end()) hoisted_.push_back(code);
     return fmt::format("k{}_{}", kernels_, j);
+  }
+  // A transfer's DRAM offset: a memoized loop's copy of an iteration recomputes it, so it is
+  // no key.
+  std::string dram_offset(const te::Expr& e) {
+    // a memoized loop copies whole iterations when every offset is affine in its variable,
+    // with a step the same in every iteration (free of the loops inside it)
+    if (memo_ && memo_->affine) {
+      if (const auto* i = e.as<te::IndexNode>()) {
+        const auto form = ne::linear_form(i->index, {*memo_->loop_var});
+        memo_->affine = form.has_value() && !ne::detail::uses_any(form->strides[0], memo_->inside);
+      } else if (e.as<te::IntImmNode>() == nullptr) {
+        memo_->affine = false;
+      }
+    }
+    dram_ = true;
+    auto code = value(e);
+    dram_ = false;
+    return code;
   }
   std::string value(const te::Expr& e) {
     if (const auto* c = e.as<te::IntImmNode>()) return cpp_expr(ne::Expr(c->value), {});
@@ -23139,6 +23766,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   // A micro-op kernel's statements: its loops and micro-ops collected, then its instruction.
   void kernel(const tir::AttrNode& n, const te::CallNode& c) {
     line("r.kernel_begin();");
+    kernel_ = true;
     in_kernel_ = true;
     visit(n.body);
     in_kernel_ = false;
@@ -23152,6 +23780,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       line("if (!r.gemm(false, {}u, {}u, {}u)) return false;", region(c.buffers[0]),
            region(c.buffers[1]), region(c.buffers[2]));
     }
+    kernel_ = false;
   }
 
   static const te::CallNode* kernel_call(const tir::Stmt& body) {
@@ -23177,7 +23806,11 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::vector<std::string> hoisted_;     // its values that only those loops (and dims) give
   std::string memos_;                    // the kernel sites' memo declarations
   int loops_ = 0, depth_ = 1, kernels_ = 0;
-  bool in_kernel_ = false;
+  bool in_kernel_ = false;               // printing a kernel's loops and micro-ops
+  bool kernel_ = false;                  // printing a kernel, its instruction included
+  bool dram_ = false;                    // printing a transfer's DRAM offset
+  std::optional<MemoLoop> memo_;         // the loop being memoized
+  const tir::ForNode* plain_ = nullptr;  // the loop printed again, not memoized
 };
 
 }  // namespace detail

@@ -23,22 +23,26 @@ using StreamWriter = runtime::StreamWriter<S, Layout>;
 struct Entry {
   const char* name;
   bool (*replay)(Replay<Storage>&, const std::int64_t*);
+  bool (*firmware)(Replay<runtime::SpanStorage>&, const std::int64_t*);  // as firmware stores
   const runtime::SramRegion* regions;
   std::size_t region_count, max_ops, params;
 };
 
-#define REPLAY_ENTRY(n)                       \
-  Entry{#n,                                   \
-        &replays::n::replay<Storage, Layout>, \
-        replays::n::kRegions,                 \
-        std::size(replays::n::kRegions),      \
-        replays::n::kMaxOps,                  \
+#define REPLAY_ENTRY(n)                                    \
+  Entry{#n,                                                \
+        &replays::n::replay<Storage, Layout>,              \
+        &replays::n::replay<runtime::SpanStorage, Layout>, \
+        replays::n::kRegions,                              \
+        std::size(replays::n::kRegions),                   \
+        replays::n::kMaxOps,                               \
         replays::n::kParams},
 const Entry entries[] = {REPLAYS_FOR_EACH(REPLAY_ENTRY)};
 #undef REPLAY_ENTRY
 
-// The compiled replay's stream, or nothing where it fails.
-std::optional<vta::Stream> compiled(const Entry& e, const std::vector<std::int64_t>& dims) {
+// The compiled replay's stream, or nothing where it fails; `copied`: its loop iterations
+// written by copying (runtime::LoopMemo), `whole`: of them, without the body's calls.
+std::optional<vta::Stream> compiled(const Entry& e, const std::vector<std::int64_t>& dims,
+                                    std::size_t& copied, std::size_t& whole) {
   Storage st;
   StreamWriter<Storage> w({}, replays::kUopDepth, st);
   std::vector<runtime::RegionState> states(e.region_count);
@@ -47,11 +51,14 @@ std::optional<vta::Stream> compiled(const Entry& e, const std::vector<std::int64
   for (std::size_t k = 0; k < e.params; ++k) phys.push_back(deploy_cases::param_phys(k));
   Replay<Storage> r(w, replays::kUopDepth, replays::kElemBytes, e.regions, states.data(),
                     e.region_count, phys.data(), {ops.data(), ops.size()});
-  if (!e.replay(r, dims.data()) || !w.finish()) return std::nullopt;
+  const bool ok = e.replay(r, dims.data());
+  copied = r.copied();
+  whole = r.copied_whole();
+  if (!ok || !w.finish()) return std::nullopt;
   return st.stream;
 }
 
-void check_case(const deploy_cases::Case& c, const Entry& e) {
+std::size_t check_case(const deploy_cases::Case& c, const Entry& e) {
   REQUIRE(c.name == e.name);
   const auto& p = *c.program;
   REQUIRE(e.regions != nullptr);
@@ -60,6 +67,7 @@ void check_case(const deploy_cases::Case& c, const Entry& e) {
   for (std::size_t k = 0; k < p.func().params.size(); ++k)
     phys.push_back(deploy_cases::param_phys(k));
   int compared = 0, refused = 0;
+  std::size_t copies = 0, wholes = 0;
   for (const auto& values : c.values) {
     std::vector<ne::Binding> bindings;
     for (std::size_t k = 0; k < c.dims.size(); ++k) bindings.push_back({c.dims[k], values[k]});
@@ -68,7 +76,10 @@ void check_case(const deploy_cases::Case& c, const Entry& e) {
       host = p.instantiate(bindings, phys);
     } catch (const dlavm::Error&) {
     }
-    const auto mine = compiled(e, values);
+    std::size_t copied = 0, whole = 0;
+    const auto mine = compiled(e, values, copied, whole);
+    copies += copied;
+    wholes += whole;
     INFO(c.name, " at ", fmt::format("{}", fmt::join(values, ", ")));
     REQUIRE(host.has_value() == mine.has_value());
     if (!host) {
@@ -84,8 +95,10 @@ void check_case(const deploy_cases::Case& c, const Entry& e) {
     CHECK(host->uop_relocs == mine->uop_relocs);
     ++compared;
   }
-  MESSAGE(c.name, ": ", compared, " dim values equal word for word, ", refused, " refused by both");
+  MESSAGE(c.name, ": ", compared, " dim values equal word for word, ", refused,
+          " refused by both; ", copies, " loop iterations copied, ", wholes, " of them whole");
   CHECK(compared > 0);
+  return copies;
 }
 
 TEST_CASE("generated replays write Program::instantiate's words for every dim value") {
@@ -95,6 +108,78 @@ TEST_CASE("generated replays write Program::instantiate's words for every dim va
   std::size_t k = 0;
   for (const auto& c : cases) check_case(c, entries[k++]);
   for (const auto& c : statics) check_case(c, entries[k++]);
+}
+
+// What a replay into storage of `capacity` instructions writes, with or without copying
+// loop iterations: its words and its error.
+struct Written {
+  std::vector<runtime::InsnWord> insns;
+  runtime::WriterError error;
+  std::size_t copied = 0, whole = 0;
+};
+Written firmware(const Entry& e, const std::vector<std::int64_t>& dims, std::size_t capacity,
+                 const std::vector<std::uint64_t>& phys, bool copies) {
+  std::vector<runtime::InsnWord> insns(capacity + 1);
+  std::vector<std::uint32_t> uops(4096), relocs(capacity + 1);
+  std::vector<runtime::KernelSlot> kernels(64), resident(64);
+  runtime::SpanStorage st(insns.data(), capacity, uops.data(), uops.size(), relocs.data(),
+                          kernels.data(), resident.data(), kernels.size());
+  StreamWriter<runtime::SpanStorage> w({}, replays::kUopDepth, st);
+  std::vector<runtime::RegionState> states(e.region_count);
+  std::vector<runtime::UopOp> ops(e.max_ops);
+  Replay<runtime::SpanStorage> r(w, replays::kUopDepth, replays::kElemBytes, e.regions,
+                                 states.data(), e.region_count, phys.data(),
+                                 {ops.data(), ops.size()});
+  r.copy_loops(copies);
+  if (e.firmware(r, dims.data())) w.finish();
+  insns.resize(st.insn_count());
+  return {insns, w.error(), r.copied(), r.copied_whole()};
+}
+
+void check_same(const Written& a, const Written& b) {
+  CHECK(a.insns == b.insns);
+  CHECK(a.error.status == b.error.status);
+  CHECK(a.error.index == b.error.index);
+  CHECK(a.error.opcode == b.error.opcode);
+  CHECK(a.error.field == b.error.field);
+  CHECK(a.error.value == b.error.value);
+}
+
+TEST_CASE("copied loop iterations fail where their calls fail: storage full, DRAM out of range") {
+  std::size_t copies = 0, failed = 0;
+  for (const auto& e : entries) {
+    const std::string name = e.name;
+    if (name != "mlp0" && name != "mlp1") continue;
+    CAPTURE(name);
+    const std::vector<std::int64_t> dims = {256};
+    std::vector<std::uint64_t> phys;
+    for (std::size_t k = 0; k < e.params; ++k) phys.push_back(deploy_cases::param_phys(k));
+    const auto full = firmware(e, dims, 100000, phys, true);
+    REQUIRE(full.error.status == runtime::Status::Ok);
+    REQUIRE(full.copied > 0);
+    if (name == "mlp0") REQUIRE(full.whole > 0);
+    // every storage size up to the whole stream: InsnsFull at the same instruction
+    for (std::size_t capacity = 0; capacity < full.insns.size(); ++capacity) {
+      CAPTURE(capacity);
+      const auto copied = firmware(e, dims, capacity, phys, true);
+      check_same(copied, firmware(e, dims, capacity, phys, false));
+      CHECK(copied.error.status == runtime::Status::InsnsFull);
+      copies += copied.copied;
+    }
+    // parameters so high in DRAM that the element addresses of later iterations leave the
+    // 32-bit field (INP's and OUT's elements of 16 bytes)
+    for (const std::uint64_t below : {8, 64, 100, 200, 300, 1000, 3000}) {
+      CAPTURE(below);
+      std::vector<std::uint64_t> high(e.params, ((std::uint64_t{1} << 32) - below) * 256);
+      const auto copied = firmware(e, dims, 100000, high, true);
+      check_same(copied, firmware(e, dims, 100000, high, false));
+      failed += copied.error.status == runtime::Status::FieldRange;
+      copies += copied.copied;
+    }
+  }
+  MESSAGE(copies, " iterations copied before the failures, ", failed, " DRAM ranges exceeded");
+  CHECK(copies > 0);
+  CHECK(failed > 0);
 }
 
 // A static program's stream built in a constant expression by its generated replay, with

@@ -11,6 +11,9 @@
 //   - every error: EmptyTransfer, Misaligned (power-of-two and other element sizes),
 //     LoopShape, UopsFull / KernelTooLarge from the op buffer, a load-store hazard
 //     (NotNeighbours, unordered()); kernels with no iteration or no micro-op write nothing;
+//   - loop memos: random loops whose iterations are copied write the words of the same calls
+//     made one by one (and order their hazards); an iteration that makes other calls than
+//     the recorded one is LoopDiverged;
 //   - floor_div / floor_mod / min / max against their definitions.
 #include <dlavm/runtime/replay.hpp>
 #include <dlavm/vta/hw/config.hpp>
@@ -220,6 +223,136 @@ TEST_CASE("runtime replay: random replays order every hazard (check_hazards), an
     w = rt::pack(rt::IsaLayout::default_layout(), f);
   }
   CHECK_THROWS(vta::check_hazards(config, s));
+}
+
+// ---- loop memos: iterations copied against the same calls made one by one ---------------
+
+// One iteration of a random loop body: the same calls every iteration (from `seed`), but for
+// DRAM offsets, which move with `i` (by a step, or some as i * i when `squares`), and
+// kernels through memos as the generated replays make them (KernelMemo: encoded once, then
+// written again).
+bool loop_body(Rig& rig, std::uint64_t seed, i64 i, std::vector<rt::KernelMemo<0>>& memos,
+               bool squares) {
+  std::mt19937_64 rng(seed);
+  const auto pick = [&](i64 lo, i64 hi) {
+    return lo + static_cast<i64>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const auto region = [&](const auto& among) { return among[rng() % std::size(among)]; };
+  Replay& r = rig.replay;
+  const int steps = static_cast<int>(pick(1, 8));
+  std::size_t site = 0;
+  for (int k = 0; k < steps; ++k) {
+    const auto kind = rng() % 5;
+    const i64 step = pick(0, 40);
+    const i64 offset = pick(0, 50) + (squares && rng() % 4 == 0 ? i * i : i * step);
+    const std::size_t param = rng() % 4;
+    bool ok = true;
+    if (kind <= 1) {
+      const MemId mem = kind == 0 ? (rng() % 2 ? MemId::Inp : MemId::Wgt) : MemId::Acc;
+      const std::uint32_t at = mem == MemId::Inp   ? region(kInp)
+                               : mem == MemId::Wgt ? region(kWgt)
+                                                   : region(kAcc);
+      const MemId as = kRegions[at].memory == MemId::Acc8 ? MemId::Acc8 : mem;
+      const i64 x = pick(1, 4);
+      ok = r.load(as, at, kRegions[at].begin, param, offset, 1, x, rt::kDenseStride, 0, 0, 0, 0);
+    } else if (kind == 2) {
+      const std::uint32_t at = region(kAcc);
+      ok = r.store(at, kRegions[at].begin, param, offset, 1, pick(1, 4), rt::kDenseStride);
+    } else {
+      const bool alu = kind == 4, reset = !alu && rng() % 2 == 0;
+      const std::uint32_t acc = region(kAcc), inp = region(kInp), wgt = region(kWgt),
+                          src = region(kAcc);
+      const i64 extent = pick(1, 3), d = pick(0, 3), s = pick(0, 3);
+      if (memos.size() <= site) memos.resize(site + 1);
+      rt::KernelMemo<0>& m = memos[site++];
+      if (m.hit()) {
+        ok = alu ? r.alu_again(m, acc, src) : r.gemm_again(m, reset, acc, inp, wgt);
+      } else {
+        m.enter(rig.w);
+        r.kernel_begin();
+        r.loop_begin(extent, 1, 1, 0);
+        r.push(kRegions[acc].begin + d, (alu ? kRegions[src].begin : kRegions[inp].begin) + s,
+               alu ? 0 : kRegions[wgt].begin);
+        ok = alu ? r.alu(rt::AluOp::Add, false, 0, acc, src) : r.gemm(reset, acc, inp, wgt);
+        m.leave(rig.w);
+      }
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// A random prologue, a loop of `n` iterations of a random body, and a random epilogue, the
+// loop memoized or not; with affine offsets (even seeds), iterations are copied whole.
+bool memoized_loop(Rig& rig, std::uint64_t seed, i64 n, bool memo) {
+  rig.replay.copy_loops(memo);
+  const bool affine = seed % 2 == 0;
+  std::vector<rt::KernelMemo<0>> before, body, after;
+  if (!loop_body(rig, seed * 3, 0, before, false)) return false;
+  rt::LoopMemo<1, 8, 9> lm{};
+  lm.reset();
+  for (i64 i = 0; i < n; ++i) {
+    if (rig.replay.iteration_begin(lm, lm.same(7), i + 1 < n, affine) &&
+        !loop_body(rig, (seed * 3) + 1, i, body, !affine))
+      return false;
+    if (!rig.replay.iteration_end(lm)) return false;
+  }
+  return loop_body(rig, (seed * 3) + 2, n, after, false) && rig.w.finish();
+}
+
+TEST_CASE("runtime replay: loop iterations copied write the words their calls write") {
+  const vta::Config config;
+  const int seeds = DLAVM_TEST_SANITIZED ? 300 : 2000;
+  std::size_t copied = 0, whole = 0, insns = 0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    CAPTURE(seed);
+    const i64 n = 3 + (seed % 6);
+    Rig memo(kRegions), calls(kRegions);
+    REQUIRE(memoized_loop(memo, static_cast<std::uint64_t>(seed), n, true));
+    REQUIRE(memoized_loop(calls, static_cast<std::uint64_t>(seed), n, false));
+    CHECK(calls.replay.copied() == 0);
+    REQUIRE(memo.size() == calls.size());
+    CHECK(memo.stream().insns == calls.stream().insns);
+    CHECK(memo.stream().uops == calls.stream().uops);
+    CHECK_NOTHROW(vta::check_hazards(config, memo.stream()));
+    copied += memo.replay.copied();
+    whole += memo.replay.copied_whole();
+    insns += memo.size();
+  }
+  MESSAGE(copied, " iterations copied (", whole, " whole) in ", insns,
+          " instructions of random loops");
+  CHECK(copied > static_cast<std::size_t>(seeds));  // most loops copy some iterations
+  CHECK(whole > static_cast<std::size_t>(seeds) / 4);
+}
+
+TEST_CASE("runtime replay: a copied iteration that makes other calls than the recorded one") {
+  // the keys say the iterations are the same; the third one makes one call more
+  Rig rig(kRegions);
+  rt::LoopMemo<1, 8, 9> lm{};
+  lm.reset();
+  bool ok = true;
+  for (i64 i = 0; i < 4 && ok; ++i) {
+    rig.replay.iteration_begin(lm, lm.same(0), i + 1 < 4);
+    ok = rig.replay.load(MemId::Inp, 0, 0, 0, i, 1, 1, 1, 0, 0, 0, 0) &&
+         (i != 2 || rig.replay.load(MemId::Inp, 0, 0, 0, i, 1, 1, 1, 0, 0, 0, 0)) &&
+         rig.replay.iteration_end(lm);
+  }
+  CHECK_FALSE(ok);
+  CHECK(rig.w.error().status == Status::LoopDiverged);
+  CHECK(rig.size() == 3);  // the two iterations written and the copy's first load
+  // one call fewer: found at the end of the copy
+  Rig fewer(kRegions);
+  rt::LoopMemo<1, 8, 9> lm2{};
+  lm2.reset();
+  ok = true;
+  for (i64 i = 0; i < 4 && ok; ++i) {
+    fewer.replay.iteration_begin(lm2, lm2.same(0), i + 1 < 4);
+    ok = fewer.replay.load(MemId::Inp, 0, 0, 0, i, 1, 1, 1, 0, 0, 0, 0) &&
+         (i == 2 || fewer.replay.load(MemId::Wgt, 3, 0, 1, i, 1, 1, 1, 0, 0, 0, 0)) &&
+         fewer.replay.iteration_end(lm2);
+  }
+  CHECK_FALSE(ok);
+  CHECK(fewer.w.error().status == Status::LoopDiverged);
 }
 
 // ---- tokens by hand ---------------------------------------------------------------------

@@ -10,6 +10,7 @@
 //   gemm(reset, acc, inp, wgt) / alu(op, use_imm, imm, dst, src) a GEMM or ALU micro-op kernel
 //   again(kernel, accesses)                                      a kernel written before
 //   gemm_again(memo, ...) / alu_again(memo, ...)                 a memoized site (KernelMemo)
+//   iteration_begin(memo, same, more, affine) / iteration_end     a memoized loop (LoopMemo)
 //
 // `param` indexes the program's parameters, whose byte addresses the replay is given; a region
 // indexes the program's on-chip regions (SramRegion), their hazard states the caller's array.
@@ -91,6 +92,120 @@ struct KernelMemo {
   }
 };
 
+// What a generated replay keeps of a loop (vta::replay_source declares a LoopMemo with each
+// outermost loop it can memoize) so that an iteration like one before it, but for its DRAM
+// addresses, is written by copying words:
+//
+//   dlavm::runtime::LoopMemo<1, 36, 11> lm{};  // keys, calls of an iteration, regions
+//   for (std::int64_t i1 = 0, i1_end = i1 + n; i1 < i1_end; ++i1) {
+//     if (r.iteration_begin(lm, lm.same(min(d0 - (i1 * 32), 32)), i1 + 1 < i1_end, true)) {
+//       ... the body's calls ...
+//     }
+//     if (!r.iteration_end(lm)) return false;
+//   }
+//
+// The keys are the values the body reads from the loop's variable other than DRAM offsets
+// (sizes, a kernel's memo keys, an inner loop's extent): with the same keys the body makes the
+// same calls. An iteration whose keys equal the last one's is recorded: the instruction each
+// call wrote, the pushes its hazards set, the dependency state at its start. A later
+// iteration with the same keys, starting in a state that matches the recorded one up to a
+// renaming of the instructions it can wait on (DepTracker::match), makes the same tokens: it
+// copies the words of the iteration before it (a DRAM address from the body's own call), sets
+// the recorded pushes on the renamed instructions, and tracks its accesses as the calls do.
+// The words, tokens and errors are those the calls write (tests/deploy compares them word
+// for word); a recorded iteration that loaded micro-ops, or had more calls or pushes than the
+// memo holds, is not copied.
+// A call of a recorded iteration that wrote an instruction: where (from the iteration's first
+// instruction), its module and accesses, and, for a transfer, how far its DRAM address moved
+// from the iteration before (measured by the first copy).
+struct LoopCall {
+  std::uint32_t at = 0;
+  Queue queue = Queue::Compute;
+  std::uint8_t accesses = 0;
+  bool transfer = false;
+  RegionAccess access[3] = {};
+  std::int64_t step = 0;
+};
+
+struct LoopTape {
+  std::int64_t* keys = nullptr;  // the arrays of the LoopMemo holding this tape
+  std::size_t key_capacity = 0;
+  LoopCall* calls = nullptr;  // the recorded iteration's calls that wrote instructions
+  std::size_t call_capacity = 0;
+  PushLog log;                    // the pushes set while recording, at absolute indices
+  RegionState* states = nullptr;  // the regions' states at the recorded iteration's start
+  std::size_t state_capacity = 0;
+  IndexMap map;  // the renaming from that start to the copy's
+
+  bool have_keys = false;  // an iteration ran since reset(): `keys` are its
+  bool armed = false;      // an iteration is recorded, and the last one is it or its copy
+  bool stepped = false;    // a copy measured the DRAM steps of the recorded calls
+  bool steady = false;     // a copy matched: the next ones start as the recorded one did
+  int failures = 0;        // iterations recorded since reset()
+  std::size_t ncalls = 0;
+  std::int64_t recorded = 0;                      // the recorded iteration's first instruction
+  std::int64_t length = 0;                        // its instructions
+  std::int64_t covered[DepTracker::kPairs] = {};  // the pushes set at its start
+  std::int64_t pushed[DepTracker::kPairs] = {};   // at its end
+  unsigned pops = 0;
+  Queue last = Queue::Compute;
+  std::size_t relocs = 0;
+  std::int64_t from = 0;   // the first instruction of the iteration copied from
+  std::int64_t start = 0;  // of the iteration being recorded or copied
+  std::size_t cursor = 0;  // copying: the next call
+  std::int64_t word = 0;   // copying: the next word, from `start`
+
+  constexpr void reset() {
+    have_keys = armed = stepped = steady = false;
+    failures = 0;
+  }
+  // Whether the iteration's keys equal the last iteration's (keeping them for the next).
+  template <class... K>
+  constexpr bool same(K... k) {
+    const std::int64_t now[sizeof...(K) + 1] = {static_cast<std::int64_t>(k)..., 0};
+    bool equal = have_keys;
+    for (std::size_t i = 0; i < sizeof...(K) && i < key_capacity; ++i) {
+      equal = equal && keys[i] == now[i];
+      keys[i] = now[i];
+    }
+    have_keys = sizeof...(K) <= key_capacity;
+    return equal;
+  }
+};
+
+// A LoopTape over arrays of its own: Keys keys, the calls of an iteration (Calls at most: a
+// longer one is not copied), as many pushes, and the states of Regions regions. It points
+// into itself, so it is neither copied nor moved.
+template <std::size_t Keys, std::size_t Calls, std::size_t Regions>
+struct LoopMemo : LoopTape {
+  constexpr LoopMemo() {
+    keys = key_array;
+    key_capacity = Keys;
+    calls = call_array;
+    call_capacity = Calls;
+    log.edits = edit_array;
+    log.capacity = Calls;
+    states = state_array;
+    state_capacity = Regions;
+    map.from = map_from;
+    map.to = map_to;
+    map.module = map_module;
+    map.where = map_where;
+    map.capacity = 4 * Regions;
+  }
+  LoopMemo(const LoopMemo&) = delete;
+  LoopMemo& operator=(const LoopMemo&) = delete;
+
+  std::int64_t key_array[Keys + 1] = {};  // one more: no array of size zero
+  LoopCall call_array[Calls + 1] = {};
+  PushEdit edit_array[Calls + 1] = {};
+  RegionState state_array[Regions + 1] = {};
+  // a region's writer and three readers: the most indices a renaming can have
+  std::int64_t map_from[(4 * Regions) + 1] = {}, map_to[(4 * Regions) + 1] = {};
+  std::uint8_t map_module[(4 * Regions) + 1] = {};
+  std::uint32_t map_where[(4 * Regions) + 1] = {};
+};
+
 template <class Storage, class Layout = DynamicLayout>
 class Replay {
  public:
@@ -116,6 +231,11 @@ class Replay {
   constexpr bool ok() const { return w_.ok(); }
   constexpr StreamWriter<Storage, Layout>& writer() { return w_; }
   constexpr const DepTracker& deps() const { return deps_; }
+  // The loop iterations written by copying (LoopMemo), and whether iterations may be copied
+  // (on by default; off, every iteration is written by its calls, to compare with).
+  constexpr std::size_t copied() const { return copied_; }
+  constexpr std::size_t copied_whole() const { return copied_whole_; }  // of them, without calls
+  constexpr void copy_loops(bool on) { copy_loops_ = on; }
 
   constexpr bool load(MemId mem, std::uint32_t region, std::int64_t sram, std::size_t param,
                       std::int64_t offset, std::int64_t y, std::int64_t x, std::int64_t stride,
@@ -125,6 +245,9 @@ class Replay {
     const RegionAccess access{region, true};
     std::int64_t dram = 0;
     // a block of padding rows only reads no DRAM: its address is the tensor's start
+    if (mode_ == Mode::Copy)
+      return element(Opcode::Load, param, mem, dram) &&
+             copy(true, dram + (y > 0 ? offset : 0), q, &access, 1);
     return sizes(Opcode::Load, mem, y, x) && element(Opcode::Load, param, mem, dram) &&
            deps_.before(w_, q, &access, 1) &&
            w_.load(mem, sram, dram + (y > 0 ? offset : 0), y, x, stride, y_pad_0, y_pad_1, x_pad_0,
@@ -136,6 +259,9 @@ class Replay {
                        std::int64_t offset, std::int64_t y, std::int64_t x, std::int64_t stride) {
     const RegionAccess access{region, false};
     std::int64_t dram = 0;
+    if (mode_ == Mode::Copy)
+      return element(Opcode::Store, param, MemId::Out, dram) &&
+             copy(true, dram + offset, Queue::Store, &access, 1);
     return sizes(Opcode::Store, MemId::Out, y, x) &&
            element(Opcode::Store, param, MemId::Out, dram) &&
            deps_.before(w_, Queue::Store, &access, 1) &&
@@ -172,6 +298,7 @@ class Replay {
     if (empty_ || nops_ == 0) return ok();
     const RegionAccess accesses[] = {{acc, true}, {inp, false}, {wgt, false}};
     const std::size_t n = reset ? 1 : 3;
+    if (mode_ == Mode::Copy) return diverged(Opcode::Gemm);
     return fits(Opcode::Gemm) && deps_.before(w_, Queue::Compute, accesses, n) &&
            w_.gemm(loops_, nloops_, ops_.data, nops_, reset) && after(Queue::Compute, accesses, n);
   }
@@ -181,6 +308,7 @@ class Replay {
   // written, src read): what a replay that enters a kernel with the same values writes,
   // without collecting and encoding its micro-ops.
   constexpr bool again(const WrittenKernel& k, const RegionAccess* accesses, std::size_t n) {
+    if (mode_ == Mode::Copy) return copy(false, 0, Queue::Compute, accesses, n);
     return deps_.before(w_, Queue::Compute, accesses, n) && w_.again(k) &&
            after(Queue::Compute, accesses, n);
   }
@@ -206,12 +334,180 @@ class Replay {
                      std::uint32_t src) {
     if (empty_ || nops_ == 0) return ok();
     const RegionAccess accesses[] = {{dst, true}, {src, false}};
+    if (mode_ == Mode::Copy) return diverged(Opcode::Alu);
     return fits(Opcode::Alu) && deps_.before(w_, Queue::Compute, accesses, 2) &&
            w_.alu(loops_, nloops_, ops_.data, nops_, op, use_imm, imm) &&
            after(Queue::Compute, accesses, 2);
   }
 
+  // A memoized loop's iteration (LoopMemo): copied when its keys are the last iteration's
+  // (`same`) and it starts as the recorded one did; else recorded when another follows
+  // (`more`); else written by its calls alone. Whether the body must run: not when the
+  // iteration was copied whole, which an `affine` loop's is (its DRAM offsets move by the
+  // same step every iteration) once a copy measured the steps; then, or when the copy failed,
+  // iteration_end only returns ok().
+  constexpr bool iteration_begin(LoopTape& t, bool same, bool more, bool affine = false) {
+    tape_ = &t;
+    mode_ = Mode::Off;
+    if (!same) t.armed = t.steady = false;
+    if (!same || !ok() || !copy_loops_) return true;
+    const auto size = static_cast<std::int64_t>(w_.size());
+    // The recorded iteration j started in state S and ended in F(S); a copy matching it
+    // started in S' = S renamed and ended in F(S'), F(S) renamed. Once the first copy
+    // matched, F(S) = S renamed, so every copy after it starts in S renamed too: its
+    // renaming is read from the slots that hold the instructions the recorded one named.
+    // (the micro-op residency is the recorded start's while no micro-ops were loaded since)
+    if (t.armed && t.steady) {
+      for (std::size_t i = 0; i < t.map.size; ++i) t.map.to[i] = deps_.slot(t.map.where[i]);
+    } else if (t.armed) {
+      t.steady = w_.pending_pops() == t.pops && w_.last_queue() == t.last &&
+                 w_.storage().reloc_count() == t.relocs && deps_.match(t.states, t.covered, t.map);
+      t.armed = t.steady;
+    }
+    if (t.armed) {
+      t.start = size;
+      t.cursor = 0;
+      t.word = 0;
+      if (affine && t.stepped) {
+        copy_whole(t);
+        return false;
+      }
+      mode_ = Mode::Copy;
+      return true;
+    }
+    t.armed = t.stepped = t.steady = false;
+    if (!more || t.failures >= kMaxLoopRecords || deps_.count() > t.state_capacity) return true;
+    ++t.failures;
+    for (std::size_t r = 0; r < deps_.count(); ++r) t.states[r] = deps_.states()[r];
+    for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.covered[p] = deps_.covered(p);
+    t.pops = w_.pending_pops();
+    t.last = w_.last_queue();
+    t.relocs = w_.storage().reloc_count();
+    t.ncalls = 0;
+    t.log.size = 0;
+    t.log.overflow = false;
+    t.start = size;
+    deps_.log_pushes(&t.log);
+    mode_ = Mode::Record;
+    return true;
+  }
+
+  constexpr bool iteration_end(LoopTape& t) {
+    const Mode mode = mode_;
+    mode_ = Mode::Off;
+    if (mode == Mode::Record) {
+      deps_.log_pushes(nullptr);
+      if (!ok()) return false;
+      const std::int64_t length = static_cast<std::int64_t>(w_.size()) - t.start;
+      t.armed = length > 0 && t.ncalls <= t.call_capacity && !t.log.overflow &&
+                w_.storage().reloc_count() == t.relocs;
+      for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.pushed[p] = deps_.covered(p);
+      t.recorded = t.from = t.start;
+      t.length = length;
+      return true;
+    }
+    if (mode != Mode::Copy) return ok();
+    if (!ok()) return false;
+    if (t.cursor != t.ncalls || t.word != t.length) return diverged(Opcode::Finish);
+    t.stepped = true;
+    return finish_copy(t);
+  }
+
  private:
+  enum class Mode : std::uint8_t { Off, Record, Copy };
+  // the iterations a loop records at most (each copies the regions' states)
+  static constexpr int kMaxLoopRecords = 3;
+
+  // A copy's end: the pushes the recorded iteration set before its start, on the renamed
+  // instructions (those inside it came with its words), and the pushes set since then.
+  constexpr bool finish_copy(LoopTape& t) {
+    for (std::size_t e = 0; e < t.log.size; ++e) {
+      std::int64_t at = 0;
+      if (t.log.edits[e].at >= t.recorded) continue;
+      if (!rename(t, t.log.edits[e].at, at)) return diverged(Opcode::Finish);
+      if (!w_.set_push(static_cast<std::size_t>(at), t.log.edits[e].to)) return false;
+    }
+    for (std::size_t p = 0; p < DepTracker::kPairs; ++p) {
+      std::int64_t at = 0;
+      if (t.pushed[p] == t.covered[p]) continue;  // no push set toward this pair
+      if (!rename(t, t.pushed[p], at)) return diverged(Opcode::Finish);
+      deps_.set_covered(p, at);
+    }
+    t.from = t.start;
+    ++copied_;
+    return true;
+  }
+
+  // A whole iteration copied without its calls: each word of the iteration before, a
+  // transfer's DRAM address moved by its step, and the calls' accesses tracked.
+  constexpr bool copy_whole(LoopTape& t) {
+    const FieldPos dram = w_.layout().pos(Form::Mem, Field::dram_base);
+    for (std::size_t c = 0; c < t.ncalls; ++c) {
+      const LoopCall& call = t.calls[c];
+      for (; t.word < call.at; ++t.word)
+        if (!w_.repeat(static_cast<std::size_t>(t.from + t.word), false, 0)) return unwind(t);
+      const auto from = static_cast<std::size_t>(t.from + call.at);
+      const auto moved =
+          static_cast<std::int64_t>(get_field(w_.storage().insn(from), dram)) + call.step;
+      ++t.word;
+      if (!w_.repeat(from, call.transfer, moved)) return unwind(t);
+      deps_.after(call.queue, t.start + call.at, call.access, call.accesses);
+    }
+    t.cursor = t.ncalls;
+    ++copied_whole_;
+    return finish_copy(t);
+  }
+
+  // Copying an iteration: the words the recorded call wrote (pops' no-ops, then its
+  // instruction), from the iteration before; a transfer's DRAM address is this call's.
+  constexpr bool copy(bool patch, std::int64_t dram, Queue q, const RegionAccess* accesses,
+                      std::size_t n) {
+    LoopTape& t = *tape_;
+    if (t.cursor == t.ncalls) return diverged(Opcode::Finish);
+    LoopCall& call = t.calls[t.cursor++];
+    const std::int64_t at = call.at;
+    for (; t.word < at; ++t.word)
+      if (!w_.repeat(static_cast<std::size_t>(t.from + t.word), false, 0)) return unwind(t);
+    ++t.word;
+    const auto from = static_cast<std::size_t>(t.from + at);
+    call.transfer = patch;
+    call.step = dram - static_cast<std::int64_t>(get_field(
+                           w_.storage().insn(from), w_.layout().pos(Form::Mem, Field::dram_base)));
+    if (!w_.repeat(from, patch, dram)) return unwind(t);
+    return after(q, accesses, n);
+  }
+  // A copy that failed: the pushes its calls would have set by then set, those they would
+  // have set later on the words copied cleared (the words are those of the calls, too).
+  constexpr bool unwind(const LoopTape& t) {
+    const std::int64_t written = static_cast<std::int64_t>(w_.size()) - t.start;
+    for (std::size_t e = 0; e < t.log.size; ++e) {
+      const PushEdit& edit = t.log.edits[e];
+      const bool done = edit.when - t.recorded <= written;
+      std::int64_t at = 0;
+      if (edit.at < t.recorded) {
+        if (done && rename(t, edit.at, at))
+          w_.mark_push(static_cast<std::size_t>(at), edit.to, true);
+      } else if (!done && edit.at - t.recorded < written) {
+        w_.mark_push(static_cast<std::size_t>(t.start + (edit.at - t.recorded)), edit.to, false);
+      }
+    }
+    return false;
+  }
+  // Instruction x in the recorded iteration's time, in the copy's: one of its own moved to
+  // the copy, one before it renamed as the match found.
+  static constexpr bool rename(const LoopTape& t, std::int64_t x, std::int64_t& out) {
+    if (x >= t.recorded) {
+      out = t.start + (x - t.recorded);
+      return true;
+    }
+    return t.map.find(x, out);
+  }
+  constexpr bool diverged(Opcode op) {
+    InsnFields f;
+    f.opcode = op;
+    return w_.fail(Status::LoopDiverged, f, Field::count, static_cast<std::int64_t>(tape_->cursor));
+  }
+
   // x_size = 0 makes a transfer a no-op on VTA: for a padded block it would also drop the
   // padding, so an empty row is an error, not a silent no-op (rows of padding only, with
   // y_size = 0, are what input loads write).
@@ -247,7 +543,19 @@ class Replay {
                    static_cast<std::int64_t>(nops_));
   }
   constexpr bool after(Queue q, const RegionAccess* accesses, std::size_t n) {
-    deps_.after(q, static_cast<std::int64_t>(w_.size()) - 1, accesses, n);
+    const auto index = static_cast<std::int64_t>(w_.size()) - 1;
+    deps_.after(q, index, accesses, n);
+    if (mode_ == Mode::Record) {
+      LoopTape& t = *tape_;
+      if (t.ncalls < t.call_capacity) {
+        LoopCall& call = t.calls[t.ncalls];
+        call.at = static_cast<std::uint32_t>(index - t.start);
+        call.queue = q;
+        call.accesses = static_cast<std::uint8_t>(n);
+        for (std::size_t a = 0; a < n; ++a) call.access[a] = accesses[a];
+      }
+      ++t.ncalls;  // counted past the capacity: such an iteration is not copied
+    }
     return true;
   }
 
@@ -261,6 +569,10 @@ class Replay {
   KernelLoop loops_[2] = {};
   std::size_t nloops_ = 0, nops_ = 0;
   bool empty_ = false;
+  LoopTape* tape_ = nullptr;
+  Mode mode_ = Mode::Off;
+  std::size_t copied_ = 0, copied_whole_ = 0;
+  bool copy_loops_ = true;
 };
 
 }  // namespace dlavm::runtime

@@ -54,6 +54,8 @@ enum class Status : std::uint8_t {
   UopsFull,        // ... micro-ops
   KernelsFull,     // ... distinct kernels
   LoopShape,       // a kernel with more than two loop levels
+  LoopDiverged,    // a loop iteration copied from the one before (Replay's loop memo) made other
+                   // calls than that one: its replay's keys missed a value its body reads
 };
 
 struct WriterError {
@@ -223,6 +225,36 @@ class StreamWriter {
            append_word(w, Queue::Compute, k.opcode);
   }
 
+  // Instruction `from` of this stream appended again as it is (a loop iteration copied from
+  // the one before it: Replay::iteration_begin), with its DRAM address set to `dram` if
+  // `patch`: the dependency flags are copied, no pending pop is taken.
+  constexpr bool repeat(std::size_t from, bool patch, std::int64_t dram) {
+    if (!ok()) return false;
+    InsnWord w = s_.insn(from);
+    const FieldPos at = layout().pos(Form::Mem, Field::dram_base);
+    const auto op = static_cast<Opcode>(get_field(w, layout().pos(Form::Mem, Field::opcode)));
+    if (patch) {
+      if (dram < 0 || dram > limit_[static_cast<std::size_t>(Form::Mem)]
+                                   [static_cast<std::size_t>(Field::dram_base)])
+        return fail_field(Status::FieldRange, op, Field::dram_base, dram);
+      w.word[at.offset / 64] &= ~(low_mask(at.width) << (at.offset % 64));
+      put_field(w, at, static_cast<std::uint64_t>(dram));
+    }
+    if (!s_.push_insn(w)) return fail_field(Status::InsnsFull, op, Field::count, 0);
+    return true;
+  }
+
+  // What a loop memo compares between two iterations' starts: the pops pending per module
+  // (bit 2k: from the previous module, 2k + 1: from the next) and the last module written.
+  constexpr unsigned pending_pops() const {
+    unsigned bits = 0;
+    for (std::size_t q = 0; q < 3; ++q)
+      bits |= (pending_pop_prev_[q] ? 1u : 0u) << (2 * q) | (pending_pop_next_[q] ? 2u : 0u)
+                                                                << (2 * q);
+    return bits;
+  }
+  constexpr Queue last_queue() const { return last_queue_; }
+
   // VTADepPush: after the last instruction of `from`, a token for its neighbour `to`.
   constexpr bool dep_push(Queue from, Queue to) {
     if (!ok()) return false;
@@ -262,6 +294,21 @@ class StreamWriter {
     const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
     put_field(word, layout().pos(Form::Mem, flag), 1);
     return true;
+  }
+
+  // The push flag toward `to` on instruction `index` set or cleared, even after a failure: a
+  // loop memo leaves the words of a copy that failed as its calls would have left them.
+  constexpr void mark_push(std::size_t index, Queue to, bool on) {
+    if (index >= s_.insn_count()) return;
+    InsnWord& word = s_.insn(index);
+    InsnFields head;
+    head.opcode = static_cast<Opcode>(get_field(word, layout().pos(Form::Mem, Field::opcode)));
+    head.memory_type =
+        static_cast<MemId>(get_field(word, layout().pos(Form::Mem, Field::memory_type)));
+    const FieldPos flag =
+        layout().pos(Form::Mem, queue_of(head) < to ? Field::push_next_dep : Field::push_prev_dep);
+    word.word[flag.offset / 64] &= ~(low_mask(flag.width) << (flag.offset % 64));
+    if (on) put_field(word, flag, 1);
   }
 
   // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
@@ -514,6 +561,61 @@ struct RegionState {
   std::uint64_t overlaps = 0;  // the regions it overlaps (bit r: region r), up to 64 regions
 };
 
+// A push the tracker set on an earlier instruction, and the log of them a loop memo keeps while
+// it records an iteration (Replay::iteration_begin): full, it notes that it missed some.
+struct PushEdit {
+  std::int64_t at = 0;
+  Queue to = Queue::Compute;
+  std::int64_t when = 0;  // the stream's length when it was set
+};
+struct PushLog {
+  PushEdit* edits = nullptr;
+  std::size_t capacity = 0, size = 0;
+  bool overflow = false;
+  constexpr void add(std::int64_t at, Queue to, std::int64_t when) {
+    if (size == capacity) {
+      overflow = true;
+      return;
+    }
+    edits[size++] = {at, to, when};
+  }
+};
+
+// A renaming of instructions (DepTracker::match): instruction from[i], of module module[i],
+// is to[i]; one module's instructions keep their order (a hazard waits on the latest).
+// where[i] is a slot holding it (4 * region + 0 for the writer, 1 + m for the reader of m).
+struct IndexMap {
+  std::int64_t* from = nullptr;
+  std::int64_t* to = nullptr;
+  std::uint8_t* module = nullptr;
+  std::uint32_t* where = nullptr;
+  std::size_t capacity = 0, size = 0;
+
+  constexpr bool add(std::int64_t x, std::int64_t y, int m, std::uint32_t slot) {
+    for (std::size_t i = 0; i < size; ++i) {
+      if (from[i] == x || to[i] == y) {
+        if (from[i] == x && to[i] == y) return true;
+        return false;
+      }
+      if (module[i] == m && (from[i] < x) != (to[i] < y)) return false;
+    }
+    if (size == capacity) return false;
+    from[size] = x;
+    to[size] = y;
+    where[size] = slot;
+    module[size++] = static_cast<std::uint8_t>(m);
+    return true;
+  }
+  constexpr bool find(std::int64_t x, std::int64_t& y) const {
+    for (std::size_t i = 0; i < size; ++i)
+      if (from[i] == x) {
+        y = to[i];
+        return true;
+      }
+    return false;
+  }
+};
+
 // Dependency tokens from data hazards (vta/hw/dep_tracker.hpp describes the scheme). The
 // regions and their states are the caller's arrays (`count` of each).
 class DepTracker {
@@ -567,6 +669,7 @@ class DepTracker {
       std::int64_t& covered = covered_[(m * 3) + static_cast<int>(q) - 1];
       if (need[m] <= covered) continue;
       if (!w.set_push(static_cast<std::size_t>(need[m]), q) || !w.dep_pop(from, q)) return false;
+      if (log_ != nullptr) log_->add(need[m], q, static_cast<std::int64_t>(w.size()));
       covered = need[m];
     }
     return true;
@@ -574,6 +677,67 @@ class DepTracker {
 
   // The conflicting instruction when before() failed on modules that share no token queue.
   constexpr std::int64_t unordered() const { return unordered_; }
+
+  // What a loop memo reads and restores (Replay::iteration_begin): the regions' states, the
+  // last instruction of each module whose push toward each other module was set (pair
+  // 3 * (from - 1) + to - 1), and the log the pushes set go to while an iteration is recorded.
+  constexpr std::size_t count() const { return count_; }
+  constexpr const RegionState* states() const { return states_; }
+  static constexpr std::size_t kPairs = 9;
+  constexpr std::int64_t covered(std::size_t pair) const { return covered_[pair]; }
+  constexpr void set_covered(std::size_t pair, std::int64_t at) { covered_[pair] = at; }
+  constexpr void log_pushes(PushLog* log) { log_ = log; }
+  // The index in slot `where` (IndexMap): 4 * region + 0 its writer, 1 + m the reader of m.
+  constexpr std::int64_t slot(std::uint32_t where) const {
+    const RegionState& s = states_[where / 4];
+    return where % 4 == 0 ? s.writer : s.reader[(where % 4) - 1];
+  }
+
+  // Whether the hazards an instruction can meet now are those it could meet at an earlier
+  // point, up to a renaming of the instructions waited on: each index an access could still
+  // wait on (past the push already set toward the accessing module) is an instruction of the
+  // same module then and now, in the same order among that module's, and every other index
+  // is unreachable then as now. `states` and `covered` are the copies taken at that point;
+  // `map` gets the renaming. From two such points on, the same calls make the same tokens
+  // (a push set on instruction x then is set on map(x) now).
+  constexpr bool match(const RegionState* was_states, const std::int64_t* was_covered,
+                       IndexMap& map) const {
+    // (match() is where a copied loop iteration's time goes: regions the loop never touched
+    // are skipped, the others compared slot by slot)
+    // index x of module m (0: load, 1: compute, 2: store), waited on by module `to`
+    const auto live = [](const std::int64_t* covered, std::int64_t x, int m, int to) {
+      return x >= 0 && m != to && x > covered[(m * 3) + to];
+    };
+    const auto same = [&](std::int64_t was, int was_m, std::int64_t now, int now_m, int to,
+                          std::uint32_t slot) {
+      const bool a = live(was_covered, was, was_m, to), b = live(covered_, now, now_m, to);
+      return a == b && (!a || (was_m == now_m && map.add(was, now, was_m, slot)));
+    };
+    map.size = 0;
+    for (std::size_t r = 0; r < count_; ++r) {
+      const RegionState& a = was_states[r];
+      const RegionState& b = states_[r];
+      // a region untouched then and now (another arm's, most often) has nothing to compare
+      if ((a.writer & a.reader[0] & a.reader[1] & a.reader[2] & b.writer & b.reader[0] &
+           b.reader[1] & b.reader[2]) < 0)  // every index -1: the sign bit survives the ands
+        continue;
+      const int wa = static_cast<int>(a.writer_queue) - 1,
+                wb = static_cast<int>(b.writer_queue) - 1;
+      // only the modules that reach the region's memory wait on it: load and compute reach
+      // INP and WGT, compute and store the accumulator, compute alone the micro-ops
+      const MemId mem = regions_[r].memory;
+      const bool staged = mem == MemId::Inp || mem == MemId::Wgt;
+      for (int to = 0; to < 3; ++to) {
+        if ((to == 0 && !staged) || (to == 2 && (staged || mem == MemId::Uop))) continue;
+        const auto slot = static_cast<std::uint32_t>(4 * r);
+        if (!same(a.writer, wa, b.writer, wb, to, slot)) return false;
+        for (int m = 0; m < 3; ++m)
+          if (!same(a.reader[m], m, b.reader[m], m, to, slot + 1 + static_cast<std::uint32_t>(m)))
+            return false;
+      }
+    }
+    return true;
+  }
 
   // After writing: instruction `index`, of module q, performed `accesses`.
   constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n) {
@@ -601,6 +765,7 @@ class DepTracker {
   std::size_t count_;
   std::int64_t covered_[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
   std::int64_t unordered_ = -1;
+  PushLog* log_ = nullptr;
 };
 
 // A stored kernel (its first micro-op word and size) or a resident one (its micro-op buffer

@@ -1,6 +1,7 @@
 // Definitions for dlavm/vta/codegen.hpp (see core/api.hpp).
 #pragma once
 
+#include <dlavm/ne/affine.hpp>
 #include <dlavm/vta/codegen.hpp>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -97,18 +99,29 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   fmt::memory_buffer out;
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    const auto name = fmt::format("i{}", loops_++);
-    const auto lo = index(n.min), extent = index(n.extent);
-    names_[n.var.id()] = name;
-    line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
-         extent);
-    ++depth_;
-    if (!in_kernel_) loop_ids_.push_back(n.var.id());
-    visit(n.body);
-    if (!in_kernel_) loop_ids_.pop_back();
-    --depth_;
-    line("}}");
-    names_.erase(n.var.id());
+    // (a loop of fewer than three iterations has none to copy: one runs, one is recorded)
+    const auto* extent = n.extent.as<ne::IntImmNode>();
+    if (in_kernel_ || memo_ || plain_ == &n || (extent != nullptr && extent->value < 3))
+      return loop(n, false);
+    // The outermost loops outside kernels are memoized (LoopMemo) when the values their body
+    // reads from their variable, DRAM offsets aside, can be computed at the top of an
+    // iteration: printed first to learn which those are, then, if they cannot, printed again
+    // as a plain loop whose inner loops may be memoized themselves.
+    const Printed before{out.size(), kernels_, loops_, memos_, used_};
+    memo_.emplace();
+    memo_->var = n.var.id();
+    memo_->loop_var = n.var;
+    loop(n, true);
+    const MemoLoop memo = std::move(*memo_);
+    memo_.reset();
+    if (memo.ok) return;
+    out.resize(before.out);
+    kernels_ = before.kernels;
+    loops_ = before.loops;
+    memos_ = before.memos;
+    used_ = before.used;
+    plain_ = &n;
+    loop(n, false);
   }
   void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
     line("if ({} != 0) {{", index(n.cond));
@@ -132,6 +145,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     const te::CallNode* call = kernel_call(n.body);
     if (call == nullptr) return;  // no micro-op: the kernel writes nothing
     const auto& c = *call;
+    count_call();
     if (loop_ids_.empty()) {  // entered once per replay: nothing to memoize
       kernel(n, c);
       return;
@@ -203,16 +217,20 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       return;
     }
     if (name == intrin::load) {
+      const auto dram = dram_offset(a[2]);
       line(
           "if (!r.load(dlavm::runtime::MemId({}), {}u, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})) "
           "return false;",
           value(a[0]), region(call->buffers[0]), offset(call->buffers[0], a[1]),
-          param(call->buffers[1]), value(a[2]), value(a[3]), value(a[4]), value(a[5]), value(a[6]),
+          param(call->buffers[1]), dram, value(a[3]), value(a[4]), value(a[5]), value(a[6]),
           value(a[7]), value(a[8]), value(a[9]));
+      count_call();
     } else if (name == intrin::store) {
+      const auto dram = dram_offset(a[2]);
       line("if (!r.store({}u, {}, {}, {}, {}, {}, {})) return false;", region(call->buffers[0]),
-           offset(call->buffers[0], a[1]), param(call->buffers[1]), value(a[2]), value(a[3]),
-           value(a[4]), value(a[5]));
+           offset(call->buffers[0], a[1]), param(call->buffers[1]), dram, value(a[3]), value(a[4]),
+           value(a[5]));
+      count_call();
     } else {
       raise<ScheduleError>("program '{}': intrinsic '{}' outside a micro-op kernel", prog_.name(),
                            name);
@@ -230,6 +248,92 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
 
  private:
+  // The loop being memoized: the loops opened inside it (its body's and its kernels'), the
+  // expressions of its variable its keys are, whether it can be memoized, and an upper bound
+  // of the calls of an iteration that write an instruction (kMaxMemoCalls: unknown).
+  struct MemoLoop {
+    std::uint64_t var = 0;
+    std::optional<ne::Var> loop_var;
+    std::vector<std::uint64_t> inner, kernel_loops;
+    std::vector<ne::Var> inside;  // the loops opened in its body, kernels' included
+    std::vector<std::string> keys;
+    bool ok = true;
+    bool affine = true;                  // its DRAM offsets move by the same step every iteration
+    std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
+  };
+  // An iteration records at most this many calls (a longer one is not copied): the memo's
+  // arrays are on the replay's stack.
+  static constexpr std::int64_t kMaxMemoCalls = 128;
+  // What printing a loop as memoized changed, to print it again as a plain loop.
+  struct Printed {
+    std::size_t out;
+    int kernels, loops;
+    std::string memos;
+    std::vector<bool> used;
+  };
+
+  void loop(const tir::ForNode& n, bool memoized) {
+    const auto name = fmt::format("i{}", loops_++);
+    const auto lo = index(n.min), extent = index(n.extent);
+    names_[n.var.id()] = name;
+    // a memoized loop's memo is declared with it (zeroed only where the loop is reached),
+    // its sizes known once the body is printed
+    const std::size_t memo_at = out.size();
+    if (memoized) line("{{");
+    line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
+         extent);
+    ++depth_;
+    if (!in_kernel_) loop_ids_.push_back(n.var.id());
+    const std::int64_t repeat = memo_ ? memo_->repeat : 1;
+    if (memo_ && !memoized) {
+      (in_kernel_ ? memo_->kernel_loops : memo_->inner).push_back(n.var.id());
+      memo_->inside.push_back(n.var);
+      const auto* k = n.extent.as<ne::IntImmNode>();
+      if (!in_kernel_)
+        memo_->repeat = k != nullptr && k->value >= 0 && k->value <= kMaxMemoCalls
+                            ? std::min(repeat * k->value, kMaxMemoCalls)
+                            : kMaxMemoCalls;
+    }
+    if (!memoized) {
+      visit(n.body);
+    } else {  // the body first: its keys are known once it is printed
+      fmt::memory_buffer outside = std::move(out);
+      out = fmt::memory_buffer();
+      ++depth_;
+      visit(n.body);
+      --depth_;
+      fmt::memory_buffer body = std::move(out);
+      out = std::move(outside);
+      line("if (r.iteration_begin(lm, lm.same({}), {} + 1 < {}_end, {})) {{",
+           fmt::join(memo_->keys, ", "), name, name, memo_->affine);
+      out.append(body.data(), body.data() + body.size());
+      line("}}");
+      line("if (!r.iteration_end(lm)) return false;");
+    }
+    if (memo_) memo_->repeat = repeat;
+    if (!in_kernel_) loop_ids_.pop_back();
+    --depth_;
+    line("}}");
+    names_.erase(n.var.id());
+    if (memoized) {
+      fmt::memory_buffer memo;
+      for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
+      fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}, {}> lm{{}};\n",
+                     memo_->keys.size(), std::max<std::int64_t>(memo_->calls, 1),
+                     prog_.regions().size());
+      // after the block's opening line
+      const std::size_t at = memo_at + static_cast<std::size_t>(2 * depth_) + 2;
+      std::string text(out.data() + at, out.size() - at);
+      out.resize(at);
+      out.append(memo.data(), memo.data() + memo.size());
+      out.append(text.data(), text.data() + text.size());
+      line("}}");
+    }
+  }
+  // A call that writes an instruction, in the loop being memoized.
+  void count_call() {
+    if (memo_) memo_->calls = std::min(memo_->calls + memo_->repeat, kMaxMemoCalls);
+  }
   template <class... Args>
   void line(fmt::format_string<Args...> f, Args&&... args) {
     for (int i = 0; i < depth_; ++i) fmt::format_to(std::back_inserter(out), "  ");
@@ -240,8 +344,18 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::string index(const ne::Expr& e) {
     std::vector<std::size_t> outer;  // the loops around the kernel being printed it reads
     bool inner = false;              // and whether it reads a loop inside that kernel
+    // whether it reads the memoized loop's variable, a loop inside its body, a kernel's loop
+    bool memo_var = false, memo_inner = false, memo_kernel = false;
+    const auto among = [](const std::vector<std::uint64_t>& ids, std::uint64_t id) {
+      return std::find(ids.begin(), ids.end(), id) != ids.end();
+    };
     std::string code = cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
       if (const auto it = names_.find(v.id); it != names_.end()) {
+        if (memo_) {
+          memo_var = memo_var || v.id == memo_->var;
+          memo_inner = memo_inner || among(memo_->inner, v.id);
+          memo_kernel = memo_kernel || among(memo_->kernel_loops, v.id);
+        }
         bool around = false;
         for (std::size_t k = 0; k < keys_.size(); ++k)
           if (loop_ids_[k] == v.id) {
@@ -262,6 +376,16 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
           "(given: {})",
           prog_.name(), v.name, fmt::join(dims_, ", "));
     });
+    if (memo_ && !dram_) {
+      // a value of the iteration is a key; one that also varies inside it cannot be computed
+      // at its top, and a kernel's value that varies with an inner loop would miss the
+      // kernel's memo (KernelMemo) in a copied iteration
+      if (memo_var && (memo_inner || memo_kernel)) memo_->ok = false;
+      if (kernel_ && memo_inner) memo_->ok = false;
+      if (memo_var && !memo_inner && !memo_kernel &&
+          std::find(memo_->keys.begin(), memo_->keys.end(), code) == memo_->keys.end())
+        memo_->keys.push_back(code);
+    }
     if (outer.empty()) return code;
     if (inner) {  // varies inside the kernel: the loops it reads around it are its memo's keys
       for (const std::size_t k : outer) keys_[k] = true;
@@ -272,6 +396,24 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     const auto j = static_cast<std::size_t>(it - hoisted_.begin());
     if (it == hoisted_.end()) hoisted_.push_back(code);
     return fmt::format("k{}_{}", kernels_, j);
+  }
+  // A transfer's DRAM offset: a memoized loop's copy of an iteration recomputes it, so it is
+  // no key.
+  std::string dram_offset(const te::Expr& e) {
+    // a memoized loop copies whole iterations when every offset is affine in its variable,
+    // with a step the same in every iteration (free of the loops inside it)
+    if (memo_ && memo_->affine) {
+      if (const auto* i = e.as<te::IndexNode>()) {
+        const auto form = ne::linear_form(i->index, {*memo_->loop_var});
+        memo_->affine = form.has_value() && !ne::detail::uses_any(form->strides[0], memo_->inside);
+      } else if (e.as<te::IntImmNode>() == nullptr) {
+        memo_->affine = false;
+      }
+    }
+    dram_ = true;
+    auto code = value(e);
+    dram_ = false;
+    return code;
   }
   std::string value(const te::Expr& e) {
     if (const auto* c = e.as<te::IntImmNode>()) return cpp_expr(ne::Expr(c->value), {});
@@ -294,6 +436,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   // A micro-op kernel's statements: its loops and micro-ops collected, then its instruction.
   void kernel(const tir::AttrNode& n, const te::CallNode& c) {
     line("r.kernel_begin();");
+    kernel_ = true;
     in_kernel_ = true;
     visit(n.body);
     in_kernel_ = false;
@@ -307,6 +450,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       line("if (!r.gemm(false, {}u, {}u, {}u)) return false;", region(c.buffers[0]),
            region(c.buffers[1]), region(c.buffers[2]));
     }
+    kernel_ = false;
   }
 
   static const te::CallNode* kernel_call(const tir::Stmt& body) {
@@ -332,7 +476,11 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::vector<std::string> hoisted_;     // its values that only those loops (and dims) give
   std::string memos_;                    // the kernel sites' memo declarations
   int loops_ = 0, depth_ = 1, kernels_ = 0;
-  bool in_kernel_ = false;
+  bool in_kernel_ = false;               // printing a kernel's loops and micro-ops
+  bool kernel_ = false;                  // printing a kernel, its instruction included
+  bool dram_ = false;                    // printing a transfer's DRAM offset
+  std::optional<MemoLoop> memo_;         // the loop being memoized
+  const tir::ForNode* plain_ = nullptr;  // the loop printed again, not memoized
 };
 
 }  // namespace detail

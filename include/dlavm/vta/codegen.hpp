@@ -10,7 +10,12 @@
 // (tests/deploy checks them for many dim values). A micro-op kernel inside loops is memoized
 // (runtime::KernelMemo) on the values of those loops its fields read, computed before it:
 // entered again with the same values, it writes its instruction again without collecting and
-// encoding its micro-ops, as the host's replay plan does. It needs only
+// encoding its micro-ops, as the host's replay plan does. An outermost loop (of three
+// iterations or more) whose body reads its variable only in values computable at the top of an
+// iteration and in DRAM offsets is memoized on those values (runtime::LoopMemo): iterations
+// like the one before are copied, whole when every DRAM offset is affine in the variable. The
+// memo's arrays (a few KiB at most: 128 calls of an iteration) are on the stack, declared
+// with the loop. It needs only
 // <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
 // expression: a program without symbolic dims is a constant stream.
 //

@@ -97,6 +97,7 @@ DLAVM_INLINE void Builder::check(const char* what) {
     case Status::InsnsFull:
     case Status::UopsFull:
     case Status::KernelsFull:
+    case Status::LoopDiverged:  // only a loop memo, which the builder does not use
       break;
   }
   raise<ValueError>(

@@ -102,6 +102,7 @@ class HostStreamStorage {
     stream.uops.insert(stream.uops.end(), w, w + n);
     return true;
   }
+  std::size_t reloc_count() const { return stream.uop_relocs.size(); }
   bool push_reloc(std::uint32_t index) {
     stream.uop_relocs.push_back(index);
     return true;
