@@ -89,6 +89,22 @@ DLAVM_INLINE std::string cpp_expr(const ne::Expr& e,
 
 namespace detail {
 
+// The loop a ReplayPrinter memoizes (at namespace scope: Clang before 16 finds a class nested
+// in the printer, with member initializers, not default-constructible inside it): the loops opened
+// inside it (its body's and its kernels'), the expressions of its variable its keys are, whether it
+// can be memoized, and an upper bound of the calls of an iteration that write an instruction
+// (ReplayPrinter::kMaxMemoCalls: unknown).
+struct MemoLoop {
+  std::uint64_t var = 0;
+  std::optional<ne::Var> loop_var;
+  std::vector<std::uint64_t> inner, kernel_loops;
+  std::vector<ne::Var> inside;  // the loops opened in its body, kernels' included
+  std::vector<std::string> keys;
+  bool ok = true;
+  bool affine = true;                  // its DRAM offsets move by the same step every iteration
+  std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
+};
+
 // Prints the program's statements as C++, one Replay call per intrinsic, as the host's
 // replay plan (vta/replay_plan-inl.hpp) evaluates them. The two are written independently:
 // tests/deploy compares their words for every dim value of its programs.
@@ -248,19 +264,6 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
 
  private:
-  // The loop being memoized: the loops opened inside it (its body's and its kernels'), the
-  // expressions of its variable its keys are, whether it can be memoized, and an upper bound
-  // of the calls of an iteration that write an instruction (kMaxMemoCalls: unknown).
-  struct MemoLoop {
-    std::uint64_t var = 0;
-    std::optional<ne::Var> loop_var;
-    std::vector<std::uint64_t> inner, kernel_loops;
-    std::vector<ne::Var> inside;  // the loops opened in its body, kernels' included
-    std::vector<std::string> keys;
-    bool ok = true;
-    bool affine = true;                  // its DRAM offsets move by the same step every iteration
-    std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
-  };
   // An iteration records at most this many calls (a longer one is not copied): the memo's
   // arrays are on the replay's stack.
   static constexpr std::int64_t kMaxMemoCalls = 128;
