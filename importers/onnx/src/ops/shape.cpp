@@ -10,7 +10,6 @@
 #include "common.hpp"
 #include <algorithm>
 #include <optional>
-#include <ranges>
 
 namespace dlavm::onnx::detail {
 
@@ -158,13 +157,13 @@ graph::Expr reshape_to_inferred(Importer& im, const graph::Expr& x,
       newshape.push_back(-1);
       inferred = true;
     } else {
+      std::vector<std::string> said;
+      said.reserve(dims.size());
+      for (const auto& e : dims) said.push_back(e ? fmt::format("{}", *e) : std::string("-1"));
       unsupported(
           fmt::format("a reshape to [{}], which has more symbolic dims than a reshape "
                       "can say (one inferred, the others where the input has them)",
-                      fmt::join(dims | std::views::transform([](const auto& e) {
-                                  return e ? fmt::format("{}", *e) : std::string("-1");
-                                }),
-                                ", ")));
+                      fmt::join(said, ", ")));
     }
   }
   auto y = graph::reshape(x, {.newshape = newshape});
