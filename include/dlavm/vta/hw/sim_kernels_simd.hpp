@@ -16,8 +16,12 @@
 #define DLAVM_VTA_HW_SIM_KERNELS_SIMD_TOGGLE
 #endif
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <hwy/highway.h>
+#include <numeric>
+#include <vector>
 
 HWY_BEFORE_NAMESPACE();
 namespace dlavm::vta::detail {
@@ -152,29 +156,87 @@ DLAVM_SIM_ATTR inline void pack_wgt(const std::int8_t* w, std::byte* out, std::s
 
 // ---- GEMM ----------------------------------------------------------------------------------
 
+// Calls body(a, x, w) for every iteration of an instruction's two loops: the accumulator,
+// input and weight bases (bytes) its micro-ops' offsets are added to.
+template <class Body>
+DLAVM_SIM_ATTR HWY_INLINE void for_each_iteration(const GemmCall& c, std::size_t acc_bytes,
+                                                  Body&& body) {
+  // Locals, not reads through `c`: the accumulator stores could alias it for the compiler.
+  const UopLoops l = c.loops;
+  auto* const acc = reinterpret_cast<std::byte*>(c.acc);
+  const std::byte* const inp = c.inp;
+  const std::byte* const wgt = c.wgt;
+  const std::size_t inp_stride = c.inp_stride, wgt_stride = c.wgt_stride;
+  for (std::uint32_t o = 0; o < l.iter_out; ++o)
+    for (std::uint32_t i = 0; i < l.iter_in; ++i)
+      body(acc + (o * l.dst_out + i * l.dst_in) * acc_bytes,
+           inp + (o * l.src_out + i * l.src_in) * inp_stride,
+           wgt + (o * l.wgt_out + i * l.wgt_in) * wgt_stride);
+}
+
 // Calls body(acc, x, w) for every micro-op of the loops: the accumulator element and the input
 // and weight shadows it uses. The micro-ops' byte offsets are computed once per instruction.
 template <class Body>
 DLAVM_SIM_ATTR HWY_INLINE void for_each_uop(const GemmCall& c, std::size_t acc_stride,
                                             Body&& body) {
-  // Locals, not reads through `c`: the accumulator stores could alias it for the compiler.
-  const UopLoops l = c.loops;
-  const std::size_t acc_bytes = acc_stride * sizeof(std::int32_t);
-  std::vector<std::array<std::size_t, 3>> offsets(l.uop_count);
-  for (std::size_t u = 0; u < l.uop_count; ++u)
+  const UopLoops& l = c.loops;
+  const std::size_t acc_bytes = acc_stride * sizeof(std::int32_t), count = l.uop_count;
+  std::vector<std::array<std::size_t, 3>> offsets(count);
+  for (std::size_t u = 0; u < count; ++u)
     offsets[u] = {l.uops[u].dst * acc_bytes, l.uops[u].src * c.inp_stride,
                   l.uops[u].wgt * c.wgt_stride};
   const auto* const off = offsets.data();
-  auto* const acc = reinterpret_cast<std::byte*>(c.acc);
-  for (std::uint32_t o = 0; o < l.iter_out; ++o) {
-    for (std::uint32_t i = 0; i < l.iter_in; ++i) {
-      std::byte* const a = acc + (o * l.dst_out + i * l.dst_in) * acc_bytes;
-      const std::byte* const x = c.inp + (o * l.src_out + i * l.src_in) * c.inp_stride;
-      const std::byte* const w = c.wgt + (o * l.wgt_out + i * l.wgt_in) * c.wgt_stride;
-      for (std::size_t u = 0; u < l.uop_count; ++u)
-        body(reinterpret_cast<std::int32_t*>(a + off[u][0]), x + off[u][1], w + off[u][2]);
-    }
+  for_each_iteration(
+      c, acc_bytes, [&](std::byte* a, const std::byte* x, const std::byte* w) DLAVM_SIM_ATTR {
+        for (std::size_t u = 0; u < count; ++u)
+          body(reinterpret_cast<std::int32_t*>(a + off[u][0]), x + off[u][1], w + off[u][2]);
+      });
+}
+
+// The micro-ops of a GEMM instruction gathered into runs that write one accumulator element
+// each (in their order within a run), with the input and weight byte offsets of each: a
+// kernel sums a run in registers and adds it to the accumulator once, rather than loading and
+// storing the element for every micro-op. The order of the products summed into an element
+// does not change it (int32 sums wrap), and a GEMM writes no memory it reads.
+struct UopRuns {
+  std::vector<std::array<std::size_t, 2>> ops;   // input and weight offsets, run after run
+  std::vector<std::array<std::size_t, 2>> runs;  // accumulator offset and micro-ops of a run
+};
+
+inline UopRuns uop_runs(const GemmCall& c, std::size_t acc_bytes) {
+  const UopLoops& l = c.loops;
+  std::vector<std::uint32_t> order(l.uop_count);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return l.uops[a].dst < l.uops[b].dst; });
+  UopRuns r;
+  r.ops.reserve(l.uop_count);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const runtime::Uop& u = l.uops[order[k]];
+    if (k == 0 || u.dst != l.uops[order[k - 1]].dst) r.runs.push_back({u.dst * acc_bytes, 0});
+    ++r.runs.back()[1];
+    r.ops.push_back({u.src * c.inp_stride, u.wgt * c.wgt_stride});
   }
+  return r;
+}
+
+// Calls body(acc, x, w, ops, n) for every run of micro-ops (UopRuns) of every iteration of
+// the loops: the run's accumulator element, the iteration's input and weight shadows, and the
+// run's n offsets into them.
+template <class Body>
+DLAVM_SIM_ATTR HWY_INLINE void for_each_run(const GemmCall& c, std::size_t acc_stride,
+                                            Body&& body) {
+  const std::size_t acc_bytes = acc_stride * sizeof(std::int32_t);
+  const UopRuns r = uop_runs(c, acc_bytes);
+  const auto* const ops = r.ops.data();
+  const auto* const runs = r.runs.data();
+  const std::size_t nruns = r.runs.size();
+  for_each_iteration(
+      c, acc_bytes, [&](std::byte* a, const std::byte* x, const std::byte* w) DLAVM_SIM_ATTR {
+        const auto* op = ops;
+        for (std::size_t k = 0; k < nruns; op += runs[k][1], ++k)
+          body(reinterpret_cast<std::int32_t*>(a + runs[k][0]), x, w, op, runs[k][1]);
+      });
 }
 
 // One chunk of kL outputs of one batch row, vector by vector: the groups' products summed in
@@ -214,33 +276,74 @@ DLAVM_SIM_ATTR HWY_INLINE void gemm_chunk_row(D d, std::int32_t* acc, const std:
   }
 }
 
-// A row of kL x kChunks outputs with pairs, the group count known at compile time: the row's
-// input pairs are broadcast once, into registers, for all of its chunks and vectors (rather
-// than once per vector), so that a micro-op loads each input word once and each weight word
-// once.
+// A run of micro-ops (UopRuns) on one row of kL x kChunks outputs with pairs, the group count
+// known at compile time: the outputs summed in registers over the run, each micro-op's input
+// pairs broadcast once into registers for all of its chunks and vectors, so that a micro-op
+// loads each input word and each weight word once and the accumulator is read and written
+// once per run.
 template <std::size_t kL, std::size_t kGroups, std::size_t kChunks, class D>
-DLAVM_SIM_ATTR HWY_INLINE void gemm_row_pairs(D d, std::int32_t* acc, const std::byte* x,
-                                              const std::byte* w) {
+DLAVM_SIM_ATTR HWY_INLINE void gemm_run_pairs(D d, std::int32_t* acc, const std::byte* x,
+                                              const std::byte* w,
+                                              const std::array<std::size_t, 2>* ops,
+                                              std::size_t n) {
   const hn::Repartition<std::int16_t, D> d16;
-  using V16 = hn::Vec<decltype(d16)>;
-  V16 pairs[kGroups];
-  for (std::size_t g = 0; g < kGroups; ++g)
-    pairs[g] = hn::BitCast(d16, hn::Set(d, word_at(x + 4 * g)));
-  for (std::size_t ch = 0; ch < kChunks; ++ch) {
-    const std::byte* wc = w + ch * kGroups * kL * 4;
-    std::int32_t* ac = acc + ch * kL;
-    for (std::size_t v = 0; v < kL; v += hn::Lanes(d)) {
-      auto s0 = hn::Zero(d), s1 = hn::Zero(d);
-      for (std::size_t g = 0; g < kGroups; ++g) {
-        auto unused = hn::Zero(d);
-        auto& sum = g % 2 == 0 ? s0 : s1;
-        sum = hn::ReorderWidenMulAccumulate(
-            d, pairs[g], hn::LoadU(d16, as<std::int16_t>(wc + (g * kL + v) * 4)), sum, unused);
+  constexpr std::size_t kLanes = hn::MaxLanes(D());
+  constexpr std::size_t kVectors = kChunks * kL / kLanes;
+  hn::Vec<D> sums[kVectors];
+  for (std::size_t j = 0; j < kVectors; ++j) sums[j] = hn::LoadU(d, acc + j * kLanes);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::byte* xk = x + ops[k][0];
+    const std::byte* wk = w + ops[k][1];
+    hn::Vec<decltype(d16)> pairs[kGroups];
+    for (std::size_t g = 0; g < kGroups; ++g)
+      pairs[g] = hn::BitCast(d16, hn::Set(d, word_at(xk + 4 * g)));
+    for (std::size_t ch = 0; ch < kChunks; ++ch) {
+      const std::byte* wc = wk + ch * kGroups * kL * 4;
+      for (std::size_t v = 0; v < kL; v += kLanes) {
+        auto& sum = sums[(ch * kL + v) / kLanes];
+        for (std::size_t g = 0; g < kGroups; ++g) {
+          auto unused = hn::Zero(d);
+          sum = hn::ReorderWidenMulAccumulate(
+              d, pairs[g], hn::LoadU(d16, as<std::int16_t>(wc + (g * kL + v) * 4)), sum, unused);
+        }
       }
-      hn::StoreU(hn::Add(hn::LoadU(d, ac + v), hn::Add(s0, s1)), d, ac + v);
     }
   }
+  for (std::size_t j = 0; j < kVectors; ++j) hn::StoreU(sums[j], d, acc + j * kLanes);
 }
+
+#if HWY_TARGET == HWY_AVX3_DL
+// A run of micro-ops on one row of 16 x kChunks outputs with quads (vpdpbusd), the group count
+// known at compile time: two partial sums per chunk, the first from the accumulator, the
+// weights' bias summed beside them and taken off once. (A run of one micro-op, as in a GEMM
+// whose micro-ops all write different elements, costs what it did before runs.)
+template <std::size_t kGroups, std::size_t kChunks>
+DLAVM_SIM_ATTR HWY_INLINE void gemm_run_quads(std::int32_t* acc, const std::byte* x,
+                                              const std::byte* w,
+                                              const std::array<std::size_t, 2>* ops,
+                                              std::size_t n) {
+  const hn::Full512<std::int32_t> d;
+  const hn::Repartition<std::uint8_t, decltype(d)> du8;
+  const hn::Repartition<std::int8_t, decltype(d)> di8;
+  constexpr std::size_t kBiasAt = 16 * kChunks * kGroups * 4;  // after the weight groups
+  for (std::size_t ch = 0; ch < kChunks; ++ch) {
+    auto s0 = hn::LoadU(d, acc + ch * 16), s1 = hn::Zero(d);
+    auto bias = hn::LoadU(d, as<std::int32_t>(w + ops[0][1] + kBiasAt) + ch * 16);
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::byte* xk = x + ops[k][0];
+      const std::byte* wk = w + ops[k][1];
+      const std::byte* wc = wk + ch * kGroups * 16 * 4;
+      if (k > 0) bias = hn::Add(bias, hn::LoadU(d, as<std::int32_t>(wk + kBiasAt) + ch * 16));
+      for (std::size_t g = 0; g < kGroups; ++g) {
+        auto& sum = g % 2 == 0 ? s0 : s1;
+        sum = dot4(sum, hn::BitCast(du8, hn::Set(d, word_at(xk + 4 * g))),
+                   hn::LoadU(di8, as<std::int8_t>(wc + g * 64)));
+      }
+    }
+    hn::StoreU(hn::Sub(hn::Add(s0, s1), bias), d, acc + ch * 16);
+  }
+}
+#endif
 
 // GEMM with chunks of kL outputs; groups per row, BATCH and the chunk count fixed at compile
 // time when kGroups, kBatch, kChunks > 0.
@@ -248,12 +351,18 @@ template <std::size_t kL, bool kQuads, std::size_t kGroups, int kBatch, std::siz
 DLAVM_SIM_ATTR HWY_NOINLINE void gemm_loops(const GemmCall& c) {
   const hn::CappedTag<std::int32_t, kL> d;
   const TileShape s = c.shape;
-  if constexpr (!kQuads && kGroups > 0 && kBatch > 0 && kChunks > 0) {
-    const std::size_t bo = kL * kChunks;
-    for_each_uop(c, static_cast<std::size_t>(kBatch) * bo,
-                 [&](std::int32_t* acc, const std::byte* x, const std::byte* w) DLAVM_SIM_ATTR {
-                   for (int b = 0; b < kBatch; ++b, acc += bo, x += kGroups * 4)
-                     gemm_row_pairs<kL, kGroups, kChunks>(d, acc, x, w);
+  if constexpr (kGroups > 0 && kBatch == 1 && kChunks > 0) {
+    using Ops = const std::array<std::size_t, 2>*;
+    for_each_run(c, kL * kChunks,
+                 [&](std::int32_t* acc, const std::byte* x, const std::byte* w, Ops ops,
+                     std::size_t n) DLAVM_SIM_ATTR {
+#if HWY_TARGET == HWY_AVX3_DL
+                   if constexpr (kQuads) {
+                     gemm_run_quads<kGroups, kChunks>(acc, x, w, ops, n);
+                     return;
+                   }
+#endif
+                   gemm_run_pairs<kL, kGroups, kChunks>(d, acc, x, w, ops, n);
                  });
     return;
   }

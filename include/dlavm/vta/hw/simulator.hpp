@@ -44,12 +44,32 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace dlavm::vta {
+
+namespace detail {
+// Storage on 64-byte boundaries: an accumulator element of 16 int32 lanes is one cache line,
+// so that the SIMD kernels' 512-bit loads and stores of it never straddle two.
+template <class T>
+struct CacheLineAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlign{64};
+  CacheLineAllocator() = default;
+  template <class U>
+  constexpr CacheLineAllocator(const CacheLineAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, kAlign); }
+  template <class U>
+  bool operator==(const CacheLineAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+}  // namespace detail
 
 // Simulated DRAM: allocations at physical addresses in a 32-bit space (VTA's vta_phy_addr_t).
 // Allocations are page aligned; address 0 and the first page are never handed out.
@@ -192,7 +212,7 @@ class Simulator {
   int batch_ = 1, block_in_ = 16, block_out_ = 16;
   Dram dram_;
   std::vector<std::int8_t> inp_, wgt_;
-  std::vector<std::int32_t> acc_;
+  std::vector<std::int32_t, detail::CacheLineAllocator<std::int32_t>> acc_;
   std::vector<Uop> uop_;
   std::vector<OutWriter> out_writer_;  // empty unless the design stores an output SRAM
   // Bytes after the weight SRAM that the weight packing kernel may read.
