@@ -90,16 +90,36 @@ class StreamMaker {
   }
 
   // The micro-op table: GEMM micro-ops at [0, 8), ALU ones at [8, 16), fields below half the
-  // depth they index so that loops with factors up to depth / 8 stay inside.
-  std::vector<std::uint32_t> uop_words() {
+  // depth they index so that loops with factors up to depth / 8 stay inside. With `strips`,
+  // the GEMM micro-ops are shaped as a convolution's: taps of one weight each over a row of
+  // consecutive accumulator elements, from inputs a fixed step apart (0, 1, 2 or -1), which
+  // the kernels gather into weight-stationary tiles.
+  std::vector<std::uint32_t> uop_words(bool strips = false) {
     const auto layout = c_.layout();
-    std::vector<std::uint32_t> words;
-    for (int u = 0; u < 16; ++u) {
-      const bool g = u < 8;
-      const vta::Uop op{half(c_.acc_depth()), half(g ? c_.inp_depth() : c_.acc_depth()),
-                        g ? half(c_.wgt_depth()) : 0};
-      words.push_back(vta::encode_uop(layout, op));
+    std::vector<vta::Uop> ops;
+    if (strips) {
+      const auto cols = static_cast<std::uint32_t>(pick(1, 4));
+      const std::uint32_t top = c_.acc_depth() / 2, in_top = c_.inp_depth() / 2;
+      const std::uint32_t dst = static_cast<std::uint32_t>(pick(0, static_cast<int>(top - cols)));
+      while (ops.size() + cols <= 8) {
+        const int step = std::array{0, 1, 2, -1}[static_cast<std::size_t>(pick(0, 3))];
+        const std::int64_t span = std::int64_t{step} * (cols - 1);
+        if (span >= in_top || -span >= in_top) continue;
+        const auto lo = static_cast<int>(span < 0 ? -span : 0);
+        const auto hi = static_cast<int>(in_top - 1 - (span > 0 ? span : 0));
+        const std::int64_t src = pick(lo, hi);
+        const std::uint32_t wgt = half(c_.wgt_depth());
+        for (std::uint32_t k = 0; k < cols; ++k)
+          ops.push_back({dst + k, static_cast<std::uint32_t>(src + step * std::int64_t{k}), wgt});
+      }
     }
+    for (int u = static_cast<int>(ops.size()); u < 16; ++u) {
+      const bool g = u < 8;
+      ops.push_back({half(c_.acc_depth()), half(g ? c_.inp_depth() : c_.acc_depth()),
+                     g ? half(c_.wgt_depth()) : 0});
+    }
+    std::vector<std::uint32_t> words;
+    for (const auto& op : ops) words.push_back(vta::encode_uop(layout, op));
     return words;
   }
 
@@ -221,7 +241,7 @@ std::vector<std::byte> random_bytes(std::size_t n, std::mt19937_64& rng) {
 // Runs one random stream of `insns` instructions on the kernels `target` and on the scalar
 // loops; returns the first difference ("" when none).
 std::string compare_stream(const vta::Config& c, const std::string& target, std::uint64_t seed,
-                           int insns, int gemm_uops) {
+                           int insns, int gemm_uops, bool strips = false) {
   vta::Simulator simd(c), scalar(c);
   simd.set_simd_target(target);
   scalar.set_kernels(vta::SimKernels::Scalar);
@@ -245,7 +265,7 @@ std::string compare_stream(const vta::Config& c, const std::string& target, std:
     regions[k] = make_region(sims, eb, elems, random_bytes((elems + 1) * eb, rng));
   }
   // The micro-ops, loaded once.
-  const auto words = maker.uop_words();
+  const auto words = maker.uop_words(strips);
   std::vector<std::byte> uop_bytes;
   for (auto w : words)
     for (int k = 0; k < 4; ++k) uop_bytes.push_back(static_cast<std::byte>(w >> (8 * k)));
@@ -332,6 +352,21 @@ TEST_CASE("vta simulator kernels: long random streams on the default configurati
     CAPTURE(t);
     for (std::uint64_t seed = 100; seed < 110; ++seed)
       CHECK(compare_stream(vta::Config{}, t, seed, 300, 256) == "");
+  }
+}
+
+// Convolution-shaped micro-op tables (StreamMaker::uop_words with strips) on the shapes whose
+// kernels gather them into tiles (1x16x16, 1x32x32) and on one whose kernels do not.
+TEST_CASE("vta simulator kernels: convolution-shaped micro-ops match the scalar loops") {
+  const vta::Config shapes[] = {vta::Config{}, shape_config(0, 5, 5, 3), shape_config(1, 4, 4, 3)};
+  for (const auto& t : vta::Simulator::simd_targets()) {
+    CAPTURE(t);
+    for (const auto& c : shapes) {
+      CAPTURE(c.log_block_in);
+      CAPTURE(c.log_batch);
+      for (std::uint64_t seed = 200; seed < 240; ++seed)
+        CHECK(compare_stream(c, t, seed, 60, 64, true) == "");
+    }
   }
 }
 

@@ -20,7 +20,6 @@
 #include <array>
 #include <cstring>
 #include <hwy/highway.h>
-#include <numeric>
 #include <vector>
 
 HWY_BEFORE_NAMESPACE();
@@ -134,9 +133,51 @@ DLAVM_SIM_ATTR HWY_NOINLINE void pack_wgt_chunks(const std::int8_t* w, std::byte
   }
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+// pack_wgt_chunks<16, true> for 16 x 16 elements without gathers: the groups of an element are
+// the 4-byte words of its 16 rows transposed (group g, lane o = w[o][4g..4g+3]), two rounds
+// of two-source permutes over its four 64-byte loads.
+DLAVM_SIM_ATTR inline void pack_wgt_quads16(const std::int8_t* w, std::byte* out, std::size_t elems,
+                                            std::size_t stride) {
+  // words 0 and 1 (then 2 and 3) of rows 0 to 7 of two loads, as [word a rows, word b rows]
+  const __m512i words01 =
+      _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+  const __m512i words23 =
+      _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+  // the first (then second) halves of rows 0 to 7 and rows 8 to 15
+  const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+  const __m512i second =
+      _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (std::size_t e = 0; e < elems; ++e) {
+    const std::int8_t* in = w + e * 256;
+    const __m512i z0 = _mm512_loadu_si512(in), z1 = _mm512_loadu_si512(in + 64),
+                  z2 = _mm512_loadu_si512(in + 128), z3 = _mm512_loadu_si512(in + 192);
+    const __m512i a01 = _mm512_permutex2var_epi32(z0, words01, z1),
+                  a23 = _mm512_permutex2var_epi32(z0, words23, z1),
+                  b01 = _mm512_permutex2var_epi32(z2, words01, z3),
+                  b23 = _mm512_permutex2var_epi32(z2, words23, z3);
+    const __m512i g[4] = {
+        _mm512_permutex2var_epi32(a01, first, b01), _mm512_permutex2var_epi32(a01, second, b01),
+        _mm512_permutex2var_epi32(a23, first, b23), _mm512_permutex2var_epi32(a23, second, b23)};
+    std::byte* shadow = out + e * stride;
+    __m512i sum = _mm512_setzero_si512();
+    for (std::size_t k = 0; k < 4; ++k) {
+      _mm512_storeu_si512(shadow + k * 64, g[k]);
+      sum = _mm512_dpbusd_epi32(sum, ones, g[k]);  // each row's bytes summed, for the bias
+    }
+    _mm512_storeu_si512(shadow + 256, _mm512_slli_epi32(sum, 7));
+  }
+}
+#endif
+
 DLAVM_SIM_ATTR inline void pack_wgt(const std::int8_t* w, std::byte* out, std::size_t elems,
                                     TileShape s) {
   const bool quads = uses_quads(s);
+#if HWY_TARGET == HWY_AVX3_DL
+  if (quads && s.block_in == 16 && s.block_out == 16)
+    return pack_wgt_quads16(w, out, elems, layout(s).wgt_bytes);
+#endif
   if (s.block_in % (quads ? 4 : 2) != 0)
     return quads ? pack_wgt_quads(w, out, elems, s) : pack_wgt_pairs(w, out, elems, s);
   switch (gemm_chunk(s.block_out)) {
@@ -194,30 +235,58 @@ DLAVM_SIM_ATTR HWY_INLINE void for_each_uop(const GemmCall& c, std::size_t acc_s
 }
 
 // The micro-ops of a GEMM instruction gathered into runs that write one accumulator element
-// each (in their order within a run), with the input and weight byte offsets of each: a
-// kernel sums a run in registers and adds it to the accumulator once, rather than loading and
-// storing the element for every micro-op. The order of the products summed into an element
-// does not change it (int32 sums wrap), and a GEMM writes no memory it reads.
+// each, with the input and weight byte offsets of each: a kernel sums a run in registers and
+// adds it to the accumulator once, rather than loading and storing the element for every
+// micro-op. The order of the products summed into an element does not change it (int32 sums
+// wrap), and a GEMM writes no memory it reads, so the micro-ops may be sorted freely.
 struct UopRuns {
   std::vector<std::array<std::size_t, 2>> ops;   // input and weight offsets, run after run
   std::vector<std::array<std::size_t, 2>> runs;  // accumulator offset and micro-ops of a run
 };
 
 inline UopRuns uop_runs(const GemmCall& c, std::size_t acc_bytes) {
-  const UopLoops& l = c.loops;
-  std::vector<std::uint32_t> order(l.uop_count);
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return l.uops[a].dst < l.uops[b].dst; });
+  std::vector<runtime::Uop> u(c.loops.uops, c.loops.uops + c.loops.uop_count);
+  std::sort(u.begin(), u.end(),
+            [](const runtime::Uop& a, const runtime::Uop& b) { return a.dst < b.dst; });
   UopRuns r;
-  r.ops.reserve(l.uop_count);
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    const runtime::Uop& u = l.uops[order[k]];
-    if (k == 0 || u.dst != l.uops[order[k - 1]].dst) r.runs.push_back({u.dst * acc_bytes, 0});
+  r.ops.reserve(u.size());
+  for (std::size_t k = 0; k < u.size(); ++k) {
+    if (k == 0 || u[k].dst != u[k - 1].dst) r.runs.push_back({u[k].dst * acc_bytes, 0});
     ++r.runs.back()[1];
-    r.ops.push_back({u.src * c.inp_stride, u.wgt * c.wgt_stride});
+    r.ops.push_back({u[k].src * c.inp_stride, u[k].wgt * c.wgt_stride});
   }
   return r;
+}
+
+// The plan (UopRuns, UopTiles) `make` returns for a GEMM instruction's micro-ops and strides,
+// from the last few made on this thread when one was made for the same ones: a stream runs
+// the same kernel many times (a convolution's once per block of channels), and comparing its
+// micro-ops costs far less than sorting them.
+template <class Plan>
+const Plan& cached_plan(const GemmCall& c, std::size_t acc_bytes,
+                        Plan (*make)(const GemmCall&, std::size_t)) {
+  struct Entry {
+    std::vector<runtime::Uop> uops;
+    std::size_t inp = 0, wgt = 0, acc = 0;
+    Plan plan;
+  };
+  thread_local std::vector<Entry> cache;
+  thread_local std::size_t next = 0;
+  constexpr std::size_t kEntries = 4;
+  const runtime::Uop* u = c.loops.uops;
+  const std::size_t n = c.loops.uop_count;
+  for (const Entry& e : cache)
+    if (e.inp == c.inp_stride && e.wgt == c.wgt_stride && e.acc == acc_bytes &&
+        e.uops.size() == n && std::equal(u, u + n, e.uops.begin()))
+      return e.plan;
+  if (cache.size() < kEntries) cache.emplace_back();
+  Entry& e = cache[next++ % cache.size()];
+  e.uops.assign(u, u + n);
+  e.inp = c.inp_stride;
+  e.wgt = c.wgt_stride;
+  e.acc = acc_bytes;
+  e.plan = make(c, acc_bytes);
+  return e.plan;
 }
 
 // Calls body(acc, x, w, ops, n) for every run of micro-ops (UopRuns) of every iteration of
@@ -227,7 +296,7 @@ template <class Body>
 DLAVM_SIM_ATTR HWY_INLINE void for_each_run(const GemmCall& c, std::size_t acc_stride,
                                             Body&& body) {
   const std::size_t acc_bytes = acc_stride * sizeof(std::int32_t);
-  const UopRuns r = uop_runs(c, acc_bytes);
+  const UopRuns& r = cached_plan(c, acc_bytes, &uop_runs);
   const auto* const ops = r.ops.data();
   const auto* const runs = r.runs.data();
   const std::size_t nruns = r.runs.size();
@@ -312,36 +381,150 @@ DLAVM_SIM_ATTR HWY_INLINE void gemm_run_pairs(D d, std::int32_t* acc, const std:
   for (std::size_t j = 0; j < kVectors; ++j) hn::StoreU(sums[j], d, acc + j * kLanes);
 }
 
+// The micro-ops of a GEMM instruction as tiles, for a kernel that keeps weights in registers:
+// strips of up to kTileCols micro-ops that share a weight element and write consecutive
+// accumulator elements from evenly spaced input elements (a convolution's taps: one weight
+// per tap over a row of output columns), gathered by the elements they write. A tile's kernel
+// holds its elements in registers over all of its strips and a strip's weights over its
+// columns, so that a micro-op loads only its input words. (Sorted like runs, above.)
+constexpr std::uint32_t kTileCols = 8;
+struct UopStrip {
+  std::size_t wgt = 0;      // weight offset (bytes)
+  std::size_t src = 0;      // the first column's input offset
+  std::ptrdiff_t step = 0;  // from one column's input to the next
+};
+struct UopTile {
+  std::size_t acc = 0;  // the first column's accumulator offset; the others follow
+  std::uint32_t cols = 0;
+  std::uint32_t strips = 0;  // this many from the previous tile's last
+};
+struct UopTiles {
+  std::vector<UopStrip> strips;  // tile after tile
+  std::vector<UopTile> tiles;
+};
+
+inline UopTiles uop_tiles(const GemmCall& c, std::size_t acc_bytes) {
+  std::vector<runtime::Uop> u(c.loops.uops, c.loops.uops + c.loops.uop_count);
+  std::sort(u.begin(), u.end(), [](const runtime::Uop& a, const runtime::Uop& b) {
+    return a.wgt != b.wgt ? a.wgt < b.wgt : a.dst < b.dst;
+  });
+  // Strips, in element indices: the first micro-op, columns, input step.
+  struct Strip {
+    runtime::Uop first;
+    std::uint32_t cols = 0;
+    std::int64_t step = 0;
+  };
+  std::vector<Strip> strips;
+  strips.reserve(u.size());
+  for (const runtime::Uop& op : u) {
+    if (!strips.empty()) {
+      Strip& s = strips.back();
+      const std::int64_t step = s.cols == 1 ? std::int64_t{op.src} - s.first.src : s.step;
+      if (s.cols < kTileCols && op.wgt == s.first.wgt && op.dst == s.first.dst + s.cols &&
+          std::int64_t{op.src} == s.first.src + step * s.cols) {
+        s.step = step;
+        ++s.cols;
+        continue;
+      }
+    }
+    strips.push_back({op, 1, 0});
+  }
+  std::sort(strips.begin(), strips.end(), [](const Strip& a, const Strip& b) {
+    return a.first.dst != b.first.dst ? a.first.dst < b.first.dst : a.cols < b.cols;
+  });
+  UopTiles t;
+  t.strips.reserve(strips.size());
+  for (std::size_t k = 0; k < strips.size(); ++k) {
+    const Strip& s = strips[k];
+    if (k == 0 || s.first.dst != strips[k - 1].first.dst || s.cols != strips[k - 1].cols)
+      t.tiles.push_back({s.first.dst * acc_bytes, s.cols, 0});
+    ++t.tiles.back().strips;
+    t.strips.push_back(
+        {s.first.wgt * c.wgt_stride, s.first.src * c.inp_stride,
+         static_cast<std::ptrdiff_t>(s.step) * static_cast<std::ptrdiff_t>(c.inp_stride)});
+  }
+  return t;
+}
+
 #if HWY_TARGET == HWY_AVX3_DL
-// A run of micro-ops on one row of 16 x kChunks outputs with quads (vpdpbusd), the group count
-// known at compile time: two partial sums per chunk, the first from the accumulator, the
-// weights' bias summed beside them and taken off once. (A run of one micro-op, as in a GEMM
-// whose micro-ops all write different elements, costs what it did before runs.)
-template <std::size_t kGroups, std::size_t kChunks>
-DLAVM_SIM_ATTR HWY_INLINE void gemm_run_quads(std::int32_t* acc, const std::byte* x,
-                                              const std::byte* w,
-                                              const std::array<std::size_t, 2>* ops,
-                                              std::size_t n) {
+// A tile (UopTiles) of kCols accumulator elements of 16 x kChunks outputs with quads
+// (vpdpbusd), the group count known at compile time: each column's outputs in partial sums
+// (vpdpbusd adds into its destination, so a sum chains its products on the latency: two sums
+// per column for narrow tiles, one when eight columns run side by side), a strip's weight
+// groups loaded once for all of its columns, the weights' bias summed beside and taken off
+// once.
+template <std::size_t kGroups, std::size_t kChunks, std::size_t kCols>
+DLAVM_SIM_ATTR HWY_INLINE void gemm_tile_quads(std::byte* a, std::size_t acc_bytes,
+                                               const std::byte* x, const std::byte* w,
+                                               const UopStrip* strips, std::size_t n) {
   const hn::Full512<std::int32_t> d;
   const hn::Repartition<std::uint8_t, decltype(d)> du8;
   const hn::Repartition<std::int8_t, decltype(d)> di8;
+  using V = hn::Vec<decltype(d)>;
   constexpr std::size_t kBiasAt = 16 * kChunks * kGroups * 4;  // after the weight groups
   for (std::size_t ch = 0; ch < kChunks; ++ch) {
-    auto s0 = hn::LoadU(d, acc + ch * 16), s1 = hn::Zero(d);
-    auto bias = hn::LoadU(d, as<std::int32_t>(w + ops[0][1] + kBiasAt) + ch * 16);
-    for (std::size_t k = 0; k < n; ++k) {
-      const std::byte* xk = x + ops[k][0];
-      const std::byte* wk = w + ops[k][1];
-      const std::byte* wc = wk + ch * kGroups * 16 * 4;
-      if (k > 0) bias = hn::Add(bias, hn::LoadU(d, as<std::int32_t>(wk + kBiasAt) + ch * 16));
-      for (std::size_t g = 0; g < kGroups; ++g) {
-        auto& sum = g % 2 == 0 ? s0 : s1;
-        sum = dot4(sum, hn::BitCast(du8, hn::Set(d, word_at(xk + 4 * g))),
-                   hn::LoadU(di8, as<std::int8_t>(wc + g * 64)));
-      }
+    const auto out = [&](std::size_t col) {
+      return reinterpret_cast<std::int32_t*>(a + col * acc_bytes) + ch * 16;
+    };
+    constexpr std::size_t kSums = kCols < 8 ? 2 : 1;
+    V sums[kSums][kCols];
+    for (std::size_t col = 0; col < kCols; ++col) {
+      sums[0][col] = hn::LoadU(d, out(col));
+      for (std::size_t j = 1; j < kSums; ++j) sums[j][col] = hn::Zero(d);
     }
-    hn::StoreU(hn::Sub(hn::Add(s0, s1), bias), d, acc + ch * 16);
+    const auto bias_of = [&](const UopStrip& s) {
+      return hn::LoadU(d, as<std::int32_t>(w + s.wgt + kBiasAt) + ch * 16);
+    };
+    V bias = bias_of(strips[0]);  // a tile has a strip or more
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::byte* wc = w + strips[k].wgt + ch * kGroups * 16 * 4;
+      hn::Vec<decltype(di8)> wv[kGroups];
+      for (std::size_t g = 0; g < kGroups; ++g)
+        wv[g] = hn::LoadU(di8, as<std::int8_t>(wc + g * 64));
+      if (k > 0) bias = hn::Add(bias, bias_of(strips[k]));
+      const std::byte* xk = x + strips[k].src;
+      for (std::size_t col = 0; col < kCols; ++col, xk += strips[k].step)
+        for (std::size_t g = 0; g < kGroups; ++g) {
+          V& sum = sums[g % kSums][col];
+          sum = dot4(sum, hn::BitCast(du8, hn::Set(d, word_at(xk + 4 * g))), wv[g]);
+        }
+    }
+    for (std::size_t col = 0; col < kCols; ++col) {
+      V sum = sums[0][col];
+      for (std::size_t j = 1; j < kSums; ++j) sum = hn::Add(sum, sums[j][col]);
+      hn::StoreU(hn::Sub(sum, bias), d, out(col));
+    }
   }
+}
+
+// GEMM with quads on a fixed shape, tile by tile (`t`) of every iteration of the loops.
+template <std::size_t kGroups, std::size_t kChunks>
+DLAVM_SIM_ATTR HWY_NOINLINE void gemm_tiles_quads(const GemmCall& c, const UopTiles& t,
+                                                  std::size_t acc_bytes) {
+  for_each_iteration(c, acc_bytes,
+                     [&](std::byte* a, const std::byte* x, const std::byte* w) DLAVM_SIM_ATTR {
+                       const UopStrip* strips = t.strips.data();
+                       for (const UopTile& tile : t.tiles) {
+                         std::byte* at = a + tile.acc;
+                         switch (tile.cols) {
+#define DLAVM_SIM_TILE(n)                                                           \
+  case n:                                                                           \
+    gemm_tile_quads<kGroups, kChunks, n>(at, acc_bytes, x, w, strips, tile.strips); \
+    break;
+                           DLAVM_SIM_TILE(1)
+                           DLAVM_SIM_TILE(2)
+                           DLAVM_SIM_TILE(3)
+                           DLAVM_SIM_TILE(4)
+                           DLAVM_SIM_TILE(5)
+                           DLAVM_SIM_TILE(6)
+                           DLAVM_SIM_TILE(7)
+                           default:
+                             DLAVM_SIM_TILE(8)
+#undef DLAVM_SIM_TILE
+                         }
+                         strips += tile.strips;
+                       }
+                     });
 }
 #endif
 
@@ -352,19 +535,22 @@ DLAVM_SIM_ATTR HWY_NOINLINE void gemm_loops(const GemmCall& c) {
   const hn::CappedTag<std::int32_t, kL> d;
   const TileShape s = c.shape;
   if constexpr (kGroups > 0 && kBatch == 1 && kChunks > 0) {
-    using Ops = const std::array<std::size_t, 2>*;
-    for_each_run(c, kL * kChunks,
-                 [&](std::int32_t* acc, const std::byte* x, const std::byte* w, Ops ops,
-                     std::size_t n) DLAVM_SIM_ATTR {
+    if constexpr (kQuads) {
 #if HWY_TARGET == HWY_AVX3_DL
-                   if constexpr (kQuads) {
-                     gemm_run_quads<kGroups, kChunks>(acc, x, w, ops, n);
-                     return;
-                   }
+      // Micro-ops that make one tile each (no element or weight shared) run faster below.
+      const std::size_t acc_bytes = kL * kChunks * sizeof(std::int32_t);
+      const UopTiles& t = cached_plan(c, acc_bytes, &uop_tiles);
+      if (t.tiles.size() < c.loops.uop_count)
+        return gemm_tiles_quads<kGroups, kChunks>(c, t, acc_bytes);
 #endif
-                   gemm_run_pairs<kL, kGroups, kChunks>(d, acc, x, w, ops, n);
-                 });
-    return;
+    } else {
+      using Ops = const std::array<std::size_t, 2>*;
+      for_each_run(
+          c, kL * kChunks,
+          [&](std::int32_t* acc, const std::byte* x, const std::byte* w, Ops ops, std::size_t n)
+              DLAVM_SIM_ATTR { gemm_run_pairs<kL, kGroups, kChunks>(d, acc, x, w, ops, n); });
+      return;
+    }
   }
   const std::size_t group = kQuads ? 4 : 2;
   const std::size_t groups = kGroups > 0 ? kGroups : (s.block_in + group - 1) / group;
