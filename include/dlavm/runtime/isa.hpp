@@ -574,6 +574,12 @@ DLAVM_RUNTIME_INLINE constexpr std::uint64_t get_field(const InsnWord& w, FieldP
   if (p.width == 0) return 0;
   return (w.word[p.offset / 64] >> (p.offset % 64)) & low_mask(p.width);
 }
+// Replaces a field's value (put_field only sets bits, for a word being built from zero).
+DLAVM_RUNTIME_INLINE constexpr void set_field(InsnWord& w, FieldPos p, std::uint64_t value) {
+  if (p.width == 0) return;
+  w.word[p.offset / 64] &= ~(low_mask(p.width) << (p.offset % 64));
+  put_field(w, p, value);
+}
 // Moves an address field by `delta` (a relocation: a stream placed elsewhere than planned).
 // Returns false, leaving the word as it was, when the moved value leaves the field's range.
 constexpr bool add_to_field(InsnWord& w, FieldPos p, std::int64_t delta) {
@@ -582,8 +588,7 @@ constexpr bool add_to_field(InsnWord& w, FieldPos p, std::int64_t delta) {
   const std::uint64_t size = delta < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(delta)
                                        : static_cast<std::uint64_t>(delta);
   if (delta < 0 ? size > old : size > low_mask(p.width) - old) return false;
-  w.word[p.offset / 64] &= ~(low_mask(p.width) << (p.offset % 64));
-  put_field(w, p, old + static_cast<std::uint64_t>(delta));
+  set_field(w, p, old + static_cast<std::uint64_t>(delta));
   return true;
 }
 

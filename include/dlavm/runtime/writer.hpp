@@ -237,8 +237,7 @@ class StreamWriter {
       if (dram < 0 || dram > limit_[static_cast<std::size_t>(Form::Mem)]
                                    [static_cast<std::size_t>(Field::dram_base)])
         return fail_field(Status::FieldRange, op, Field::dram_base, dram);
-      w.word[at.offset / 64] &= ~(low_mask(at.width) << (at.offset % 64));
-      put_field(w, at, static_cast<std::uint64_t>(dram));
+      set_field(w, at, static_cast<std::uint64_t>(dram));
     }
     if (!s_.push_insn(w)) return fail_field(Status::InsnsFull, op, Field::count, 0);
     return true;
@@ -262,9 +261,7 @@ class StreamWriter {
     if (!commit_pending_pop(from)) return false;
     const bool next = from < to;
     if (s_.insn_count() > 0 && last_queue_ == from) {
-      // the dependency flags sit at the same bits in every form
-      const FieldPos flag =
-          layout().pos(Form::Mem, next ? Field::push_next_dep : Field::push_prev_dep);
+      const FieldPos flag = push_flag(from, to);
       InsnWord& last = s_.insn(s_.insn_count() - 1);
       if (get_field(last, flag) == 0) {
         put_field(last, flag, 1);
@@ -285,14 +282,9 @@ class StreamWriter {
       return fail(Status::NoInstruction, none, Field::count, static_cast<std::int64_t>(index));
     }
     InsnWord& word = s_.insn(index);
-    InsnFields head;
-    head.opcode = static_cast<Opcode>(get_field(word, layout().pos(Form::Mem, Field::opcode)));
-    head.memory_type =
-        static_cast<MemId>(get_field(word, layout().pos(Form::Mem, Field::memory_type)));
-    const Queue from = queue_of(head);
+    const Queue from = module_of(word);
     if (!neighbours(from, to)) return fail_pair(from, to);
-    const Field flag = from < to ? Field::push_next_dep : Field::push_prev_dep;
-    put_field(word, layout().pos(Form::Mem, flag), 1);
+    put_field(word, push_flag(from, to), 1);
     return true;
   }
 
@@ -301,14 +293,7 @@ class StreamWriter {
   constexpr void mark_push(std::size_t index, Queue to, bool on) {
     if (index >= s_.insn_count()) return;
     InsnWord& word = s_.insn(index);
-    InsnFields head;
-    head.opcode = static_cast<Opcode>(get_field(word, layout().pos(Form::Mem, Field::opcode)));
-    head.memory_type =
-        static_cast<MemId>(get_field(word, layout().pos(Form::Mem, Field::memory_type)));
-    const FieldPos flag =
-        layout().pos(Form::Mem, queue_of(head) < to ? Field::push_next_dep : Field::push_prev_dep);
-    word.word[flag.offset / 64] &= ~(low_mask(flag.width) << (flag.offset % 64));
-    if (on) put_field(word, flag, 1);
+    set_field(word, push_flag(module_of(word), to), on ? 1 : 0);
   }
 
   // VTADepPop: the next instruction of `to` waits for, and consumes, a token from `from`.
@@ -376,6 +361,20 @@ class StreamWriter {
   }
 
  private:
+  // The module that runs a written instruction (from its opcode and memory type).
+  constexpr Queue module_of(const InsnWord& word) const {
+    InsnFields head;
+    head.opcode = static_cast<Opcode>(get_field(word, layout().pos(Form::Mem, Field::opcode)));
+    head.memory_type =
+        static_cast<MemId>(get_field(word, layout().pos(Form::Mem, Field::memory_type)));
+    return queue_of(head);
+  }
+  // Where an instruction of module `from` holds its push toward `to` (the dependency flags sit
+  // at the same bits in every form).
+  constexpr FieldPos push_flag(Queue from, Queue to) const {
+    return layout().pos(Form::Mem, from < to ? Field::push_next_dep : Field::push_prev_dep);
+  }
+
   static constexpr std::size_t index(Queue q) { return static_cast<std::size_t>(q) - 1; }
   static constexpr bool neighbours(Queue from, Queue to) {
     const int a = static_cast<int>(from), b = static_cast<int>(to);
