@@ -47365,8 +47365,9 @@ DLAVM_INLINE void pack_wgt_quads(const std::int8_t* w, std::byte* out, std::size
 namespace dlavm::vta {
 
 namespace detail {
-// Storage on 64-byte boundaries: an accumulator element of 16 int32 lanes is one cache line,
-// so that the SIMD kernels' 512-bit loads and stores of it never straddle two.
+// Storage on 64-byte boundaries, for the SRAMs the SIMD kernels read and write in vectors: an
+// accumulator element of 16 int32 lanes is one cache line, so that the kernels' 512-bit loads
+// and stores of it never straddle two, and the shadows' groups start on lines.
 template <class T>
 struct CacheLineAllocator {
   using value_type = T;
@@ -47489,8 +47490,6 @@ class Simulator {
   void pack_shadow(MemId m, std::size_t first, std::size_t count);
   void refresh_shadows();
   detail::TileShape tile() const { return {batch_, block_in_, block_out_}; }
-  // The 64-byte aligned start of a shadow buffer.
-  static std::byte* aligned(std::vector<std::byte>& v);
   // The micro-op loops of a GEMM or ALU instruction whose ranges check_loops accepted.
   detail::UopLoops uop_loops(const InsnFields& f) const;
 
@@ -47531,7 +47530,7 @@ class Simulator {
   static constexpr std::size_t kWgtSlack = 4;
   // Shadow copies for the SIMD GEMM (sim_kernels.hpp) in the form of the kernel set in use,
   // shadow_ bytes per element; stale after a write through inp_sram() / wgt_sram().
-  std::vector<std::byte> inp_shadow_, wgt_shadow_;
+  std::vector<std::byte, detail::CacheLineAllocator<std::byte>> inp_shadow_, wgt_shadow_;
   detail::ShadowLayout shadow_;
   bool inp_stale_ = false, wgt_stale_ = false;
   const detail::SimdKernels* simd_ = nullptr;
@@ -47705,17 +47704,9 @@ DLAVM_INLINE Simulator::Simulator(const Config& config) : config_(config) {
 DLAVM_INLINE void Simulator::use_kernels(const detail::SimdKernels* k) {
   simd_ = k;
   shadow_ = k ? k->layout(tile()) : detail::ShadowLayout{};
-  const auto size = [](std::uint64_t depth, std::size_t bytes) {
-    return bytes ? depth * bytes + 64 : 0;
-  };
-  inp_shadow_.assign(size(config_.inp_depth(), shadow_.inp_bytes), std::byte{0});
-  wgt_shadow_.assign(size(config_.wgt_depth(), shadow_.wgt_bytes), std::byte{0});
+  inp_shadow_.assign(config_.inp_depth() * shadow_.inp_bytes, std::byte{0});
+  wgt_shadow_.assign(config_.wgt_depth() * shadow_.wgt_bytes, std::byte{0});
   inp_stale_ = wgt_stale_ = true;
-}
-
-DLAVM_INLINE std::byte* Simulator::aligned(std::vector<std::byte>& v) {
-  const auto at = reinterpret_cast<std::uintptr_t>(v.data());
-  return v.data() + ((64 - at % 64) % 64);
 }
 
 DLAVM_INLINE void Simulator::set_kernels(SimKernels k) {
@@ -47744,10 +47735,10 @@ DLAVM_INLINE void Simulator::pack_shadow(MemId m, std::size_t first, std::size_t
   if (!simd_) return;  // stale already: the scalar loops do not read the shadows
   if (m == MemId::Inp && !inp_stale_) {
     simd_->pack_inp(inp_.data() + first * batch_ * block_in_,
-                    aligned(inp_shadow_) + first * shadow_.inp_bytes, count, tile());
+                    inp_shadow_.data() + first * shadow_.inp_bytes, count, tile());
   } else if (m == MemId::Wgt && !wgt_stale_) {
     simd_->pack_wgt(wgt_.data() + first * block_out_ * block_in_,
-                    aligned(wgt_shadow_) + first * shadow_.wgt_bytes, count, tile());
+                    wgt_shadow_.data() + first * shadow_.wgt_bytes, count, tile());
   }
 }
 
@@ -47767,8 +47758,8 @@ DLAVM_INLINE detail::UopLoops Simulator::uop_loops(const InsnFields& f) const {
 }
 
 DLAVM_INLINE void Simulator::refresh_shadows() {
-  if (inp_stale_) simd_->pack_inp(inp_.data(), aligned(inp_shadow_), config_.inp_depth(), tile());
-  if (wgt_stale_) simd_->pack_wgt(wgt_.data(), aligned(wgt_shadow_), config_.wgt_depth(), tile());
+  if (inp_stale_) simd_->pack_inp(inp_.data(), inp_shadow_.data(), config_.inp_depth(), tile());
+  if (wgt_stale_) simd_->pack_wgt(wgt_.data(), wgt_shadow_.data(), config_.wgt_depth(), tile());
   inp_stale_ = wgt_stale_ = false;
 }
 
@@ -48115,8 +48106,8 @@ DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& 
     detail::GemmCall call;
     call.loops = uop_loops(f);
     call.acc = acc_.data();
-    call.inp = aligned(inp_shadow_);
-    call.wgt = aligned(wgt_shadow_);
+    call.inp = inp_shadow_.data();
+    call.wgt = wgt_shadow_.data();
     call.inp_stride = shadow_.inp_bytes;
     call.wgt_stride = shadow_.wgt_bytes;
     call.shape = tile();

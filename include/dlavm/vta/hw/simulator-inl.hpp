@@ -158,17 +158,9 @@ DLAVM_INLINE Simulator::Simulator(const Config& config) : config_(config) {
 DLAVM_INLINE void Simulator::use_kernels(const detail::SimdKernels* k) {
   simd_ = k;
   shadow_ = k ? k->layout(tile()) : detail::ShadowLayout{};
-  const auto size = [](std::uint64_t depth, std::size_t bytes) {
-    return bytes ? depth * bytes + 64 : 0;
-  };
-  inp_shadow_.assign(size(config_.inp_depth(), shadow_.inp_bytes), std::byte{0});
-  wgt_shadow_.assign(size(config_.wgt_depth(), shadow_.wgt_bytes), std::byte{0});
+  inp_shadow_.assign(config_.inp_depth() * shadow_.inp_bytes, std::byte{0});
+  wgt_shadow_.assign(config_.wgt_depth() * shadow_.wgt_bytes, std::byte{0});
   inp_stale_ = wgt_stale_ = true;
-}
-
-DLAVM_INLINE std::byte* Simulator::aligned(std::vector<std::byte>& v) {
-  const auto at = reinterpret_cast<std::uintptr_t>(v.data());
-  return v.data() + ((64 - at % 64) % 64);
 }
 
 DLAVM_INLINE void Simulator::set_kernels(SimKernels k) {
@@ -197,10 +189,10 @@ DLAVM_INLINE void Simulator::pack_shadow(MemId m, std::size_t first, std::size_t
   if (!simd_) return;  // stale already: the scalar loops do not read the shadows
   if (m == MemId::Inp && !inp_stale_) {
     simd_->pack_inp(inp_.data() + first * batch_ * block_in_,
-                    aligned(inp_shadow_) + first * shadow_.inp_bytes, count, tile());
+                    inp_shadow_.data() + first * shadow_.inp_bytes, count, tile());
   } else if (m == MemId::Wgt && !wgt_stale_) {
     simd_->pack_wgt(wgt_.data() + first * block_out_ * block_in_,
-                    aligned(wgt_shadow_) + first * shadow_.wgt_bytes, count, tile());
+                    wgt_shadow_.data() + first * shadow_.wgt_bytes, count, tile());
   }
 }
 
@@ -220,8 +212,8 @@ DLAVM_INLINE detail::UopLoops Simulator::uop_loops(const InsnFields& f) const {
 }
 
 DLAVM_INLINE void Simulator::refresh_shadows() {
-  if (inp_stale_) simd_->pack_inp(inp_.data(), aligned(inp_shadow_), config_.inp_depth(), tile());
-  if (wgt_stale_) simd_->pack_wgt(wgt_.data(), aligned(wgt_shadow_), config_.wgt_depth(), tile());
+  if (inp_stale_) simd_->pack_inp(inp_.data(), inp_shadow_.data(), config_.inp_depth(), tile());
+  if (wgt_stale_) simd_->pack_wgt(wgt_.data(), wgt_shadow_.data(), config_.wgt_depth(), tile());
   inp_stale_ = wgt_stale_ = false;
 }
 
@@ -568,8 +560,8 @@ DLAVM_INLINE void Simulator::gemm(const InsnFields& f, std::size_t i, Counters& 
     detail::GemmCall call;
     call.loops = uop_loops(f);
     call.acc = acc_.data();
-    call.inp = aligned(inp_shadow_);
-    call.wgt = aligned(wgt_shadow_);
+    call.inp = inp_shadow_.data();
+    call.wgt = wgt_shadow_.data();
     call.inp_stride = shadow_.inp_bytes;
     call.wgt_stride = shadow_.wgt_bytes;
     call.shape = tile();

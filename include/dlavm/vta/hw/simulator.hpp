@@ -53,8 +53,9 @@
 namespace dlavm::vta {
 
 namespace detail {
-// Storage on 64-byte boundaries: an accumulator element of 16 int32 lanes is one cache line,
-// so that the SIMD kernels' 512-bit loads and stores of it never straddle two.
+// Storage on 64-byte boundaries, for the SRAMs the SIMD kernels read and write in vectors: an
+// accumulator element of 16 int32 lanes is one cache line, so that the kernels' 512-bit loads
+// and stores of it never straddle two, and the shadows' groups start on lines.
 template <class T>
 struct CacheLineAllocator {
   using value_type = T;
@@ -177,8 +178,6 @@ class Simulator {
   void pack_shadow(MemId m, std::size_t first, std::size_t count);
   void refresh_shadows();
   detail::TileShape tile() const { return {batch_, block_in_, block_out_}; }
-  // The 64-byte aligned start of a shadow buffer.
-  static std::byte* aligned(std::vector<std::byte>& v);
   // The micro-op loops of a GEMM or ALU instruction whose ranges check_loops accepted.
   detail::UopLoops uop_loops(const InsnFields& f) const;
 
@@ -219,7 +218,7 @@ class Simulator {
   static constexpr std::size_t kWgtSlack = 4;
   // Shadow copies for the SIMD GEMM (sim_kernels.hpp) in the form of the kernel set in use,
   // shadow_ bytes per element; stale after a write through inp_sram() / wgt_sram().
-  std::vector<std::byte> inp_shadow_, wgt_shadow_;
+  std::vector<std::byte, detail::CacheLineAllocator<std::byte>> inp_shadow_, wgt_shadow_;
   detail::ShadowLayout shadow_;
   bool inp_stale_ = false, wgt_stale_ = false;
   const detail::SimdKernels* simd_ = nullptr;
