@@ -46758,6 +46758,10 @@ class EntryRuns {
 }  // namespace detail
 
 void check_hazards(const Config& config, const Stream& stream);
+// The same for a stream already decoded (as placed: its LOAD UOPs read `uops` from micro-op
+// `uop_base` of DRAM on), so that a device decodes once for the check, the run and the model.
+void check_hazards(const Config& config, std::span<const InsnFields> prog,
+                   std::span<const std::uint32_t> uops, std::uint64_t uop_base);
 
 }  // namespace dlavm::vta
 
@@ -46783,18 +46787,16 @@ class HazardChecker {
  public:
   using Clock = std::array<std::int64_t, 3>;
 
-  HazardChecker(const Config& config, const Stream& stream)
-      : config_(config), stream_(stream), layout_(config.layout()) {
-    const std::size_t n = stream.insns.size();
-    prog_.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) prog_.push_back(decode(layout_, stream.insns[i], i));
-  }
+  // `prog` decoded, its LOAD UOPs reading `uops` from micro-op `uop_base` on (0 for a stream's
+  // own words, its placement's first micro-op for relocated ones).
+  HazardChecker(const Config& config, std::span<const InsnFields> prog,
+                std::span<const std::uint32_t> uops, std::uint64_t uop_base)
+      : config_(config), layout_(config.layout()), prog_(prog), uops_(uops), uop_base_(uop_base) {}
 
   void run() {
     // A stream that deadlocks is reported as the simulator reports it (naming the stuck
     // instructions); below, every instruction then runs.
-    dispatch(std::span<const InsnFields>(prog_),
-             [](std::uint32_t, std::uint64_t) { return std::uint64_t{0}; });
+    dispatch(prog_, [](std::uint32_t, std::uint64_t) { return std::uint64_t{0}; });
     vector_clocks();
     uop_sram_.assign(config_.uop_depth(), runtime::Uop{});
     for (std::size_t i = 0; i < prog_.size(); ++i) {
@@ -46933,11 +46935,13 @@ class HazardChecker {
                                                 : 2;
     acc_.push_back({m, f.sram_base, f.sram_base + box, true});
     if (m != 3) return;
+    if (f.dram_base < uop_base_) return;  // before the stream's micro-ops: none known
     for (std::int64_t k = 0; k < f.x_size; ++k) {
-      const auto src = static_cast<std::size_t>(f.dram_base) + static_cast<std::size_t>(k);
+      const auto src =
+          static_cast<std::size_t>(f.dram_base - uop_base_) + static_cast<std::size_t>(k);
       const auto dst = static_cast<std::size_t>(f.sram_base) + static_cast<std::size_t>(k);
-      if (src < stream_.uops.size() && dst < uop_sram_.size())
-        uop_sram_[dst] = runtime::unpack_uop(layout_, stream_.uops[src]);
+      if (src < uops_.size() && dst < uop_sram_.size())
+        uop_sram_[dst] = runtime::unpack_uop(layout_, uops_[src]);
     }
   }
 
@@ -46986,9 +46990,10 @@ class HazardChecker {
   }
 
   const Config& config_;
-  const Stream& stream_;
   const IsaLayout layout_;
-  std::vector<InsnFields> prog_;
+  std::span<const InsnFields> prog_;
+  std::span<const std::uint32_t> uops_;
+  std::uint64_t uop_base_;
   std::vector<Clock> done_;
   std::vector<std::int64_t> seq_;
   std::vector<runtime::Uop> uop_sram_;
@@ -47000,7 +47005,12 @@ class HazardChecker {
 }  // namespace detail
 
 DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
-  detail::HazardChecker(config, stream).run();
+  check_hazards(config, decode_all(config.layout(), stream.insns), stream.uops, 0);
+}
+
+DLAVM_INLINE void check_hazards(const Config& config, std::span<const InsnFields> prog,
+                                std::span<const std::uint32_t> uops, std::uint64_t uop_base) {
+  detail::HazardChecker(config, prog, uops, uop_base).run();
 }
 
 }  // namespace dlavm::vta
@@ -47013,7 +47023,8 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
 // end dlavm/vta/hw/isa.hpp
 // begin dlavm/vta/hw/sim_device.hpp
 // SimDevice: a Device on the functional simulator. Streams run bit-exact (vta/hw/simulator.hpp),
-// are first proven free of races between the modules (vta/hw/hazards.hpp), and are timed by
+// are first proven free of races between the modules (vta/hw/hazards.hpp; once per stream: the
+// device remembers up to StreamSet::kDefaultBytes of streams it has proven), and are timed by
 // the cycle model (vta/hw/cycle_model.hpp). Like DriverDevice's wait_cycles, a work budget per
 // run (Simulator::kDefaultWorkBudget units unless set) stops a stream that would run for
 // minutes with a DeviceError naming the instruction; configurations whose SRAMs exceed
@@ -48187,6 +48198,84 @@ DLAVM_INLINE void Simulator::alu(const InsnFields& f, std::size_t i, Counters& c
 // end dlavm/vta/hw/simulator-inl.hpp
 #endif
 // end dlavm/vta/hw/simulator.hpp
+// begin dlavm/vta/hw/stream_set.hpp
+// StreamSet: streams by content, with the micro-op base they were placed at, up to a byte
+// budget (the oldest leave first). SimDevice keeps the streams it has proven free of races in
+// one: the check depends on the stream alone, and an executor runs the same streams step after
+// step.
+//
+//   if (!proven.contains(stream, base)) { check_hazards(...); proven.insert(stream, base); }
+
+// begin dlavm/vta/hw/stream.hpp
+// end dlavm/vta/hw/stream.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+class StreamSet {
+ public:
+  static constexpr std::size_t kDefaultBytes = std::size_t{4} << 20;
+
+  explicit StreamSet(std::size_t max_bytes = kDefaultBytes) : max_bytes_(max_bytes) {}
+
+  bool contains(const Stream& s, std::uint64_t uop_base) const {
+    const auto h = hash(s, uop_base);
+    for (const auto& e : entries_)
+      if (e.hash == h && e.uop_base == uop_base && e.stream.insns == s.insns &&
+          e.stream.uops == s.uops && e.stream.uop_relocs == s.uop_relocs)
+        return true;
+    return false;
+  }
+
+  // A stream larger than the budget is not kept.
+  void insert(const Stream& s, std::uint64_t uop_base) {
+    const auto b = bytes(s);
+    if (b > max_bytes_) return;
+    while (!entries_.empty() && bytes_ + b > max_bytes_) {
+      bytes_ -= bytes(entries_.front().stream);
+      entries_.pop_front();
+    }
+    entries_.push_back({hash(s, uop_base), uop_base, s});
+    bytes_ += b;
+  }
+
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    std::uint64_t hash;
+    std::uint64_t uop_base;
+    Stream stream;
+  };
+
+  static std::size_t bytes(const Stream& s) {
+    return s.insn_bytes() + s.uop_bytes() + s.uop_relocs.size() * sizeof(std::uint32_t);
+  }
+  template <class T>
+  static std::size_t hash_of(const std::vector<T>& v) {
+    return std::hash<std::string_view>{}(
+        std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)));
+  }
+  static std::uint64_t hash(const Stream& s, std::uint64_t uop_base) {
+    std::uint64_t h = uop_base;
+    for (const std::uint64_t part : {hash_of(s.insns), hash_of(s.uops), hash_of(s.uop_relocs)})
+      h = (h ^ part) * 0x100000001b3ULL;
+    return h;
+  }
+
+  std::size_t max_bytes_;
+  std::size_t bytes_ = 0;
+  std::deque<Entry> entries_;
+};
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/hw/stream_set.hpp
 
 #include <cstddef>
 #include <cstdint>
@@ -48230,6 +48319,7 @@ class SimDevice : public Device {
   Simulator sim_;
   CycleModel model_;
   bool check_hazards_ = true;
+  detail::StreamSet race_free_;  // streams proven free of races, with their micro-op base
 };
 
 }  // namespace dlavm::vta
@@ -48259,15 +48349,21 @@ DLAVM_INLINE void SimDevice::copy_out(Buffer src, std::size_t offset, void* dst,
   if (bytes) std::memcpy(dst, sim_.dram().allocation(src.phys).data() + offset, bytes);
 }
 
+// The placed words are decoded once, for the race check, the run and the cycle model: they
+// are the words the simulator would read back from DRAM.
 DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlacement& at) {
-  if (check_hazards_) check_hazards(sim_.config(), stream);
   std::uint64_t insn_phys = 0;
-  const auto words = place(stream, at, insn_phys);
+  const auto prog = decode_all(sim_.layout(), place(stream, at, insn_phys));
+  const std::uint64_t uop_base = (at.uops.phys + at.uop_offset) / Config::uop_elem_bytes();
+  if (check_hazards_ && !race_free_.contains(stream, uop_base)) {
+    check_hazards(sim_.config(), prog, stream.uops, uop_base);
+    race_free_.insert(stream, uop_base);
+  }
   RunResult r;
-  const auto info = sim_.run(insn_phys, static_cast<std::uint32_t>(words.size()));
+  const auto info = sim_.run(prog);
   r.counters = info.counters;
   r.finished = info.finished;
-  r.timing = model_.run(decode_all(sim_.layout(), words), trace_);
+  r.timing = model_.run(prog, trace_);
   return r;
 }
 

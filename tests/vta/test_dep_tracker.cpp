@@ -81,6 +81,68 @@ TEST_CASE("hazards: a load over entries a GEMM still reads (WAR) and disjoint en
   CHECK_NOTHROW(vta::check_hazards(config, stream_with(4, false)));
 }
 
+// SimDevice proves a stream once and remembers it by content: a stream that differs from a
+// proven one only in its micro-ops is checked again.
+TEST_CASE("hazards: a device remembers the streams it proved, by content") {
+  const vta::Config config;
+  vta::SimDevice dev(config);
+  const auto data = dev.alloc(1 << 16);
+  auto stream_reading = [&](std::int64_t src) {
+    // the token orders the weight load before the GEMM, not the input load after it
+    vta::Builder b{config};
+    b.load({.memory = MemId::Wgt, .dram = static_cast<std::int64_t>(data.phys / 256), .x_size = 1});
+    b.dep_push(Queue::Load, Queue::Compute);
+    b.load({.memory = MemId::Inp,
+            .sram = 4,
+            .dram = static_cast<std::int64_t>(data.phys / 16),
+            .x_size = 4});
+    b.dep_pop(Queue::Load, Queue::Compute);
+    b.gemm(gemm_kernel(4, 0, src, 0));
+    b.finish();
+    return b.take();
+  };
+  const auto clean = stream_reading(8), racy = stream_reading(4);  // 8..11: never loaded
+  REQUIRE(clean.insns == racy.insns);
+  REQUIRE(clean.uops != racy.uops);
+  CHECK_NOTHROW(dev.run(clean));
+  CHECK_NOTHROW(dev.run(clean));
+  for (int i = 0; i < 2; ++i) {  // a refused stream is not remembered
+    const auto msg = what_of([&] { dev.run(racy); });
+    CHECK(msg.find("reads input entry 4") != std::string::npos);
+  }
+  dev.set_check_hazards(false);
+  CHECK_NOTHROW(dev.run(racy));
+}
+
+TEST_CASE("hazards: the proven streams' set keeps its byte budget, oldest out first") {
+  const vta::Config config;
+  auto stream_of = [&](std::int64_t n) {  // n + 1 instructions, no micro-ops
+    vta::Builder b{config};
+    for (std::int64_t i = 0; i < n; ++i) b.load({.memory = MemId::Inp, .sram = i, .x_size = 1});
+    b.finish();
+    return b.take();
+  };
+  const auto a = stream_of(1), b = stream_of(2), c = stream_of(3), big = stream_of(9);
+  REQUIRE(a.insn_bytes() < b.insn_bytes());
+  REQUIRE(b.insn_bytes() < c.insn_bytes());
+  REQUIRE(big.insn_bytes() > a.insn_bytes() + b.insn_bytes());
+  // a and b fit, b and c do not
+  vta::detail::StreamSet set(a.insn_bytes() + b.insn_bytes());
+  set.insert(a, 0);
+  set.insert(b, 0);
+  CHECK(set.contains(a, 0));
+  CHECK(set.contains(b, 0));
+  CHECK_FALSE(set.contains(b, 1));  // another micro-op base
+  set.insert(c, 0);
+  CHECK_FALSE(set.contains(a, 0));
+  CHECK_FALSE(set.contains(b, 0));
+  CHECK(set.contains(c, 0));
+  CHECK(set.size() == 1);
+  set.insert(big, 0);  // over the budget: not kept; c stays
+  CHECK(set.contains(c, 0));
+  CHECK(set.size() == 1);
+}
+
 TEST_CASE("hazards: the tracker's tokens order only conflicting regions") {
   const vta::Config config;
   // Two input halves and one weight region: loads into half 1 need not wait for the GEMM

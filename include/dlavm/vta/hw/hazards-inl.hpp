@@ -17,18 +17,16 @@ class HazardChecker {
  public:
   using Clock = std::array<std::int64_t, 3>;
 
-  HazardChecker(const Config& config, const Stream& stream)
-      : config_(config), stream_(stream), layout_(config.layout()) {
-    const std::size_t n = stream.insns.size();
-    prog_.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) prog_.push_back(decode(layout_, stream.insns[i], i));
-  }
+  // `prog` decoded, its LOAD UOPs reading `uops` from micro-op `uop_base` on (0 for a stream's
+  // own words, its placement's first micro-op for relocated ones).
+  HazardChecker(const Config& config, std::span<const InsnFields> prog,
+                std::span<const std::uint32_t> uops, std::uint64_t uop_base)
+      : config_(config), layout_(config.layout()), prog_(prog), uops_(uops), uop_base_(uop_base) {}
 
   void run() {
     // A stream that deadlocks is reported as the simulator reports it (naming the stuck
     // instructions); below, every instruction then runs.
-    dispatch(std::span<const InsnFields>(prog_),
-             [](std::uint32_t, std::uint64_t) { return std::uint64_t{0}; });
+    dispatch(prog_, [](std::uint32_t, std::uint64_t) { return std::uint64_t{0}; });
     vector_clocks();
     uop_sram_.assign(config_.uop_depth(), runtime::Uop{});
     for (std::size_t i = 0; i < prog_.size(); ++i) {
@@ -167,11 +165,13 @@ class HazardChecker {
                                                 : 2;
     acc_.push_back({m, f.sram_base, f.sram_base + box, true});
     if (m != 3) return;
+    if (f.dram_base < uop_base_) return;  // before the stream's micro-ops: none known
     for (std::int64_t k = 0; k < f.x_size; ++k) {
-      const auto src = static_cast<std::size_t>(f.dram_base) + static_cast<std::size_t>(k);
+      const auto src =
+          static_cast<std::size_t>(f.dram_base - uop_base_) + static_cast<std::size_t>(k);
       const auto dst = static_cast<std::size_t>(f.sram_base) + static_cast<std::size_t>(k);
-      if (src < stream_.uops.size() && dst < uop_sram_.size())
-        uop_sram_[dst] = runtime::unpack_uop(layout_, stream_.uops[src]);
+      if (src < uops_.size() && dst < uop_sram_.size())
+        uop_sram_[dst] = runtime::unpack_uop(layout_, uops_[src]);
     }
   }
 
@@ -220,9 +220,10 @@ class HazardChecker {
   }
 
   const Config& config_;
-  const Stream& stream_;
   const IsaLayout layout_;
-  std::vector<InsnFields> prog_;
+  std::span<const InsnFields> prog_;
+  std::span<const std::uint32_t> uops_;
+  std::uint64_t uop_base_;
   std::vector<Clock> done_;
   std::vector<std::int64_t> seq_;
   std::vector<runtime::Uop> uop_sram_;
@@ -234,7 +235,12 @@ class HazardChecker {
 }  // namespace detail
 
 DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
-  detail::HazardChecker(config, stream).run();
+  check_hazards(config, decode_all(config.layout(), stream.insns), stream.uops, 0);
+}
+
+DLAVM_INLINE void check_hazards(const Config& config, std::span<const InsnFields> prog,
+                                std::span<const std::uint32_t> uops, std::uint64_t uop_base) {
+  detail::HazardChecker(config, prog, uops, uop_base).run();
 }
 
 }  // namespace dlavm::vta

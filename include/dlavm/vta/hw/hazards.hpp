@@ -119,6 +119,10 @@ class EntryRuns {
 }  // namespace detail
 
 void check_hazards(const Config& config, const Stream& stream);
+// The same for a stream already decoded (as placed: its LOAD UOPs read `uops` from micro-op
+// `uop_base` of DRAM on), so that a device decodes once for the check, the run and the model.
+void check_hazards(const Config& config, std::span<const InsnFields> prog,
+                   std::span<const std::uint32_t> uops, std::uint64_t uop_base);
 
 }  // namespace dlavm::vta
 

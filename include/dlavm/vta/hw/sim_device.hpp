@@ -1,5 +1,6 @@
 // SimDevice: a Device on the functional simulator. Streams run bit-exact (vta/hw/simulator.hpp),
-// are first proven free of races between the modules (vta/hw/hazards.hpp), and are timed by
+// are first proven free of races between the modules (vta/hw/hazards.hpp; once per stream: the
+// device remembers up to StreamSet::kDefaultBytes of streams it has proven), and are timed by
 // the cycle model (vta/hw/cycle_model.hpp). Like DriverDevice's wait_cycles, a work budget per
 // run (Simulator::kDefaultWorkBudget units unless set) stops a stream that would run for
 // minutes with a DeviceError naming the instruction; configurations whose SRAMs exceed
@@ -15,6 +16,7 @@
 #include <dlavm/vta/hw/cycle_model.hpp>
 #include <dlavm/vta/hw/device.hpp>
 #include <dlavm/vta/hw/simulator.hpp>
+#include <dlavm/vta/hw/stream_set.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +60,7 @@ class SimDevice : public Device {
   Simulator sim_;
   CycleModel model_;
   bool check_hazards_ = true;
+  detail::StreamSet race_free_;  // streams proven free of races, with their micro-op base
 };
 
 }  // namespace dlavm::vta

@@ -1,0 +1,76 @@
+// StreamSet: streams by content, with the micro-op base they were placed at, up to a byte
+// budget (the oldest leave first). SimDevice keeps the streams it has proven free of races in
+// one: the check depends on the stream alone, and an executor runs the same streams step after
+// step.
+//
+//   if (!proven.contains(stream, base)) { check_hazards(...); proven.insert(stream, base); }
+#pragma once
+
+#include <dlavm/vta/hw/stream.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+class StreamSet {
+ public:
+  static constexpr std::size_t kDefaultBytes = std::size_t{4} << 20;
+
+  explicit StreamSet(std::size_t max_bytes = kDefaultBytes) : max_bytes_(max_bytes) {}
+
+  bool contains(const Stream& s, std::uint64_t uop_base) const {
+    const auto h = hash(s, uop_base);
+    for (const auto& e : entries_)
+      if (e.hash == h && e.uop_base == uop_base && e.stream.insns == s.insns &&
+          e.stream.uops == s.uops && e.stream.uop_relocs == s.uop_relocs)
+        return true;
+    return false;
+  }
+
+  // A stream larger than the budget is not kept.
+  void insert(const Stream& s, std::uint64_t uop_base) {
+    const auto b = bytes(s);
+    if (b > max_bytes_) return;
+    while (!entries_.empty() && bytes_ + b > max_bytes_) {
+      bytes_ -= bytes(entries_.front().stream);
+      entries_.pop_front();
+    }
+    entries_.push_back({hash(s, uop_base), uop_base, s});
+    bytes_ += b;
+  }
+
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    std::uint64_t hash;
+    std::uint64_t uop_base;
+    Stream stream;
+  };
+
+  static std::size_t bytes(const Stream& s) {
+    return s.insn_bytes() + s.uop_bytes() + s.uop_relocs.size() * sizeof(std::uint32_t);
+  }
+  template <class T>
+  static std::size_t hash_of(const std::vector<T>& v) {
+    return std::hash<std::string_view>{}(
+        std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)));
+  }
+  static std::uint64_t hash(const Stream& s, std::uint64_t uop_base) {
+    std::uint64_t h = uop_base;
+    for (const std::uint64_t part : {hash_of(s.insns), hash_of(s.uops), hash_of(s.uop_relocs)})
+      h = (h ^ part) * 0x100000001b3ULL;
+    return h;
+  }
+
+  std::size_t max_bytes_;
+  std::size_t bytes_ = 0;
+  std::deque<Entry> entries_;
+};
+
+}  // namespace dlavm::vta::detail
