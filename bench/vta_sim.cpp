@@ -259,6 +259,12 @@ StreamCase& stream_case(std::int64_t which) {
   return which == 0 ? conv : which == 1 ? gemm : blocked;
 }
 
+void mac_rate(benchmark::State& state, const StreamCase& c) {
+  state.counters["MAC/s"] =
+      benchmark::Counter(static_cast<double>(c.macs) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+}
+
 void label(benchmark::State& state, const StreamCase& c) {
   const char* names[] = {"conv2d ", "gemm_relu 262144x27x32 ", "blocked_gemm "};
   state.SetLabel(names[state.range(0)] + std::string(c.dev->simulator().kernel_target()));
@@ -270,9 +276,7 @@ void BM_StreamSimDevice(benchmark::State& state) {
   auto& c = stream_case(state.range(0));
   label(state, c);
   for (auto _ : state) benchmark::DoNotOptimize(c.dev->vta::SimDevice::run_at(c.dev->stream, c.at));
-  state.counters["MAC/s"] =
-      benchmark::Counter(static_cast<double>(c.macs) * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
+  mac_rate(state, c);
 }
 
 // The same with the caches evicted before each run (a 32 MiB sweep outside the timing), as in
@@ -288,9 +292,7 @@ void BM_StreamSimDeviceCold(benchmark::State& state) {
     state.ResumeTiming();
     benchmark::DoNotOptimize(c.dev->vta::SimDevice::run_at(c.dev->stream, c.at));
   }
-  state.counters["MAC/s"] =
-      benchmark::Counter(static_cast<double>(c.macs) * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
+  mac_rate(state, c);
 }
 
 void BM_StreamFunctional(benchmark::State& state) {
@@ -299,9 +301,7 @@ void BM_StreamFunctional(benchmark::State& state) {
   auto& sim = c.dev->simulator();
   const auto count = static_cast<std::uint32_t>(c.dev->stream.insns.size());
   for (auto _ : state) benchmark::DoNotOptimize(sim.run(c.at.insns.phys, count));
-  state.counters["MAC/s"] =
-      benchmark::Counter(static_cast<double>(c.macs) * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
+  mac_rate(state, c);
 }
 
 void BM_StreamHazards(benchmark::State& state) {
