@@ -304,6 +304,31 @@ void BM_StreamFunctional(benchmark::State& state) {
   mac_rate(state, c);
 }
 
+// BM_StreamFunctional on each kernel set of this CPU (BM_StreamFunctionalOn/AVX2/stream:1),
+// the streams' devices set back to the best one after.
+void BM_StreamFunctionalOn(benchmark::State& state, const std::string& kernels) {
+  auto& c = stream_case(state.range(0));
+  auto& sim = c.dev->simulator();
+  set_kernels(sim, state, kernels);
+  const auto count = static_cast<std::uint32_t>(c.dev->stream.insns.size());
+  for (auto _ : state) benchmark::DoNotOptimize(sim.run(c.at.insns.phys, count));
+  sim.set_kernels(vta::SimKernels::Simd);
+  mac_rate(state, c);
+}
+const int stream_kernels_registered = [] {
+  auto targets = vta::Simulator::simd_targets();
+  targets.push_back("scalar");
+  for (const auto& t : targets)
+    benchmark::RegisterBenchmark(("BM_StreamFunctionalOn/" + t).c_str(),
+                                 [t](benchmark::State& state) { BM_StreamFunctionalOn(state, t); })
+        ->ArgNames({"stream"})
+        ->Arg(0)
+        ->Arg(1)
+        ->Arg(2)
+        ->Unit(benchmark::kMillisecond);
+  return 0;
+}();
+
 void BM_StreamHazards(benchmark::State& state) {
   auto& c = stream_case(state.range(0));
   label(state, c);

@@ -543,7 +543,8 @@ DLAVM_SIM_ATTR HWY_NOINLINE void gemm_loops(const GemmCall& c) {
       if (t.tiles.size() < c.loops.uop_count)
         return gemm_tiles_quads<kGroups, kChunks>(c, t, acc_bytes);
 #endif
-    } else {
+    } else if (cached_plan(c, kL * kChunks * sizeof(std::int32_t), &uop_runs).runs.size() <
+               c.loops.uop_count) {
       using Ops = const std::array<std::size_t, 2>*;
       for_each_run(
           c, kL * kChunks,
