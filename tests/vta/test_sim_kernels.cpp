@@ -356,9 +356,11 @@ TEST_CASE("vta simulator kernels: long random streams on the default configurati
 }
 
 // Convolution-shaped micro-op tables (StreamMaker::uop_words with strips) on the shapes whose
-// kernels gather them into tiles (1x16x16, 1x32x32) and on one whose kernels do not.
+// kernels gather them into tiles (1x16x16, 1x32x32; 1x8x8 with pairs on AVX-512) and on one
+// whose kernels do not.
 TEST_CASE("vta simulator kernels: convolution-shaped micro-ops match the scalar loops") {
-  const vta::Config shapes[] = {vta::Config{}, shape_config(0, 5, 5, 3), shape_config(1, 4, 4, 3)};
+  const vta::Config shapes[] = {vta::Config{}, shape_config(0, 5, 5, 3), shape_config(0, 3, 3, 3),
+                                shape_config(1, 4, 4, 3)};
   for (const auto& t : vta::Simulator::simd_targets()) {
     CAPTURE(t);
     for (const auto& c : shapes) {

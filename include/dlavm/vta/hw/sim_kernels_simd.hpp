@@ -497,36 +497,101 @@ DLAVM_SIM_ATTR HWY_INLINE void gemm_tile_quads(std::byte* a, std::size_t acc_byt
   }
 }
 
-// GEMM with quads on a fixed shape, tile by tile (`t`) of every iteration of the loops.
-template <std::size_t kGroups, std::size_t kChunks>
-DLAVM_SIM_ATTR HWY_NOINLINE void gemm_tiles_quads(const GemmCall& c, const UopTiles& t,
-                                                  std::size_t acc_bytes) {
-  for_each_iteration(c, acc_bytes,
-                     [&](std::byte* a, const std::byte* x, const std::byte* w) DLAVM_SIM_ATTR {
-                       const UopStrip* strips = t.strips.data();
-                       for (const UopTile& tile : t.tiles) {
-                         std::byte* at = a + tile.acc;
-                         switch (tile.cols) {
-#define DLAVM_SIM_TILE(n)                                                           \
-  case n:                                                                           \
-    gemm_tile_quads<kGroups, kChunks, n>(at, acc_bytes, x, w, strips, tile.strips); \
-    break;
-                           DLAVM_SIM_TILE(1)
-                           DLAVM_SIM_TILE(2)
-                           DLAVM_SIM_TILE(3)
-                           DLAVM_SIM_TILE(4)
-                           DLAVM_SIM_TILE(5)
-                           DLAVM_SIM_TILE(6)
-                           DLAVM_SIM_TILE(7)
-                           default:
-                             DLAVM_SIM_TILE(8)
-#undef DLAVM_SIM_TILE
-                         }
-                         strips += tile.strips;
-                       }
-                     });
-}
 #endif
+
+// The vector registers of the target: x86 has 16 below AVX-512; Arm's NEON and SVE have 32.
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+constexpr std::size_t kVectorRegisters = 16;
+#else
+constexpr std::size_t kVectorRegisters = 32;
+#endif
+
+// A tile (UopTiles) of kCols accumulator elements of kL x kChunks outputs with pairs
+// (vpmaddwd), the group count known at compile time, vector by vector of each chunk: the
+// columns' sums in registers over all of the tile's strips, a strip's weight groups for the
+// vector in registers over its columns (8 weight vectors and 8 sums: for targets with 32
+// registers), where runs stream every micro-op's weights from L2.
+template <std::size_t kL, std::size_t kGroups, std::size_t kChunks, std::size_t kCols, class D>
+DLAVM_SIM_ATTR HWY_INLINE void gemm_tile_pairs(D d, std::byte* a, std::size_t acc_bytes,
+                                               const std::byte* x, const std::byte* w,
+                                               const UopStrip* strips, std::size_t n) {
+  const hn::Repartition<std::int16_t, D> d16;
+  constexpr std::size_t kLanes = hn::MaxLanes(D());
+  for (std::size_t ch = 0; ch < kChunks; ++ch)
+    for (std::size_t v = 0; v < kL; v += kLanes) {
+      const auto out = [&](std::size_t col) {
+        return reinterpret_cast<std::int32_t*>(a + col * acc_bytes) + ch * kL + v;
+      };
+      hn::Vec<D> sums[kCols];
+      for (std::size_t col = 0; col < kCols; ++col) sums[col] = hn::LoadU(d, out(col));
+      for (std::size_t k = 0; k < n; ++k) {
+        const std::byte* wc = w + strips[k].wgt + (ch * kGroups * kL + v) * 4;
+        hn::Vec<decltype(d16)> wv[kGroups];
+        for (std::size_t g = 0; g < kGroups; ++g)
+          wv[g] = hn::LoadU(d16, as<std::int16_t>(wc + g * kL * 4));
+        const std::byte* xk = x + strips[k].src;
+        for (std::size_t col = 0; col < kCols; ++col, xk += strips[k].step)
+          for (std::size_t g = 0; g < kGroups; ++g) {
+            auto unused = hn::Zero(d);
+            sums[col] = hn::ReorderWidenMulAccumulate(
+                d, hn::BitCast(d16, hn::Set(d, word_at(xk + 4 * g))), wv[g], sums[col], unused);
+          }
+      }
+      for (std::size_t col = 0; col < kCols; ++col) hn::StoreU(sums[col], d, out(col));
+    }
+}
+
+// GEMM on a fixed shape, tile by tile (`t`) of every iteration of the loops: quads on VNNI,
+// pairs elsewhere.
+template <std::size_t kL, bool kQuads, std::size_t kGroups, std::size_t kChunks>
+DLAVM_SIM_ATTR HWY_NOINLINE void gemm_tiles(const GemmCall& c, const UopTiles& t,
+                                            std::size_t acc_bytes) {
+  for_each_iteration(
+      c, acc_bytes, [&](std::byte* a, const std::byte* x, const std::byte* w) DLAVM_SIM_ATTR {
+        const UopStrip* strips = t.strips.data();
+        for (const UopTile& tile : t.tiles) {
+          std::byte* at = a + tile.acc;
+          const auto run = [&](auto cols) DLAVM_SIM_ATTR {
+            constexpr std::size_t kCols = decltype(cols)::value;
+            if constexpr (kQuads) {
+#if HWY_TARGET == HWY_AVX3_DL
+              gemm_tile_quads<kGroups, kChunks, kCols>(at, acc_bytes, x, w, strips, tile.strips);
+#endif
+            } else {
+              gemm_tile_pairs<kL, kGroups, kChunks, kCols>(hn::CappedTag<std::int32_t, kL>(), at,
+                                                           acc_bytes, x, w, strips, tile.strips);
+            }
+          };
+          switch (tile.cols) {
+            case 1:
+              run(std::integral_constant<std::size_t, 1>());
+              break;
+            case 2:
+              run(std::integral_constant<std::size_t, 2>());
+              break;
+            case 3:
+              run(std::integral_constant<std::size_t, 3>());
+              break;
+            case 4:
+              run(std::integral_constant<std::size_t, 4>());
+              break;
+            case 5:
+              run(std::integral_constant<std::size_t, 5>());
+              break;
+            case 6:
+              run(std::integral_constant<std::size_t, 6>());
+              break;
+            case 7:
+              run(std::integral_constant<std::size_t, 7>());
+              break;
+            default:
+              run(std::integral_constant<std::size_t, 8>());
+              break;
+          }
+          strips += tile.strips;
+        }
+      });
+}
 
 // GEMM with chunks of kL outputs; groups per row, BATCH and the chunk count fixed at compile
 // time when kGroups, kBatch, kChunks > 0.
@@ -535,16 +600,16 @@ DLAVM_SIM_ATTR HWY_NOINLINE void gemm_loops(const GemmCall& c) {
   const hn::CappedTag<std::int32_t, kL> d;
   const TileShape s = c.shape;
   if constexpr (kGroups > 0 && kBatch == 1 && kChunks > 0) {
-    if constexpr (kQuads) {
-#if HWY_TARGET == HWY_AVX3_DL
-      // Micro-ops that make one tile each (no element or weight shared) run faster below.
-      const std::size_t acc_bytes = kL * kChunks * sizeof(std::int32_t);
+    // Micro-ops that make one tile (or run) each, sharing no element or weight, run faster on
+    // the per-micro-op loop below.
+    const std::size_t acc_bytes = kL * kChunks * sizeof(std::int32_t);
+    if constexpr (kQuads || kVectorRegisters >= 32) {
       const UopTiles& t = cached_plan(c, acc_bytes, &uop_tiles);
       if (t.tiles.size() < c.loops.uop_count)
-        return gemm_tiles_quads<kGroups, kChunks>(c, t, acc_bytes);
-#endif
-    } else if (cached_plan(c, kL * kChunks * sizeof(std::int32_t), &uop_runs).runs.size() <
-               c.loops.uop_count) {
+        return gemm_tiles<kL, kQuads, kGroups, kChunks>(c, t, acc_bytes);
+    } else if (cached_plan(c, acc_bytes, &uop_runs).runs.size() < c.loops.uop_count) {
+      // (with 16 registers a strip's weights do not stay in registers: tiles measured no
+      // faster on AVX2 and 25% slower on SSE4 than runs)
       using Ops = const std::array<std::size_t, 2>*;
       for_each_run(
           c, kL * kChunks,
