@@ -20,6 +20,8 @@
 #include <array>
 #include <cstring>
 #include <hwy/highway.h>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 HWY_BEFORE_NAMESPACE();
@@ -541,6 +543,12 @@ DLAVM_SIM_ATTR HWY_INLINE void gemm_tile_pairs(D d, std::byte* a, std::size_t ac
     }
 }
 
+// fn(std::integral_constant<std::size_t, cols>()), for cols in [1, sizeof...(N)].
+template <class Fn, std::size_t... N>
+DLAVM_SIM_ATTR HWY_INLINE void with_cols(std::uint32_t cols, Fn&& fn, std::index_sequence<N...>) {
+  ((cols == N + 1 ? fn(std::integral_constant<std::size_t, N + 1>()) : void()), ...);
+}
+
 // GEMM on a fixed shape, tile by tile (`t`) of every iteration of the loops: quads on VNNI,
 // pairs elsewhere.
 template <std::size_t kL, bool kQuads, std::size_t kGroups, std::size_t kChunks>
@@ -562,32 +570,7 @@ DLAVM_SIM_ATTR HWY_NOINLINE void gemm_tiles(const GemmCall& c, const UopTiles& t
                                                            acc_bytes, x, w, strips, tile.strips);
             }
           };
-          switch (tile.cols) {
-            case 1:
-              run(std::integral_constant<std::size_t, 1>());
-              break;
-            case 2:
-              run(std::integral_constant<std::size_t, 2>());
-              break;
-            case 3:
-              run(std::integral_constant<std::size_t, 3>());
-              break;
-            case 4:
-              run(std::integral_constant<std::size_t, 4>());
-              break;
-            case 5:
-              run(std::integral_constant<std::size_t, 5>());
-              break;
-            case 6:
-              run(std::integral_constant<std::size_t, 6>());
-              break;
-            case 7:
-              run(std::integral_constant<std::size_t, 7>());
-              break;
-            default:
-              run(std::integral_constant<std::size_t, 8>());
-              break;
-          }
+          with_cols(tile.cols, run, std::make_index_sequence<kTileCols>());
           strips += tile.strips;
         }
       });
