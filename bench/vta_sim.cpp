@@ -63,14 +63,16 @@ void set_kernels(vta::Simulator& sim, benchmark::State& state, const std::string
   state.SetLabel(std::string(sim.kernel_target()));
 }
 
-// Registers `fn` once per kernel set: the SIMD targets of this CPU, then the scalar loops.
-template <class Fn>
-int register_per_kernels(const char* name, Fn fn) {
+// Registers `fn` once per kernel set: the SIMD targets of this CPU, then the scalar loops;
+// `configure` sets each one's arguments.
+template <class Fn, class Configure = void (*)(benchmark::internal::Benchmark*)>
+int register_per_kernels(
+    const char* name, Fn fn, Configure configure = [](benchmark::internal::Benchmark*) {}) {
   auto targets = vta::Simulator::simd_targets();
   targets.push_back("scalar");
   for (const auto& t : targets)
-    benchmark::RegisterBenchmark((std::string(name) + "/" + t).c_str(),
-                                 [fn, t](benchmark::State& state) { fn(state, t); });
+    configure(benchmark::RegisterBenchmark((std::string(name) + "/" + t).c_str(),
+                                           [fn, t](benchmark::State& state) { fn(state, t); }));
   return 0;
 }
 
@@ -315,19 +317,10 @@ void BM_StreamFunctionalOn(benchmark::State& state, const std::string& kernels) 
   sim.set_kernels(vta::SimKernels::Simd);
   mac_rate(state, c);
 }
-const int stream_kernels_registered = [] {
-  auto targets = vta::Simulator::simd_targets();
-  targets.push_back("scalar");
-  for (const auto& t : targets)
-    benchmark::RegisterBenchmark(("BM_StreamFunctionalOn/" + t).c_str(),
-                                 [t](benchmark::State& state) { BM_StreamFunctionalOn(state, t); })
-        ->ArgNames({"stream"})
-        ->Arg(0)
-        ->Arg(1)
-        ->Arg(2)
-        ->Unit(benchmark::kMillisecond);
-  return 0;
-}();
+const int stream_kernels_registered = register_per_kernels(
+    "BM_StreamFunctionalOn", BM_StreamFunctionalOn, [](benchmark::internal::Benchmark* b) {
+      b->ArgNames({"stream"})->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+    });
 
 void BM_StreamHazards(benchmark::State& state) {
   auto& c = stream_case(state.range(0));

@@ -46935,13 +46935,12 @@ class HazardChecker {
                                                 : 2;
     acc_.push_back({m, f.sram_base, f.sram_base + box, true});
     if (m != 3) return;
-    if (f.dram_base < uop_base_) return;  // before the stream's micro-ops: none known
-    for (std::int64_t k = 0; k < f.x_size; ++k) {
-      const auto src =
-          static_cast<std::size_t>(f.dram_base - uop_base_) + static_cast<std::size_t>(k);
-      const auto dst = static_cast<std::size_t>(f.sram_base) + static_cast<std::size_t>(k);
-      if (src < uops_.size() && dst < uop_sram_.size())
-        uop_sram_[dst] = runtime::unpack_uop(layout_, uops_[src]);
+    // DRAM micro-op d is uops_[d - uop_base_]; those outside the stream's are unknown
+    for (std::uint64_t k = 0; k < f.x_size; ++k) {
+      const std::uint64_t at = std::uint64_t{f.dram_base} + k;
+      const auto dst = static_cast<std::size_t>(f.sram_base + k);
+      if (at >= uop_base_ && at - uop_base_ < uops_.size() && dst < uop_sram_.size())
+        uop_sram_[dst] = runtime::unpack_uop(layout_, uops_[at - uop_base_]);
     }
   }
 
@@ -47024,7 +47023,7 @@ DLAVM_INLINE void check_hazards(const Config& config, std::span<const InsnFields
 // begin dlavm/vta/hw/sim_device.hpp
 // SimDevice: a Device on the functional simulator. Streams run bit-exact (vta/hw/simulator.hpp),
 // are first proven free of races between the modules (vta/hw/hazards.hpp; once per stream: the
-// device remembers up to StreamSet::kDefaultBytes of streams it has proven), and are timed by
+// device remembers the streams it has proven, detail::StreamSet), and are timed by
 // the cycle model (vta/hw/cycle_model.hpp). Like DriverDevice's wait_cycles, a work budget per
 // run (Simulator::kDefaultWorkBudget units unless set) stops a stream that would run for
 // minutes with a DeviceError naming the instruction; configurations whose SRAMs exceed
@@ -48200,7 +48199,8 @@ DLAVM_INLINE void Simulator::alu(const InsnFields& f, std::size_t i, Counters& c
 // end dlavm/vta/hw/simulator.hpp
 // begin dlavm/vta/hw/stream_set.hpp
 // StreamSet: streams by content, with the micro-op base they were placed at, up to a byte
-// budget (the oldest leave first). SimDevice keeps the streams it has proven free of races in
+// budget and kMaxEntries streams (the oldest leave first; a lookup compares hashes entry by
+// entry, then the whole stream). SimDevice keeps the streams it has proven free of races in
 // one: the check depends on the stream alone, and an executor runs the same streams step after
 // step.
 //
@@ -48221,6 +48221,7 @@ namespace dlavm::vta::detail {
 class StreamSet {
  public:
   static constexpr std::size_t kDefaultBytes = std::size_t{4} << 20;
+  static constexpr std::size_t kMaxEntries = 256;
 
   explicit StreamSet(std::size_t max_bytes = kDefaultBytes) : max_bytes_(max_bytes) {}
 
@@ -48235,10 +48236,10 @@ class StreamSet {
 
   // A stream larger than the budget is not kept.
   void insert(const Stream& s, std::uint64_t uop_base) {
-    const auto b = bytes(s);
+    const auto b = entry_bytes(s);
     if (b > max_bytes_) return;
-    while (!entries_.empty() && bytes_ + b > max_bytes_) {
-      bytes_ -= bytes(entries_.front().stream);
+    while (!entries_.empty() && (bytes_ + b > max_bytes_ || entries_.size() == kMaxEntries)) {
+      bytes_ -= entry_bytes(entries_.front().stream);
       entries_.pop_front();
     }
     entries_.push_back({hash(s, uop_base), uop_base, s});
@@ -48247,6 +48248,12 @@ class StreamSet {
 
   std::size_t size() const { return entries_.size(); }
 
+  // What the entry for `s` counts against the budget: its words and its own fields.
+  static std::size_t entry_bytes(const Stream& s) {
+    return sizeof(Entry) + s.insn_bytes() + s.uop_bytes() +
+           s.uop_relocs.size() * sizeof(std::uint32_t);
+  }
+
  private:
   struct Entry {
     std::uint64_t hash;
@@ -48254,9 +48261,6 @@ class StreamSet {
     Stream stream;
   };
 
-  static std::size_t bytes(const Stream& s) {
-    return s.insn_bytes() + s.uop_bytes() + s.uop_relocs.size() * sizeof(std::uint32_t);
-  }
   template <class T>
   static std::size_t hash_of(const std::vector<T>& v) {
     return std::hash<std::string_view>{}(
@@ -48304,8 +48308,10 @@ class SimDevice : public Device {
                             std::size_t bytes) override;
   DLAVM_INLINE void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override;
 
-  // Whether run() first proves the stream free of races (check_hazards); on by default.
+  // Whether run() first proves the stream free of races (check_hazards); on by default. A
+  // stream proven once is not checked again: proven_streams() are remembered.
   void set_check_hazards(bool on) { check_hazards_ = on; }
+  std::size_t proven_streams() const { return race_free_.size(); }
 
   // Work units (GEMM and ALU micro-op executions, SRAM elements loaded or stored) one run may
   // use; an instruction that would exceed them raises DeviceError before it runs.

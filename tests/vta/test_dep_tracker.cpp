@@ -105,13 +105,47 @@ TEST_CASE("hazards: a device remembers the streams it proved, by content") {
   REQUIRE(clean.insns == racy.insns);
   REQUIRE(clean.uops != racy.uops);
   CHECK_NOTHROW(dev.run(clean));
+  CHECK(dev.proven_streams() == 1);
   CHECK_NOTHROW(dev.run(clean));
-  for (int i = 0; i < 2; ++i) {  // a refused stream is not remembered
+  CHECK(dev.proven_streams() == 1);  // found, not proven again
+  for (int i = 0; i < 2; ++i) {      // a refused stream is not remembered
     const auto msg = what_of([&] { dev.run(racy); });
     CHECK(msg.find("reads input entry 4") != std::string::npos);
   }
+  CHECK(dev.proven_streams() == 1);
   dev.set_check_hazards(false);
   CHECK_NOTHROW(dev.run(racy));
+}
+
+// A placed stream's micro-op load that starts a word before the stream's micro-ops: the words
+// from the first micro-op on are known (the GEMM reads input entry 4 through them), the one
+// before is not.
+TEST_CASE("hazards: a micro-op load from below the stream's micro-ops reads those it reaches") {
+  const vta::Config config;
+  vta::Builder b{config};
+  b.load({.memory = MemId::Wgt, .x_size = 1});
+  b.dep_push(Queue::Load, Queue::Compute);
+  b.load({.memory = MemId::Inp, .sram = 4, .x_size = 4});
+  b.dep_pop(Queue::Load, Queue::Compute);
+  b.gemm(gemm_kernel(4, 0, 4, 0));
+  b.finish();
+  const auto s = b.take();
+  auto prog = vta::decode_all(b.layout(), s.insns);
+  constexpr std::uint64_t kBase = 1000;  // the micro-ops' first DRAM word, as placed
+  int loads = 0;
+  for (auto& f : prog) {
+    if (f.opcode == vta::Opcode::Load && f.memory_type == MemId::Uop && f.x_size > 0) {
+      f.dram_base += kBase - 1;  // one word early, one more word
+      ++f.x_size;
+      ++loads;
+    } else if (f.opcode == vta::Opcode::Gemm) {
+      ++f.uop_bgn;
+      ++f.uop_end;
+    }
+  }
+  REQUIRE(loads == 1);
+  const auto msg = what_of([&] { vta::check_hazards(config, prog, s.uops, kBase); });
+  CHECK(msg.find("reads input entry 4") != std::string::npos);
 }
 
 TEST_CASE("hazards: the proven streams' set keeps its byte budget, oldest out first") {
@@ -122,25 +156,45 @@ TEST_CASE("hazards: the proven streams' set keeps its byte budget, oldest out fi
     b.finish();
     return b.take();
   };
-  const auto a = stream_of(1), b = stream_of(2), c = stream_of(3), big = stream_of(9);
-  REQUIRE(a.insn_bytes() < b.insn_bytes());
-  REQUIRE(b.insn_bytes() < c.insn_bytes());
-  REQUIRE(big.insn_bytes() > a.insn_bytes() + b.insn_bytes());
-  // a and b fit, b and c do not
-  vta::detail::StreamSet set(a.insn_bytes() + b.insn_bytes());
+  using vta::detail::StreamSet;
+  const auto a = stream_of(1), b = stream_of(2), c = stream_of(3), big = stream_of(20);
+  const auto bytes = [](const vta::Stream& s) { return StreamSet::entry_bytes(s); };
+  REQUIRE(bytes(a) < bytes(b));
+  REQUIRE(bytes(b) < bytes(c));
+  REQUIRE(bytes(big) > bytes(b) + bytes(c));
+  // a and b fit, and b and c, not all three
+  StreamSet set(bytes(b) + bytes(c));
   set.insert(a, 0);
   set.insert(b, 0);
   CHECK(set.contains(a, 0));
   CHECK(set.contains(b, 0));
   CHECK_FALSE(set.contains(b, 1));  // another micro-op base
-  set.insert(c, 0);
+  set.insert(c, 0);                 // the oldest, a, leaves
   CHECK_FALSE(set.contains(a, 0));
-  CHECK_FALSE(set.contains(b, 0));
+  CHECK(set.contains(b, 0));
   CHECK(set.contains(c, 0));
-  CHECK(set.size() == 1);
-  set.insert(big, 0);  // over the budget: not kept; c stays
-  CHECK(set.contains(c, 0));
-  CHECK(set.size() == 1);
+  CHECK(set.size() == 2);
+  set.insert(big, 0);  // over the budget: not kept; b and c stay
+  CHECK(set.contains(b, 0));
+  CHECK(set.size() == 2);
+}
+
+TEST_CASE("hazards: the proven streams' set keeps at most kMaxEntries") {
+  using vta::detail::StreamSet;
+  const vta::Config config;
+  StreamSet set;
+  std::vector<vta::Stream> streams;
+  for (std::size_t i = 0; i <= StreamSet::kMaxEntries; ++i) {
+    vta::Builder b{config};
+    b.load({.memory = MemId::Inp, .sram = static_cast<std::int64_t>(i), .x_size = 1});
+    b.finish();
+    streams.push_back(b.take());
+    set.insert(streams.back(), 0);
+  }
+  CHECK(set.size() == StreamSet::kMaxEntries);
+  CHECK_FALSE(set.contains(streams.front(), 0));
+  CHECK(set.contains(streams[1], 0));
+  CHECK(set.contains(streams.back(), 0));
 }
 
 TEST_CASE("hazards: the tracker's tokens order only conflicting regions") {

@@ -98,7 +98,7 @@ class StreamMaker {
     const auto layout = c_.layout();
     std::vector<vta::Uop> ops;
     if (strips) {
-      const auto cols = static_cast<std::uint32_t>(pick(1, 4));
+      const auto cols = static_cast<std::uint32_t>(pick(1, 8));
       const std::uint32_t top = c_.acc_depth() / 2, in_top = c_.inp_depth() / 2;
       const std::uint32_t dst = static_cast<std::uint32_t>(pick(0, static_cast<int>(top - cols)));
       while (ops.size() + cols <= 8) {

@@ -165,13 +165,12 @@ class HazardChecker {
                                                 : 2;
     acc_.push_back({m, f.sram_base, f.sram_base + box, true});
     if (m != 3) return;
-    if (f.dram_base < uop_base_) return;  // before the stream's micro-ops: none known
-    for (std::int64_t k = 0; k < f.x_size; ++k) {
-      const auto src =
-          static_cast<std::size_t>(f.dram_base - uop_base_) + static_cast<std::size_t>(k);
-      const auto dst = static_cast<std::size_t>(f.sram_base) + static_cast<std::size_t>(k);
-      if (src < uops_.size() && dst < uop_sram_.size())
-        uop_sram_[dst] = runtime::unpack_uop(layout_, uops_[src]);
+    // DRAM micro-op d is uops_[d - uop_base_]; those outside the stream's are unknown
+    for (std::uint64_t k = 0; k < f.x_size; ++k) {
+      const std::uint64_t at = std::uint64_t{f.dram_base} + k;
+      const auto dst = static_cast<std::size_t>(f.sram_base + k);
+      if (at >= uop_base_ && at - uop_base_ < uops_.size() && dst < uop_sram_.size())
+        uop_sram_[dst] = runtime::unpack_uop(layout_, uops_[at - uop_base_]);
     }
   }
 

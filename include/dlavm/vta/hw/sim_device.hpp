@@ -1,6 +1,6 @@
 // SimDevice: a Device on the functional simulator. Streams run bit-exact (vta/hw/simulator.hpp),
 // are first proven free of races between the modules (vta/hw/hazards.hpp; once per stream: the
-// device remembers up to StreamSet::kDefaultBytes of streams it has proven), and are timed by
+// device remembers the streams it has proven, detail::StreamSet), and are timed by
 // the cycle model (vta/hw/cycle_model.hpp). Like DriverDevice's wait_cycles, a work budget per
 // run (Simulator::kDefaultWorkBudget units unless set) stops a stream that would run for
 // minutes with a DeviceError naming the instruction; configurations whose SRAMs exceed
@@ -45,8 +45,10 @@ class SimDevice : public Device {
                             std::size_t bytes) override;
   DLAVM_INLINE void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override;
 
-  // Whether run() first proves the stream free of races (check_hazards); on by default.
+  // Whether run() first proves the stream free of races (check_hazards); on by default. A
+  // stream proven once is not checked again: proven_streams() are remembered.
   void set_check_hazards(bool on) { check_hazards_ = on; }
+  std::size_t proven_streams() const { return race_free_.size(); }
 
   // Work units (GEMM and ALU micro-op executions, SRAM elements loaded or stored) one run may
   // use; an instruction that would exceed them raises DeviceError before it runs.

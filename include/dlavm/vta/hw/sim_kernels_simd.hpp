@@ -484,12 +484,13 @@ DLAVM_SIM_ATTR HWY_INLINE void gemm_tile_quads(std::byte* a, std::size_t acc_byt
       for (std::size_t g = 0; g < kGroups; ++g)
         wv[g] = hn::LoadU(di8, as<std::int8_t>(wc + g * 64));
       if (k > 0) bias = hn::Add(bias, bias_of(strips[k]));
-      const std::byte* xk = x + strips[k].src;
-      for (std::size_t col = 0; col < kCols; ++col, xk += strips[k].step)
+      for (std::size_t col = 0; col < kCols; ++col) {
+        const std::byte* xk = x + strips[k].src + static_cast<std::ptrdiff_t>(col) * strips[k].step;
         for (std::size_t g = 0; g < kGroups; ++g) {
           V& sum = sums[g % kSums][col];
           sum = dot4(sum, hn::BitCast(du8, hn::Set(d, word_at(xk + 4 * g))), wv[g]);
         }
+      }
     }
     for (std::size_t col = 0; col < kCols; ++col) {
       V sum = sums[0][col];
@@ -501,18 +502,14 @@ DLAVM_SIM_ATTR HWY_INLINE void gemm_tile_quads(std::byte* a, std::size_t acc_byt
 
 #endif
 
-// The vector registers of the target: x86 has 16 below AVX-512; Arm's NEON and SVE have 32.
-#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
-constexpr std::size_t kVectorRegisters = 16;
-#else
-constexpr std::size_t kVectorRegisters = 32;
-#endif
+// The target's vector registers: 32 with AVX-512, 16 below it.
+constexpr std::size_t kVectorRegisters = HWY_TARGET <= HWY_AVX3 ? 32 : 16;
 
 // A tile (UopTiles) of kCols accumulator elements of kL x kChunks outputs with pairs
 // (vpmaddwd), the group count known at compile time, vector by vector of each chunk: the
 // columns' sums in registers over all of the tile's strips, a strip's weight groups for the
-// vector in registers over its columns (8 weight vectors and 8 sums: for targets with 32
-// registers), where runs stream every micro-op's weights from L2.
+// vector in registers over its columns (kGroups weight vectors, 8 or 16, and up to 8 sums: for
+// targets with 32 registers), where runs stream every micro-op's weights from L2.
 template <std::size_t kL, std::size_t kGroups, std::size_t kChunks, std::size_t kCols, class D>
 DLAVM_SIM_ATTR HWY_INLINE void gemm_tile_pairs(D d, std::byte* a, std::size_t acc_bytes,
                                                const std::byte* x, const std::byte* w,
@@ -531,13 +528,16 @@ DLAVM_SIM_ATTR HWY_INLINE void gemm_tile_pairs(D d, std::byte* a, std::size_t ac
         hn::Vec<decltype(d16)> wv[kGroups];
         for (std::size_t g = 0; g < kGroups; ++g)
           wv[g] = hn::LoadU(d16, as<std::int16_t>(wc + g * kL * 4));
-        const std::byte* xk = x + strips[k].src;
-        for (std::size_t col = 0; col < kCols; ++col, xk += strips[k].step)
+        for (std::size_t col = 0; col < kCols; ++col) {
+          // (per column: a negative step must not form an address before the shadow)
+          const std::byte* xk =
+              x + strips[k].src + static_cast<std::ptrdiff_t>(col) * strips[k].step;
           for (std::size_t g = 0; g < kGroups; ++g) {
             auto unused = hn::Zero(d);
             sums[col] = hn::ReorderWidenMulAccumulate(
                 d, hn::BitCast(d16, hn::Set(d, word_at(xk + 4 * g))), wv[g], sums[col], unused);
           }
+        }
       }
       for (std::size_t col = 0; col < kCols; ++col) hn::StoreU(sums[col], d, out(col));
     }

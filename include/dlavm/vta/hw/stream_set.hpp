@@ -1,5 +1,6 @@
 // StreamSet: streams by content, with the micro-op base they were placed at, up to a byte
-// budget (the oldest leave first). SimDevice keeps the streams it has proven free of races in
+// budget and kMaxEntries streams (the oldest leave first; a lookup compares hashes entry by
+// entry, then the whole stream). SimDevice keeps the streams it has proven free of races in
 // one: the check depends on the stream alone, and an executor runs the same streams step after
 // step.
 //
@@ -20,6 +21,7 @@ namespace dlavm::vta::detail {
 class StreamSet {
  public:
   static constexpr std::size_t kDefaultBytes = std::size_t{4} << 20;
+  static constexpr std::size_t kMaxEntries = 256;
 
   explicit StreamSet(std::size_t max_bytes = kDefaultBytes) : max_bytes_(max_bytes) {}
 
@@ -34,10 +36,10 @@ class StreamSet {
 
   // A stream larger than the budget is not kept.
   void insert(const Stream& s, std::uint64_t uop_base) {
-    const auto b = bytes(s);
+    const auto b = entry_bytes(s);
     if (b > max_bytes_) return;
-    while (!entries_.empty() && bytes_ + b > max_bytes_) {
-      bytes_ -= bytes(entries_.front().stream);
+    while (!entries_.empty() && (bytes_ + b > max_bytes_ || entries_.size() == kMaxEntries)) {
+      bytes_ -= entry_bytes(entries_.front().stream);
       entries_.pop_front();
     }
     entries_.push_back({hash(s, uop_base), uop_base, s});
@@ -46,6 +48,12 @@ class StreamSet {
 
   std::size_t size() const { return entries_.size(); }
 
+  // What the entry for `s` counts against the budget: its words and its own fields.
+  static std::size_t entry_bytes(const Stream& s) {
+    return sizeof(Entry) + s.insn_bytes() + s.uop_bytes() +
+           s.uop_relocs.size() * sizeof(std::uint32_t);
+  }
+
  private:
   struct Entry {
     std::uint64_t hash;
@@ -53,9 +61,6 @@ class StreamSet {
     Stream stream;
   };
 
-  static std::size_t bytes(const Stream& s) {
-    return s.insn_bytes() + s.uop_bytes() + s.uop_relocs.size() * sizeof(std::uint32_t);
-  }
   template <class T>
   static std::size_t hash_of(const std::vector<T>& v) {
     return std::hash<std::string_view>{}(
