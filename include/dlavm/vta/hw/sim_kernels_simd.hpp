@@ -505,42 +505,60 @@ DLAVM_SIM_ATTR HWY_INLINE void gemm_tile_quads(std::byte* a, std::size_t acc_byt
 // The target's vector registers: 32 with AVX-512, 16 below it.
 constexpr std::size_t kVectorRegisters = HWY_TARGET <= HWY_AVX3 ? 32 : 16;
 
+// How many columns of a pairs tile of kL outputs run at a time: their sums (a vector each per
+// kL outputs), a weight group's vectors and a broadcast in the registers. With 16 outputs: 29
+// with AVX-512, 6 with AVX2, 2 with SSE4.
+template <std::size_t kL>
+constexpr std::size_t pairs_tile_columns() {
+  constexpr std::size_t vecs = kL / hn::MaxLanes(hn::CappedTag<std::int32_t, kL>());
+  return (kVectorRegisters - 2 - vecs) / vecs;
+}
+
 // A tile (UopTiles) of kCols accumulator elements of kL x kChunks outputs with pairs
-// (vpmaddwd), the group count known at compile time, vector by vector of each chunk: the
-// columns' sums in registers over all of the tile's strips, a strip's weight groups for the
-// vector in registers over its columns (kGroups weight vectors, 8 or 16, and up to 8 sums: for
-// targets with 32 registers), where runs stream every micro-op's weights from L2.
+// (vpmaddwd), the group count known at compile time, from column c0 on: the columns' sums in
+// registers over all of the tile's strips; per strip, each weight group's vectors loaded once
+// for all of the columns, each column's input pair broadcast once for all of the vectors.
+// The columns go pairs_tile_columns at a time, the rest after.
 template <std::size_t kL, std::size_t kGroups, std::size_t kChunks, std::size_t kCols, class D>
 DLAVM_SIM_ATTR HWY_INLINE void gemm_tile_pairs(D d, std::byte* a, std::size_t acc_bytes,
                                                const std::byte* x, const std::byte* w,
-                                               const UopStrip* strips, std::size_t n) {
+                                               const UopStrip* strips, std::size_t n,
+                                               std::size_t c0 = 0) {
   const hn::Repartition<std::int16_t, D> d16;
   constexpr std::size_t kLanes = hn::MaxLanes(D());
-  for (std::size_t ch = 0; ch < kChunks; ++ch)
-    for (std::size_t v = 0; v < kL; v += kLanes) {
-      const auto out = [&](std::size_t col) {
-        return reinterpret_cast<std::int32_t*>(a + col * acc_bytes) + ch * kL + v;
-      };
-      hn::Vec<D> sums[kCols];
-      for (std::size_t col = 0; col < kCols; ++col) sums[col] = hn::LoadU(d, out(col));
-      for (std::size_t k = 0; k < n; ++k) {
-        const std::byte* wc = w + strips[k].wgt + (ch * kGroups * kL + v) * 4;
-        hn::Vec<decltype(d16)> wv[kGroups];
-        for (std::size_t g = 0; g < kGroups; ++g)
-          wv[g] = hn::LoadU(d16, as<std::int16_t>(wc + g * kL * 4));
-        for (std::size_t col = 0; col < kCols; ++col) {
-          // (per column: a negative step must not form an address before the shadow)
-          const std::byte* xk =
-              x + strips[k].src + static_cast<std::ptrdiff_t>(col) * strips[k].step;
-          for (std::size_t g = 0; g < kGroups; ++g) {
+  constexpr std::size_t kVecs = kL / kLanes;
+  constexpr std::size_t kN = kCols < pairs_tile_columns<kL>() ? kCols : pairs_tile_columns<kL>();
+  for (std::size_t ch = 0; ch < kChunks; ++ch) {
+    const auto out = [&](std::size_t col, std::size_t vec) {
+      return reinterpret_cast<std::int32_t*>(a + (c0 + col) * acc_bytes) + ch * kL + vec * kLanes;
+    };
+    hn::Vec<D> sums[kN][kVecs];
+    for (std::size_t col = 0; col < kN; ++col)
+      for (std::size_t vec = 0; vec < kVecs; ++vec) sums[col][vec] = hn::LoadU(d, out(col, vec));
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::byte* wc = w + strips[k].wgt + ch * kGroups * kL * 4;
+      const std::byte* xs[kN];
+      for (std::size_t col = 0; col < kN; ++col)  // (a negative step: never before the shadow)
+        xs[col] = x + strips[k].src + static_cast<std::ptrdiff_t>(c0 + col) * strips[k].step;
+      for (std::size_t g = 0; g < kGroups; ++g) {
+        hn::Vec<decltype(d16)> wv[kVecs];
+        for (std::size_t vec = 0; vec < kVecs; ++vec)
+          wv[vec] = hn::LoadU(d16, as<std::int16_t>(wc + (g * kL + vec * kLanes) * 4));
+        for (std::size_t col = 0; col < kN; ++col) {
+          const auto pair = hn::BitCast(d16, hn::Set(d, word_at(xs[col] + 4 * g)));
+          for (std::size_t vec = 0; vec < kVecs; ++vec) {
             auto unused = hn::Zero(d);
-            sums[col] = hn::ReorderWidenMulAccumulate(
-                d, hn::BitCast(d16, hn::Set(d, word_at(xk + 4 * g))), wv[g], sums[col], unused);
+            sums[col][vec] =
+                hn::ReorderWidenMulAccumulate(d, pair, wv[vec], sums[col][vec], unused);
           }
         }
       }
-      for (std::size_t col = 0; col < kCols; ++col) hn::StoreU(sums[col], d, out(col));
     }
+    for (std::size_t col = 0; col < kN; ++col)
+      for (std::size_t vec = 0; vec < kVecs; ++vec) hn::StoreU(sums[col][vec], d, out(col, vec));
+  }
+  if constexpr (kCols > kN)
+    gemm_tile_pairs<kL, kGroups, kChunks, kCols - kN>(d, a, acc_bytes, x, w, strips, n, c0 + kN);
 }
 
 // fn(std::integral_constant<std::size_t, cols>()), for cols in [1, sizeof...(N)].
@@ -586,13 +604,13 @@ DLAVM_SIM_ATTR HWY_NOINLINE void gemm_loops(const GemmCall& c) {
     // Micro-ops that make one tile (or run) each, sharing no element or weight, run faster on
     // the per-micro-op loop below.
     const std::size_t acc_bytes = kL * kChunks * sizeof(std::int32_t);
-    if constexpr (kQuads || kVectorRegisters >= 32) {
+    // (pairs: tiles where four columns or more fit the registers at a time; with SSE4's two,
+    // they measured 40% slower than runs on conv2d)
+    if constexpr (kQuads || pairs_tile_columns<kL>() >= 4) {
       const UopTiles& t = cached_plan(c, acc_bytes, &uop_tiles);
       if (t.tiles.size() < c.loops.uop_count)
         return gemm_tiles<kL, kQuads, kGroups, kChunks>(c, t, acc_bytes);
     } else if (cached_plan(c, acc_bytes, &uop_runs).runs.size() < c.loops.uop_count) {
-      // (with 16 registers a strip's weights do not stay in registers: tiles measured no
-      // faster on AVX2 and 25% slower on SSE4 than runs)
       using Ops = const std::array<std::size_t, 2>*;
       for_each_run(
           c, kL * kChunks,
