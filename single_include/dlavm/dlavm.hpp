@@ -47023,7 +47023,7 @@ DLAVM_INLINE void check_hazards(const Config& config, std::span<const InsnFields
 // begin dlavm/vta/hw/sim_device.hpp
 // SimDevice: a Device on the functional simulator. Streams run bit-exact (vta/hw/simulator.hpp),
 // are first proven free of races between the modules (vta/hw/hazards.hpp; once per stream: the
-// device remembers the streams it has proven, detail::StreamSet), and are timed by
+// device keeps the streams it has proven, decoded, detail::DecodedStreams), and are timed by
 // the cycle model (vta/hw/cycle_model.hpp). Like DriverDevice's wait_cycles, a work budget per
 // run (Simulator::kDefaultWorkBudget units unless set) stops a stream that would run for
 // minutes with a DeviceError naming the instruction; configurations whose SRAMs exceed
@@ -47039,6 +47039,99 @@ DLAVM_INLINE void check_hazards(const Config& config, std::span<const InsnFields
 // end dlavm/vta/hw/config.hpp
 // begin dlavm/vta/hw/cycle_model.hpp
 // end dlavm/vta/hw/cycle_model.hpp
+// begin dlavm/vta/hw/decoded_streams.hpp
+// DecodedStreams: the decoded instructions of streams, by the streams' content and the
+// micro-op base they were placed at, up to a byte budget and kMaxEntries streams (the oldest
+// leave first; a lookup compares hashes entry by entry, then the whole stream). SimDevice keeps
+// the streams it has proven free of races in one: the check depends on the stream alone, an
+// executor runs the same streams step after step, and the same stream placed at the same base
+// decodes to the same instructions.
+//
+//   const auto* prog = proven.find(stream, base);
+//   if (!prog) { auto p = decode_all(...); check_hazards(...); proven.insert(stream, base, p); }
+
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/vta/hw/stream.hpp
+// end dlavm/vta/hw/stream.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+class DecodedStreams {
+ public:
+  static constexpr std::size_t kDefaultBytes = std::size_t{8} << 20;
+  static constexpr std::size_t kMaxEntries = 256;
+
+  explicit DecodedStreams(std::size_t max_bytes = kDefaultBytes) : max_bytes_(max_bytes) {}
+
+  // The instructions kept for `s` placed at micro-op `uop_base`, or nullptr. (Valid until the
+  // next insert.)
+  const std::vector<runtime::InsnFields>* find(const Stream& s, std::uint64_t uop_base) const {
+    const auto h = hash(s, uop_base);
+    for (const auto& e : entries_)
+      if (e.hash == h && e.uop_base == uop_base && e.stream.insns == s.insns &&
+          e.stream.uops == s.uops && e.stream.uop_relocs == s.uop_relocs)
+        return &e.prog;
+    return nullptr;
+  }
+
+  // Keeps `prog`, the words of `s` decoded as placed at `uop_base`. A stream larger than the
+  // budget is not kept.
+  void insert(const Stream& s, std::uint64_t uop_base, std::vector<runtime::InsnFields> prog) {
+    const auto b = entry_bytes(s);
+    if (b > max_bytes_) return;
+    while (!entries_.empty() && (bytes_ + b > max_bytes_ || entries_.size() == kMaxEntries)) {
+      bytes_ -= entry_bytes(entries_.front().stream);
+      entries_.pop_front();
+    }
+    entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog)});
+    bytes_ += b;
+  }
+
+  std::size_t size() const { return entries_.size(); }
+
+  // What the entry for `s` counts against the budget: its words, its decoded instructions (one
+  // per word) and its own fields.
+  static std::size_t entry_bytes(const Stream& s) {
+    return sizeof(Entry) + s.insn_bytes() + s.insns.size() * sizeof(runtime::InsnFields) +
+           s.uop_bytes() + s.uop_relocs.size() * sizeof(std::uint32_t);
+  }
+
+ private:
+  struct Entry {
+    std::uint64_t hash;
+    std::uint64_t uop_base;
+    Stream stream;
+    std::vector<runtime::InsnFields> prog;
+  };
+
+  template <class T>
+  static std::size_t hash_of(const std::vector<T>& v) {
+    return std::hash<std::string_view>{}(
+        std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)));
+  }
+  static std::uint64_t hash(const Stream& s, std::uint64_t uop_base) {
+    std::uint64_t h = uop_base;
+    for (const std::uint64_t part : {hash_of(s.insns), hash_of(s.uops), hash_of(s.uop_relocs)})
+      h = (h ^ part) * 0x100000001b3ULL;
+    return h;
+  }
+
+  std::size_t max_bytes_;
+  std::size_t bytes_ = 0;
+  std::deque<Entry> entries_;
+};
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/hw/decoded_streams.hpp
 // begin dlavm/vta/hw/device.hpp
 // end dlavm/vta/hw/device.hpp
 // begin dlavm/vta/hw/simulator.hpp
@@ -48197,92 +48290,10 @@ DLAVM_INLINE void Simulator::alu(const InsnFields& f, std::size_t i, Counters& c
 // end dlavm/vta/hw/simulator-inl.hpp
 #endif
 // end dlavm/vta/hw/simulator.hpp
-// begin dlavm/vta/hw/stream_set.hpp
-// StreamSet: streams by content, with the micro-op base they were placed at, up to a byte
-// budget and kMaxEntries streams (the oldest leave first; a lookup compares hashes entry by
-// entry, then the whole stream). SimDevice keeps the streams it has proven free of races in
-// one: the check depends on the stream alone, and an executor runs the same streams step after
-// step.
-//
-//   if (!proven.contains(stream, base)) { check_hazards(...); proven.insert(stream, base); }
-
-// begin dlavm/vta/hw/stream.hpp
-// end dlavm/vta/hw/stream.hpp
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <functional>
-#include <string_view>
-#include <vector>
-
-namespace dlavm::vta::detail {
-
-class StreamSet {
- public:
-  static constexpr std::size_t kDefaultBytes = std::size_t{4} << 20;
-  static constexpr std::size_t kMaxEntries = 256;
-
-  explicit StreamSet(std::size_t max_bytes = kDefaultBytes) : max_bytes_(max_bytes) {}
-
-  bool contains(const Stream& s, std::uint64_t uop_base) const {
-    const auto h = hash(s, uop_base);
-    for (const auto& e : entries_)
-      if (e.hash == h && e.uop_base == uop_base && e.stream.insns == s.insns &&
-          e.stream.uops == s.uops && e.stream.uop_relocs == s.uop_relocs)
-        return true;
-    return false;
-  }
-
-  // A stream larger than the budget is not kept.
-  void insert(const Stream& s, std::uint64_t uop_base) {
-    const auto b = entry_bytes(s);
-    if (b > max_bytes_) return;
-    while (!entries_.empty() && (bytes_ + b > max_bytes_ || entries_.size() == kMaxEntries)) {
-      bytes_ -= entry_bytes(entries_.front().stream);
-      entries_.pop_front();
-    }
-    entries_.push_back({hash(s, uop_base), uop_base, s});
-    bytes_ += b;
-  }
-
-  std::size_t size() const { return entries_.size(); }
-
-  // What the entry for `s` counts against the budget: its words and its own fields.
-  static std::size_t entry_bytes(const Stream& s) {
-    return sizeof(Entry) + s.insn_bytes() + s.uop_bytes() +
-           s.uop_relocs.size() * sizeof(std::uint32_t);
-  }
-
- private:
-  struct Entry {
-    std::uint64_t hash;
-    std::uint64_t uop_base;
-    Stream stream;
-  };
-
-  template <class T>
-  static std::size_t hash_of(const std::vector<T>& v) {
-    return std::hash<std::string_view>{}(
-        std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)));
-  }
-  static std::uint64_t hash(const Stream& s, std::uint64_t uop_base) {
-    std::uint64_t h = uop_base;
-    for (const std::uint64_t part : {hash_of(s.insns), hash_of(s.uops), hash_of(s.uop_relocs)})
-      h = (h ^ part) * 0x100000001b3ULL;
-    return h;
-  }
-
-  std::size_t max_bytes_;
-  std::size_t bytes_ = 0;
-  std::deque<Entry> entries_;
-};
-
-}  // namespace dlavm::vta::detail
-// end dlavm/vta/hw/stream_set.hpp
-
-#include <cstddef>
-#include <cstdint>
+#include <span>
 
 namespace dlavm::vta {
 
@@ -48309,9 +48320,10 @@ class SimDevice : public Device {
   DLAVM_INLINE void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override;
 
   // Whether run() first proves the stream free of races (check_hazards); on by default. A
-  // stream proven once is not checked again: proven_streams() are remembered.
+  // stream proven once is neither checked nor decoded again at the same placement:
+  // proven_streams() are kept.
   void set_check_hazards(bool on) { check_hazards_ = on; }
-  std::size_t proven_streams() const { return race_free_.size(); }
+  std::size_t proven_streams() const { return proven_.size(); }
 
   // Work units (GEMM and ALU micro-op executions, SRAM elements loaded or stored) one run may
   // use; an instruction that would exceed them raises DeviceError before it runs.
@@ -48325,7 +48337,9 @@ class SimDevice : public Device {
   Simulator sim_;
   CycleModel model_;
   bool check_hazards_ = true;
-  detail::StreamSet race_free_;  // streams proven free of races, with their micro-op base
+  // streams proven free of races, by content and micro-op base, with their decoded words
+  detail::DecodedStreams proven_;
+  DLAVM_INLINE RunResult run_decoded(std::span<const InsnFields> prog);
 };
 
 }  // namespace dlavm::vta
@@ -48340,6 +48354,7 @@ class SimDevice : public Device {
 // end dlavm/vta/hw/sim_device.hpp
 
 #include <cstring>
+#include <utility>
 
 namespace dlavm::vta {
 
@@ -48356,15 +48371,22 @@ DLAVM_INLINE void SimDevice::copy_out(Buffer src, std::size_t offset, void* dst,
 }
 
 // The placed words are decoded once, for the race check, the run and the cycle model: they
-// are the words the simulator would read back from DRAM.
+// are the words the simulator would read back from DRAM. A stream proven before at the same
+// micro-op base has the same words: its decode is kept with it.
 DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlacement& at) {
   std::uint64_t insn_phys = 0;
-  const auto prog = decode_all(sim_.layout(), place(stream, at, insn_phys));
+  const auto words = place(stream, at, insn_phys);
+  if (!check_hazards_) return run_decoded(decode_all(sim_.layout(), words));
   const std::uint64_t uop_base = (at.uops.phys + at.uop_offset) / Config::uop_elem_bytes();
-  if (check_hazards_ && !race_free_.contains(stream, uop_base)) {
-    check_hazards(sim_.config(), prog, stream.uops, uop_base);
-    race_free_.insert(stream, uop_base);
-  }
+  if (const auto* prog = proven_.find(stream, uop_base)) return run_decoded(*prog);
+  auto prog = decode_all(sim_.layout(), words);
+  check_hazards(sim_.config(), prog, stream.uops, uop_base);
+  const RunResult r = run_decoded(prog);
+  proven_.insert(stream, uop_base, std::move(prog));
+  return r;
+}
+
+DLAVM_INLINE RunResult SimDevice::run_decoded(std::span<const InsnFields> prog) {
   RunResult r;
   const auto info = sim_.run(prog);
   r.counters = info.counters;

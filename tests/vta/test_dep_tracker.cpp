@@ -148,6 +148,40 @@ TEST_CASE("hazards: a micro-op load from below the stream's micro-ops reads thos
   CHECK(msg.find("reads input entry 4") != std::string::npos);
 }
 
+// A proven stream keeps its decode for the micro-op base it was placed at: placed at another
+// base, it is decoded for that one (its micro-op loads read the new buffer). The first buffer
+// is zeroed before the second run, so a decode kept by content alone would read zeros.
+TEST_CASE("hazards: a proven stream placed elsewhere is decoded for its new place") {
+  const vta::Config config;
+  vta::SimDevice dev(config);
+  const auto data = dev.alloc(1 << 16);
+  std::vector<std::uint8_t> bytes(1 << 16);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 37 + 11);
+  dev.copy_in(data, std::span<const std::uint8_t>(bytes));
+  vta::Builder b{config};
+  b.load({.memory = MemId::Wgt, .dram = static_cast<std::int64_t>(data.phys / 256), .x_size = 1});
+  b.load({.memory = MemId::Inp, .dram = static_cast<std::int64_t>(data.phys / 16), .x_size = 12});
+  b.dep_push(Queue::Load, Queue::Compute);
+  b.dep_pop(Queue::Load, Queue::Compute);
+  b.gemm(gemm_kernel(4, 0, 8, 0));  // acc[0..3] += inp[8..11] x wgt[0]
+  b.finish();
+  const auto stream = b.take();
+  const auto insns = dev.alloc(stream.insn_bytes());
+  const vta::Buffer uops[] = {dev.alloc(stream.uop_bytes()), dev.alloc(stream.uop_bytes())};
+  const auto acc_after = [&](const vta::Buffer& at) {
+    auto acc = dev.simulator().acc_sram();
+    std::fill(acc.begin(), acc.end(), 0);
+    dev.run_at(stream, {insns, 0, at, 0});
+    return std::vector<std::int32_t>(acc.begin(), acc.begin() + 4 * config.block_out());
+  };
+  const auto first = acc_after(uops[0]);
+  REQUIRE(std::any_of(first.begin(), first.end(), [](std::int32_t v) { return v != 0; }));
+  const std::vector<std::uint8_t> zeros(stream.uop_bytes());
+  dev.copy_in(uops[0], std::span<const std::uint8_t>(zeros));
+  CHECK(acc_after(uops[1]) == first);
+  CHECK(dev.proven_streams() == 2);
+}
+
 TEST_CASE("hazards: the proven streams' set keeps its byte budget, oldest out first") {
   const vta::Config config;
   auto stream_of = [&](std::int64_t n) {  // n + 1 instructions, no micro-ops
@@ -156,45 +190,48 @@ TEST_CASE("hazards: the proven streams' set keeps its byte budget, oldest out fi
     b.finish();
     return b.take();
   };
-  using vta::detail::StreamSet;
+  using vta::detail::DecodedStreams;
   const auto a = stream_of(1), b = stream_of(2), c = stream_of(3), big = stream_of(20);
-  const auto bytes = [](const vta::Stream& s) { return StreamSet::entry_bytes(s); };
+  const auto bytes = [](const vta::Stream& s) { return DecodedStreams::entry_bytes(s); };
   REQUIRE(bytes(a) < bytes(b));
   REQUIRE(bytes(b) < bytes(c));
   REQUIRE(bytes(big) > bytes(b) + bytes(c));
   // a and b fit, and b and c, not all three
-  StreamSet set(bytes(b) + bytes(c));
-  set.insert(a, 0);
-  set.insert(b, 0);
-  CHECK(set.contains(a, 0));
-  CHECK(set.contains(b, 0));
-  CHECK_FALSE(set.contains(b, 1));  // another micro-op base
-  set.insert(c, 0);                 // the oldest, a, leaves
-  CHECK_FALSE(set.contains(a, 0));
-  CHECK(set.contains(b, 0));
-  CHECK(set.contains(c, 0));
+  DecodedStreams set(bytes(b) + bytes(c));
+  set.insert(a, 0, {});
+  set.insert(b, 0, {});
+  CHECK(set.find(a, 0) != nullptr);
+  CHECK(set.find(b, 0) != nullptr);
+  CHECK_FALSE(set.find(b, 1) != nullptr);  // another micro-op base
+  set.insert(c, 0, {});                    // the oldest, a, leaves
+  CHECK_FALSE(set.find(a, 0) != nullptr);
+  CHECK(set.find(b, 0) != nullptr);
+  CHECK(set.find(c, 0) != nullptr);
   CHECK(set.size() == 2);
-  set.insert(big, 0);  // over the budget: not kept; b and c stay
-  CHECK(set.contains(b, 0));
+  set.insert(big, 0, {});  // over the budget: not kept; b and c stay
+  CHECK(set.find(b, 0) != nullptr);
   CHECK(set.size() == 2);
+  set.insert(a, 1, vta::decode_all(config.layout(), a.insns));  // b leaves
+  REQUIRE(set.find(a, 1) != nullptr);
+  CHECK(set.find(a, 1)->size() == a.insns.size());
 }
 
 TEST_CASE("hazards: the proven streams' set keeps at most kMaxEntries") {
-  using vta::detail::StreamSet;
+  using vta::detail::DecodedStreams;
   const vta::Config config;
-  StreamSet set;
+  DecodedStreams set;
   std::vector<vta::Stream> streams;
-  for (std::size_t i = 0; i <= StreamSet::kMaxEntries; ++i) {
+  for (std::size_t i = 0; i <= DecodedStreams::kMaxEntries; ++i) {
     vta::Builder b{config};
     b.load({.memory = MemId::Inp, .sram = static_cast<std::int64_t>(i), .x_size = 1});
     b.finish();
     streams.push_back(b.take());
-    set.insert(streams.back(), 0);
+    set.insert(streams.back(), 0, {});
   }
-  CHECK(set.size() == StreamSet::kMaxEntries);
-  CHECK_FALSE(set.contains(streams.front(), 0));
-  CHECK(set.contains(streams[1], 0));
-  CHECK(set.contains(streams.back(), 0));
+  CHECK(set.size() == DecodedStreams::kMaxEntries);
+  CHECK_FALSE(set.find(streams.front(), 0));
+  CHECK(set.find(streams[1], 0) != nullptr);
+  CHECK(set.find(streams.back(), 0));
 }
 
 TEST_CASE("hazards: the tracker's tokens order only conflicting regions") {

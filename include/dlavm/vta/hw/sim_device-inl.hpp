@@ -5,6 +5,7 @@
 #include <dlavm/vta/hw/sim_device.hpp>
 
 #include <cstring>
+#include <utility>
 
 namespace dlavm::vta {
 
@@ -21,15 +22,22 @@ DLAVM_INLINE void SimDevice::copy_out(Buffer src, std::size_t offset, void* dst,
 }
 
 // The placed words are decoded once, for the race check, the run and the cycle model: they
-// are the words the simulator would read back from DRAM.
+// are the words the simulator would read back from DRAM. A stream proven before at the same
+// micro-op base has the same words: its decode is kept with it.
 DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlacement& at) {
   std::uint64_t insn_phys = 0;
-  const auto prog = decode_all(sim_.layout(), place(stream, at, insn_phys));
+  const auto words = place(stream, at, insn_phys);
+  if (!check_hazards_) return run_decoded(decode_all(sim_.layout(), words));
   const std::uint64_t uop_base = (at.uops.phys + at.uop_offset) / Config::uop_elem_bytes();
-  if (check_hazards_ && !race_free_.contains(stream, uop_base)) {
-    check_hazards(sim_.config(), prog, stream.uops, uop_base);
-    race_free_.insert(stream, uop_base);
-  }
+  if (const auto* prog = proven_.find(stream, uop_base)) return run_decoded(*prog);
+  auto prog = decode_all(sim_.layout(), words);
+  check_hazards(sim_.config(), prog, stream.uops, uop_base);
+  const RunResult r = run_decoded(prog);
+  proven_.insert(stream, uop_base, std::move(prog));
+  return r;
+}
+
+DLAVM_INLINE RunResult SimDevice::run_decoded(std::span<const InsnFields> prog) {
   RunResult r;
   const auto info = sim_.run(prog);
   r.counters = info.counters;

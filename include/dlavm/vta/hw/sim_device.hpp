@@ -1,6 +1,6 @@
 // SimDevice: a Device on the functional simulator. Streams run bit-exact (vta/hw/simulator.hpp),
 // are first proven free of races between the modules (vta/hw/hazards.hpp; once per stream: the
-// device remembers the streams it has proven, detail::StreamSet), and are timed by
+// device keeps the streams it has proven, decoded, detail::DecodedStreams), and are timed by
 // the cycle model (vta/hw/cycle_model.hpp). Like DriverDevice's wait_cycles, a work budget per
 // run (Simulator::kDefaultWorkBudget units unless set) stops a stream that would run for
 // minutes with a DeviceError naming the instruction; configurations whose SRAMs exceed
@@ -14,12 +14,13 @@
 #include <dlavm/core/api.hpp>
 #include <dlavm/vta/hw/config.hpp>
 #include <dlavm/vta/hw/cycle_model.hpp>
+#include <dlavm/vta/hw/decoded_streams.hpp>
 #include <dlavm/vta/hw/device.hpp>
 #include <dlavm/vta/hw/simulator.hpp>
-#include <dlavm/vta/hw/stream_set.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace dlavm::vta {
 
@@ -46,9 +47,10 @@ class SimDevice : public Device {
   DLAVM_INLINE void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override;
 
   // Whether run() first proves the stream free of races (check_hazards); on by default. A
-  // stream proven once is not checked again: proven_streams() are remembered.
+  // stream proven once is neither checked nor decoded again at the same placement:
+  // proven_streams() are kept.
   void set_check_hazards(bool on) { check_hazards_ = on; }
-  std::size_t proven_streams() const { return race_free_.size(); }
+  std::size_t proven_streams() const { return proven_.size(); }
 
   // Work units (GEMM and ALU micro-op executions, SRAM elements loaded or stored) one run may
   // use; an instruction that would exceed them raises DeviceError before it runs.
@@ -62,7 +64,9 @@ class SimDevice : public Device {
   Simulator sim_;
   CycleModel model_;
   bool check_hazards_ = true;
-  detail::StreamSet race_free_;  // streams proven free of races, with their micro-op base
+  // streams proven free of races, by content and micro-op base, with their decoded words
+  detail::DecodedStreams proven_;
+  DLAVM_INLINE RunResult run_decoded(std::span<const InsnFields> prog);
 };
 
 }  // namespace dlavm::vta
