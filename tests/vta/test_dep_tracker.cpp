@@ -29,6 +29,21 @@ vta::UopKernel gemm_kernel(std::int64_t n, std::int64_t dst, std::int64_t src, s
   return k;
 }
 
+// LOAD WGT (from weight element `wgt_dram`), a token toward compute, LOAD INP of 4 elements
+// into entries 4..7 (from input element `inp_dram`), the pop, then a GEMM adding inp[src..src+3]
+// x wgt[0]: the token orders the weight load before the GEMM, not the input load.
+vta::Stream weight_token_input_gemm(const vta::Config& config, std::int64_t wgt_dram,
+                                    std::int64_t inp_dram, std::int64_t src) {
+  vta::Builder b{config};
+  b.load({.memory = MemId::Wgt, .dram = wgt_dram, .x_size = 1});
+  b.dep_push(Queue::Load, Queue::Compute);
+  b.load({.memory = MemId::Inp, .sram = 4, .dram = inp_dram, .x_size = 4});
+  b.dep_pop(Queue::Load, Queue::Compute);
+  b.gemm(gemm_kernel(4, 0, src, 0));
+  b.finish();
+  return b.take();
+}
+
 }  // namespace
 
 TEST_CASE("hazards: a GEMM reading a load's entries needs a token") {
@@ -88,18 +103,8 @@ TEST_CASE("hazards: a device remembers the streams it proved, by content") {
   vta::SimDevice dev(config);
   const auto data = dev.alloc(1 << 16);
   auto stream_reading = [&](std::int64_t src) {
-    // the token orders the weight load before the GEMM, not the input load after it
-    vta::Builder b{config};
-    b.load({.memory = MemId::Wgt, .dram = static_cast<std::int64_t>(data.phys / 256), .x_size = 1});
-    b.dep_push(Queue::Load, Queue::Compute);
-    b.load({.memory = MemId::Inp,
-            .sram = 4,
-            .dram = static_cast<std::int64_t>(data.phys / 16),
-            .x_size = 4});
-    b.dep_pop(Queue::Load, Queue::Compute);
-    b.gemm(gemm_kernel(4, 0, src, 0));
-    b.finish();
-    return b.take();
+    return weight_token_input_gemm(config, static_cast<std::int64_t>(data.phys / 256),
+                                   static_cast<std::int64_t>(data.phys / 16), src);
   };
   const auto clean = stream_reading(8), racy = stream_reading(4);  // 8..11: never loaded
   REQUIRE(clean.insns == racy.insns);
@@ -122,15 +127,8 @@ TEST_CASE("hazards: a device remembers the streams it proved, by content") {
 // before is not.
 TEST_CASE("hazards: a micro-op load from below the stream's micro-ops reads those it reaches") {
   const vta::Config config;
-  vta::Builder b{config};
-  b.load({.memory = MemId::Wgt, .x_size = 1});
-  b.dep_push(Queue::Load, Queue::Compute);
-  b.load({.memory = MemId::Inp, .sram = 4, .x_size = 4});
-  b.dep_pop(Queue::Load, Queue::Compute);
-  b.gemm(gemm_kernel(4, 0, 4, 0));
-  b.finish();
-  const auto s = b.take();
-  auto prog = vta::decode_all(b.layout(), s.insns);
+  const auto s = weight_token_input_gemm(config, 0, 0, 4);
+  auto prog = vta::decode_all(config.layout(), s.insns);
   constexpr std::uint64_t kBase = 1000;  // the micro-ops' first DRAM word, as placed
   int loads = 0;
   for (auto& f : prog) {
