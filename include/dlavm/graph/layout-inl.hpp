@@ -316,6 +316,28 @@ inline std::array<std::int64_t, 3> as_products(std::span<const std::int64_t> s) 
   return {products, s[s.size() - 2], s[s.size() - 1]};
 }
 
+// packed_shape at constant dims, without building expressions (every unpack checks its array
+// against it), for the layouts unpack reads.
+inline std::vector<std::int64_t> packed_dims(const Layout& l, std::span<const std::int64_t> shape) {
+  require_layout_rank(l, shape.size());
+  if (l.kind == Layout::Kind::Channel) return {ne::ceil_div(shape[0], l.cols), l.rows, l.cols};
+  std::vector<std::int64_t> packed;
+  if (batched(l)) {
+    const auto [products, m, c] = as_products(shape);
+    const bool weight = l.kind == Layout::Kind::MatmulWeight;
+    packed = {products, ne::ceil_div(weight ? c : m, l.rows), ne::ceil_div(weight ? m : c, l.cols)};
+  } else {
+    const std::vector<std::int64_t> s(shape.begin(), shape.end());
+    const auto d = as_tiled4<std::int64_t>(l, s, std::multiplies<>{});
+    packed = {ne::ceil_div(d.a, l.rows), ne::ceil_div(d.b, l.cols)};
+    if (l.kind != Layout::Kind::Matrix && l.kind != Layout::Kind::DenseWeight)
+      packed.insert(packed.end(), {d.h, d.w});
+  }
+  if (l.planes != 1) packed.insert(packed.begin() + (batched(l) ? 3 : 2), l.planes);
+  packed.insert(packed.end(), {l.rows, l.cols});
+  return packed;
+}
+
 // Calls run(at, n) for row i of product b of a BatchedMatrix value with c columns, in column
 // order: a run of n <= l.cols elements in each column tile, starting at flat offset `at` of
 // the packed [products, row_tiles, col_tiles, R, T] (the tile arithmetic once per row and
@@ -424,10 +446,7 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
   }
   detail::require_integral(packed, l, "unpack");
   const std::vector<std::int64_t> logical_shape(shape.begin(), shape.end());
-  std::vector<ne::Expr> dims;
-  for (auto v : logical_shape) dims.emplace_back(v);
-  std::vector<std::int64_t> expect;
-  for (const auto& e : packed_shape(l, dims)) expect.push_back(ne::simplify(e).as_int().value());
+  const auto expect = detail::packed_dims(l, logical_shape);
   if (packed.shape() != expect)
     raise<ShapeError>("unpack from layout {}: the array is [{}], a logical [{}] packs to [{}]",
                       to_string(l), fmt::join(packed.shape(), ", "), fmt::join(shape, ", "),

@@ -34,13 +34,25 @@ void require_rank(const te::NDArray& a, std::size_t rank, const char* what, cons
 template <class Fn>
 void for_each_tiled(std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w, std::int64_t ta,
                     std::int64_t tb, std::int64_t b_tiles, Fn&& fn) {
-  for (std::int64_t i = 0; i < a; ++i)
-    for (std::int64_t j = 0; j < b; ++j)
-      for (std::int64_t y = 0; y < h; ++y)
-        for (std::int64_t x = 0; x < w; ++x)
-          fn(static_cast<std::size_t>(((i * b + j) * h + y) * w + x),
-             static_cast<std::size_t>(((((i / ta) * b_tiles + j / tb) * h + y) * w + x) * ta * tb +
-                                      (i % ta) * tb + j % tb));
+  // element (i, j, y, x) at ((i / ta * b_tiles + j / tb) * h * w + y * w + x) * ta * tb +
+  // (i % ta) * tb + j % tb: the tile coordinates counted, not divided, per element
+  const std::int64_t hw = h * w, tile = ta * tb;
+  std::size_t plain = 0;
+  for (std::int64_t i = 0, it = 0, ir = 0; i < a; ++i) {
+    for (std::int64_t j = 0, jt = 0, jr = 0; j < b; ++j) {
+      std::int64_t packed = (it * b_tiles + jt) * hw * tile + ir * tb + jr;
+      for (std::int64_t k = 0; k < hw; ++k, packed += tile)
+        fn(plain++, static_cast<std::size_t>(packed));
+      if (++jr == tb) {
+        jr = 0;
+        ++jt;
+      }
+    }
+    if (++ir == ta) {
+      ir = 0;
+      ++it;
+    }
+  }
 }
 
 // Packs a 4-d array [A, Bc, H, W] into [A/ta, Bc/tb, H, W, ta, tb], zero-padding A and Bc.
