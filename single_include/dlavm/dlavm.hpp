@@ -9924,13 +9924,25 @@ void require_rank(const te::NDArray& a, std::size_t rank, const char* what, cons
 template <class Fn>
 void for_each_tiled(std::int64_t a, std::int64_t b, std::int64_t h, std::int64_t w, std::int64_t ta,
                     std::int64_t tb, std::int64_t b_tiles, Fn&& fn) {
-  for (std::int64_t i = 0; i < a; ++i)
-    for (std::int64_t j = 0; j < b; ++j)
-      for (std::int64_t y = 0; y < h; ++y)
-        for (std::int64_t x = 0; x < w; ++x)
-          fn(static_cast<std::size_t>(((i * b + j) * h + y) * w + x),
-             static_cast<std::size_t>(((((i / ta) * b_tiles + j / tb) * h + y) * w + x) * ta * tb +
-                                      (i % ta) * tb + j % tb));
+  // element (i, j, y, x) at ((i / ta * b_tiles + j / tb) * h * w + y * w + x) * ta * tb +
+  // (i % ta) * tb + j % tb: the tile coordinates counted, not divided, per element
+  const std::int64_t hw = h * w, tile = ta * tb;
+  std::size_t plain = 0;
+  for (std::int64_t i = 0, it = 0, ir = 0; i < a; ++i) {
+    for (std::int64_t j = 0, jt = 0, jr = 0; j < b; ++j) {
+      std::int64_t packed = (it * b_tiles + jt) * hw * tile + ir * tb + jr;
+      for (std::int64_t k = 0; k < hw; ++k, packed += tile)
+        fn(plain++, static_cast<std::size_t>(packed));
+      if (++jr == tb) {
+        jr = 0;
+        ++jt;
+      }
+    }
+    if (++ir == ta) {
+      ir = 0;
+      ++it;
+    }
+  }
 }
 
 // Packs a 4-d array [A, Bc, H, W] into [A/ta, Bc/tb, H, W, ta, tb], zero-padding A and Bc.
@@ -10404,6 +10416,28 @@ inline std::array<std::int64_t, 3> as_products(std::span<const std::int64_t> s) 
   return {products, s[s.size() - 2], s[s.size() - 1]};
 }
 
+// packed_shape at constant dims, without building expressions (every unpack checks its array
+// against it), for the layouts unpack reads.
+inline std::vector<std::int64_t> packed_dims(const Layout& l, std::span<const std::int64_t> shape) {
+  require_layout_rank(l, shape.size());
+  if (l.kind == Layout::Kind::Channel) return {ne::ceil_div(shape[0], l.cols), l.rows, l.cols};
+  std::vector<std::int64_t> packed;
+  if (batched(l)) {
+    const auto [products, m, c] = as_products(shape);
+    const bool weight = l.kind == Layout::Kind::MatmulWeight;
+    packed = {products, ne::ceil_div(weight ? c : m, l.rows), ne::ceil_div(weight ? m : c, l.cols)};
+  } else {
+    const std::vector<std::int64_t> s(shape.begin(), shape.end());
+    const auto d = as_tiled4<std::int64_t>(l, s, std::multiplies<>{});
+    packed = {ne::ceil_div(d.a, l.rows), ne::ceil_div(d.b, l.cols)};
+    if (l.kind != Layout::Kind::Matrix && l.kind != Layout::Kind::DenseWeight)
+      packed.insert(packed.end(), {d.h, d.w});
+  }
+  if (l.planes != 1) packed.insert(packed.begin() + (batched(l) ? 3 : 2), l.planes);
+  packed.insert(packed.end(), {l.rows, l.cols});
+  return packed;
+}
+
 // Calls run(at, n) for row i of product b of a BatchedMatrix value with c columns, in column
 // order: a run of n <= l.cols elements in each column tile, starting at flat offset `at` of
 // the packed [products, row_tiles, col_tiles, R, T] (the tile arithmetic once per row and
@@ -10512,10 +10546,7 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
   }
   detail::require_integral(packed, l, "unpack");
   const std::vector<std::int64_t> logical_shape(shape.begin(), shape.end());
-  std::vector<ne::Expr> dims;
-  for (auto v : logical_shape) dims.emplace_back(v);
-  std::vector<std::int64_t> expect;
-  for (const auto& e : packed_shape(l, dims)) expect.push_back(ne::simplify(e).as_int().value());
+  const auto expect = detail::packed_dims(l, logical_shape);
   if (packed.shape() != expect)
     raise<ShapeError>("unpack from layout {}: the array is [{}], a logical [{}] packs to [{}]",
                       to_string(l), fmt::join(packed.shape(), ", "), fmt::join(shape, ", "),
@@ -10578,9 +10609,10 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
 //   firmware              the kernel firmware calls for a host step of the op, or why a step
 //                         has none (graph/firmware.hpp; deploy::emit prints the call)
 //   concat_axis,          what graph passes may know of the op's data movement, so that they
-//   permutation           match a graph's structure, not op names: the axis along which the
-//                         result is the arguments one after another (concat), or the
-//                         permutation of argument 0's dims the result is (transpose)
+//   permutation,          match a graph's structure, not op names: the axis along which the
+//   keeps_order           result is the arguments one after another (concat), the
+//                         permutation of argument 0's dims the result is (transpose), or
+//                         whether it is argument 0's elements in their order (reshape)
 // The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
 // graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
 //
@@ -11215,6 +11247,9 @@ struct OpRecord {
   FirmwareKernel firmware{};
   ConcatAxisRule concat_axis{};
   PermutationRule permutation{};
+  // The result is argument 0's elements in the same row-major order, in another shape
+  // (reshape, flatten): graph::relayout_chains moves them with the packed bytes.
+  bool keeps_order = false;
 
   const AttrSpec* find_attr(std::string_view key) const;
 };
@@ -33108,7 +33143,8 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
                [](HostArgs a, const Attrs& attrs) {
                  return host::reshape(*a[0], detail::reshape_schema().from_attrs(attrs));
                },
-           .firmware = {.call = detail::copy_firmware}});
+           .firmware = {.call = detail::copy_firmware},
+           .keeps_order = true});
   ops.add({.name = "transpose",
            .attrs = detail::transpose_schema().specs(),
            .type_rule = detail::transpose_type,
@@ -33129,7 +33165,8 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
                [](HostArgs a, const Attrs& attrs) {
                  return host::flatten(*a[0], detail::flatten_schema().from_attrs(attrs));
                },
-           .firmware = {.call = detail::copy_firmware}});
+           .firmware = {.call = detail::copy_firmware},
+           .keeps_order = true});
   ops.add({.name = "concat",
            .min_args = 1,
            .max_args = OpRecord::kVariadic,
@@ -40604,7 +40641,9 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 // the symbolic dims only through them): a run whose bindings give the shapes of the step's
 // previous run reuses its stream (StepStats::instantiated says which). Values VTA reads or
 // writes stay in device memory between VTA steps and cross to the host only where a host
-// step, a result or keep_values reads them.
+// step, a result or keep_values reads them; a VTA result that the host only unpacks,
+// permutes or reshapes and packs for another VTA step moves as one copy of its packed bytes
+// (graph::relayout_chains; StepStats::relayout), except under keep_values.
 //
 //   auto mod = graph::build(fn, target, {.name = "mlp"});
 //   vta::SimDevice dev(target.env.config);
@@ -40849,6 +40888,400 @@ DLAVM_INLINE void AppendedState::assign(const te::NDArray& state) {
 // end dlavm/graph/evaluate.hpp
 // begin dlavm/graph/module.hpp
 // end dlavm/graph/module.hpp
+// begin dlavm/graph/relayout.hpp
+// A VTA result moved into another VTA operand as one copy of packed bytes, where the module
+// unpacks it, only moves its elements on the host (permutations, reshapes) and packs it again:
+// an LLM's scores between the Q.K^T matmul and the integer softmax, for instance, unpacked,
+// transposed and packed again in every decode step, three passes over int64 elements.
+//
+// An ElementMap says where each element of a logical array lives in a buffer: element
+// (i0, ..., ik) at offsets[0][i0] + ... + offsets[k][ik]. Packed layouts whose tiles separate
+// by dim have one (packed_offsets); a permutation reorders its dims, and a reshape merges and
+// splits them, checked element by element where a split might not separate. copy_elements
+// then moves every element from one map's buffer to the other's.
+//
+//   auto from = graph::packed_offsets(scores_layout, {1, 8, 1, 2047});   // std::optional
+//   from->permute({0, 2, 3, 1});                                         // [1, 1, 2047, 8]
+//   auto to = graph::packed_offsets(softmax_layout, from->shape());
+//   graph::copy_elements(src.data(), *from, dst.data(), *to);  // dst zeroed: the padding
+//
+// relayout_chains finds the steps of a module that one copy can replace (graph::Executor runs
+// them so, except under RunOptions::keep_values, which wants every value on the host).
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/graph/layout.hpp
+// end dlavm/graph/layout.hpp
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace dlavm::graph {
+
+class Module;
+
+class ElementMap {
+ public:
+  ElementMap() = default;
+  // offsets[d]: the offset of index i along dim d (offsets[d][0] is 0 for every d).
+  explicit ElementMap(std::vector<std::vector<std::int64_t>> offsets)
+      : offsets_(std::move(offsets)) {}
+
+  std::size_t ndim() const { return offsets_.size(); }
+  std::vector<std::int64_t> shape() const;
+  const std::vector<std::vector<std::int64_t>>& offsets() const { return offsets_; }
+
+  // The map of the array transposed: result dim j is dim perm[j] (ValueError for a perm that
+  // is not a permutation of the dims).
+  void permute(std::span<const std::int64_t> perm);
+  // The map of the array reshaped to `shape` (row-major order kept): groups of dims merged,
+  // then split. False, leaving the map as it was, where a split dim's offsets do not separate
+  // (an element would not be at the sum of its new indices' offsets); ShapeError for a shape
+  // of another size.
+  bool reshape(std::span<const std::int64_t> shape);
+
+ private:
+  std::vector<std::vector<std::int64_t>> offsets_;
+};
+
+// The offsets of a logical array of `shape` in layout l packed (in elements), or nullopt where
+// the layout's offsets do not separate by dim: a Matrix whose row tiles straddle its leading
+// dims (rows R > 1, last row dim not a multiple of R), Channel (each element copied R times),
+// byte planes, the unfolded and grouped layouts. ShapeError for a rank the layout does not
+// take.
+std::optional<ElementMap> packed_offsets(const Layout& l, std::span<const std::int64_t> shape);
+
+// dst[to(i)] = src[from(i)] for every index i of the maps' common shape (ShapeError where the
+// shapes differ): one byte per element. The largest dim is the inner loop, strided where both
+// offsets along it are.
+void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t* dst,
+                   const ElementMap& to);
+
+// An Unpack step, the host steps that only move its elements (ops whose records give a
+// permutation or keep the row-major order), and the Pack step after them; each value between
+// read by the next step alone, and none a result or a state; one byte per element.
+struct RelayoutChain {
+  std::size_t unpack = 0, pack = 0;
+  std::vector<std::size_t> moves;  // step indices, in order
+  // per move: its permutation, or nullopt for a reshape (to the move's output shape)
+  std::vector<std::optional<std::vector<std::int64_t>>> perms;
+};
+std::vector<RelayoutChain> relayout_chains(const Module& m);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/graph/relayout-inl.hpp
+// Definitions for graph/relayout.hpp.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/core/error.hpp
+// end dlavm/core/error.hpp
+// begin dlavm/graph/module.hpp
+// end dlavm/graph/module.hpp
+// begin dlavm/graph/relayout.hpp
+// end dlavm/graph/relayout.hpp
+// begin dlavm/ne/int_math.hpp
+// end dlavm/ne/int_math.hpp
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <utility>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// (i / t) * outer + (i % t) * inner for i < n: a dim tiled by t, its tiles `outer` apart.
+inline std::vector<std::int64_t> tiled_offsets(std::int64_t n, std::int64_t t, std::int64_t outer,
+                                               std::int64_t inner) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(n));
+  auto* o = out.data();
+  for (std::int64_t first = 0, at = 0; first < n; first += t, at += outer)
+    for (std::int64_t i = 0, end = std::min(t, n - first); i < end; ++i) *o++ = at + i * inner;
+  return out;
+}
+
+// Row-major offsets of dims [first, last) of `shape`, the last of them `stride` apart.
+inline void row_major_offsets(std::span<const std::int64_t> shape, std::size_t first,
+                              std::size_t last, std::int64_t stride,
+                              std::vector<std::vector<std::int64_t>>& out) {
+  for (std::size_t d = last; d-- > first;) {
+    out[d] = tiled_offsets(shape[d], 1, stride, 0);
+    stride *= shape[d];
+  }
+}
+
+// Whether t[i] = i * t[1] for every i (the offsets of a strided dim).
+inline bool strided(const std::vector<std::int64_t>& t) {
+  const std::int64_t step = t.size() > 1 ? t[1] : 0;
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (t[i] != static_cast<std::int64_t>(i) * step) return false;
+  return true;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::vector<std::int64_t> ElementMap::shape() const {
+  std::vector<std::int64_t> s;
+  for (const auto& t : offsets_) s.push_back(static_cast<std::int64_t>(t.size()));
+  return s;
+}
+
+DLAVM_INLINE void ElementMap::permute(std::span<const std::int64_t> perm) {
+  std::vector<bool> seen(offsets_.size());
+  bool ok = perm.size() == offsets_.size();
+  for (const auto p : perm) {
+    ok = ok && p >= 0 && p < static_cast<std::int64_t>(offsets_.size()) &&
+         !seen[static_cast<std::size_t>(p)];
+    if (ok) seen[static_cast<std::size_t>(p)] = true;
+  }
+  if (!ok)
+    raise<ValueError>("element map of rank {}: [{}] is not a permutation of its dims",
+                      offsets_.size(), fmt::join(perm, ", "));
+  std::vector<std::vector<std::int64_t>> out;
+  for (const auto p : perm) out.push_back(std::move(offsets_[static_cast<std::size_t>(p)]));
+  offsets_ = std::move(out);
+}
+
+DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
+  const auto old = this->shape();
+  const auto size = [](auto&& s) {
+    return std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>{});
+  };
+  if (size(old) != size(shape))
+    raise<ShapeError>("element map [{}]: cannot reshape to [{}] ({} elements, not {})",
+                      fmt::join(old, ", "), fmt::join(shape, ", "), size(shape), size(old));
+  std::vector<std::vector<std::int64_t>> out(shape.size());
+  if (size(shape) == 0) {
+    for (std::size_t k = 0; k < shape.size(); ++k)
+      out[k].assign(static_cast<std::size_t>(shape[k]), 0);
+    offsets_ = std::move(out);
+    return true;
+  }
+  // dims of extent 1 add nothing (offset 0); the others group where the products meet
+  std::vector<std::size_t> from, to;
+  for (std::size_t d = 0; d < old.size(); ++d)
+    if (old[d] != 1) from.push_back(d);
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] != 1) to.push_back(k);
+    out[k] = {0};
+  }
+  std::size_t i = 0, j = 0;
+  while (i < from.size()) {
+    // the group: from[i0, i) and to[j0, j), of equal products
+    const std::size_t i0 = i, j0 = j;
+    std::int64_t a = old[from[i++]], b = shape[to[j++]];
+    while (a != b) {
+      if (a < b)
+        a *= old[from[i++]];
+      else
+        b *= shape[to[j++]];
+    }
+    // merged: offsets of the group's flat index
+    std::vector<std::int64_t> merged = offsets_[from[i0]];
+    for (std::size_t d = i0 + 1; d < i; ++d) {
+      const auto& t = offsets_[from[d]];
+      std::vector<std::int64_t> next;
+      next.reserve(merged.size() * t.size());
+      for (const auto m : merged)
+        for (const auto x : t) next.push_back(m + x);
+      merged = std::move(next);
+    }
+    // split: new dim k's offsets those of its index alone, checked against every element
+    std::int64_t stride = a;
+    for (std::size_t k = j0; k < j; ++k) {
+      stride /= shape[to[k]];
+      auto& t = out[to[k]];
+      t.resize(static_cast<std::size_t>(shape[to[k]]));
+      for (std::int64_t x = 0; x < shape[to[k]]; ++x)
+        t[static_cast<std::size_t>(x)] = merged[static_cast<std::size_t>(x * stride)];
+    }
+    if (j - j0 > 1) {
+      std::vector<std::int64_t> index(j - j0, 0);
+      for (std::size_t flat = 0; flat < merged.size(); ++flat) {
+        std::int64_t sum = 0;
+        for (std::size_t k = 0; k < index.size(); ++k)
+          sum += out[to[j0 + k]][static_cast<std::size_t>(index[k])];
+        if (sum != merged[flat]) return false;
+        for (std::size_t k = index.size(); k-- > 0;) {
+          if (++index[k] < shape[to[j0 + k]]) break;
+          index[k] = 0;
+        }
+      }
+    }
+  }
+  offsets_ = std::move(out);
+  return true;
+}
+
+DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
+                                                      std::span<const std::int64_t> shape) {
+  const std::size_t rank = shape.size();
+  std::vector<std::vector<std::int64_t>> out(rank);
+  if (l.kind == Layout::Kind::Plain) {
+    detail::row_major_offsets(shape, 0, rank, 1, out);
+    return ElementMap(std::move(out));
+  }
+  detail::require_layout_rank(l, rank);
+  if (l.planes != 1) return std::nullopt;
+  const std::int64_t r = l.rows, t = l.cols, tile = r * t;
+  switch (l.kind) {
+    case Layout::Kind::Activation:
+    case Layout::Kind::ConvWeight: {
+      // [A, B, H, W] -> [A/R, B/T, H, W, R, T]
+      const std::int64_t hw = shape[2] * shape[3];
+      out[0] = detail::tiled_offsets(shape[0], r, ne::ceil_div(shape[1], t) * hw * tile, t);
+      out[1] = detail::tiled_offsets(shape[1], t, hw * tile, 1);
+      detail::row_major_offsets(shape, 2, 4, tile, out);
+      break;
+    }
+    case Layout::Kind::DenseWeight:
+    case Layout::Kind::Matrix: {
+      // [d0, ..., dk, C] -> [M/R, C/T, R, T], M = d0 x ... x dk: separable when the row tiles
+      // do not straddle the leading dims
+      const std::int64_t row_tile = ne::ceil_div(shape[rank - 1], t) * tile;
+      if (rank > 2 && shape[rank - 2] % r != 0) return std::nullopt;
+      out[rank - 2] = detail::tiled_offsets(shape[rank - 2], r, row_tile, t);
+      detail::row_major_offsets(shape, 0, rank - 2, shape[rank - 2] / r * row_tile, out);
+      out[rank - 1] = detail::tiled_offsets(shape[rank - 1], t, tile, 1);
+      break;
+    }
+    case Layout::Kind::BatchedMatrix:
+    case Layout::Kind::MatmulWeight: {
+      // [B..., M, C] -> [prod(B), M/R, C/T, R, T]; [B..., K, N] -> [prod(B), N/R, K/T, R, T]
+      const bool weight = l.kind == Layout::Kind::MatmulWeight;
+      const std::size_t row = weight ? rank - 1 : rank - 2, col = weight ? rank - 2 : rank - 1;
+      const std::int64_t row_tile = ne::ceil_div(shape[col], t) * tile;
+      out[row] = detail::tiled_offsets(shape[row], r, row_tile, t);
+      out[col] = detail::tiled_offsets(shape[col], t, tile, 1);
+      detail::row_major_offsets(shape, 0, rank - 2, ne::ceil_div(shape[row], r) * row_tile, out);
+      break;
+    }
+    default:
+      return std::nullopt;
+  }
+  return ElementMap(std::move(out));
+}
+
+DLAVM_INLINE void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t* dst,
+                                const ElementMap& to) {
+  if (from.shape() != to.shape())
+    raise<ShapeError>("copy_elements: the source map is [{}], the destination's [{}]",
+                      fmt::join(from.shape(), ", "), fmt::join(to.shape(), ", "));
+  // the dims that count (extent > 1), the largest innermost
+  std::vector<std::size_t> dims;
+  for (std::size_t d = 0; d < from.ndim(); ++d) {
+    const auto n = from.offsets()[d].size();
+    if (n == 0) return;
+    if (n > 1) dims.push_back(d);
+  }
+  if (dims.empty()) {
+    dst[0] = src[0];
+    return;
+  }
+  const auto inner = std::max_element(dims.begin(), dims.end(), [&](auto a, auto b) {
+    return from.offsets()[a].size() < from.offsets()[b].size();
+  });
+  std::rotate(inner, inner + 1, dims.end());
+  const auto& fi = from.offsets()[dims.back()];
+  const auto& ti = to.offsets()[dims.back()];
+  const std::size_t n = fi.size();
+  const bool strided = detail::strided(fi) && detail::strided(ti);
+  const std::int64_t fs = n > 1 ? fi[1] : 0, ts = n > 1 ? ti[1] : 0;
+  const auto row = [&](std::int64_t f, std::int64_t t) {
+    const std::uint8_t* s = src + f;
+    std::uint8_t* d = dst + t;
+    if (strided) {
+      if (fs == 1 && ts == 1) {
+        std::copy_n(s, n, d);
+        return;
+      }
+      for (std::size_t i = 0; i < n; ++i, s += fs, d += ts) *d = *s;
+      return;
+    }
+    for (std::size_t i = 0; i < n; ++i) d[ti[i]] = s[fi[i]];
+  };
+  // an odometer over the outer dims
+  const std::size_t outer = dims.size() - 1;
+  std::vector<std::size_t> index(outer, 0);
+  for (;;) {
+    std::int64_t f = 0, t = 0;
+    for (std::size_t k = 0; k < outer; ++k) {
+      f += from.offsets()[dims[k]][index[k]];
+      t += to.offsets()[dims[k]][index[k]];
+    }
+    row(f, t);
+    std::size_t k = outer;
+    for (; k > 0; --k) {
+      if (++index[k - 1] < from.offsets()[dims[k - 1]].size()) break;
+      index[k - 1] = 0;
+    }
+    if (k == 0) return;
+  }
+}
+
+DLAVM_INLINE std::vector<RelayoutChain> relayout_chains(const Module& m) {
+  const auto& values = m.values();
+  const auto& steps = m.steps();
+  std::vector<std::size_t> readers(values.size(), 0), reader(values.size(), 0);
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    for (const auto v : steps[i].inputs) {
+      ++readers[v];
+      reader[v] = i;
+    }
+  // values a run hands out or keeps
+  std::vector<bool> kept(values.size(), false);
+  for (const auto r : m.signature().results) kept[r] = true;
+  for (const auto& st : m.signature().state) {
+    kept[st.value] = kept[st.next] = true;
+    if (st.packed) kept[*st.packed] = true;
+  }
+  std::vector<RelayoutChain> chains;
+  for (std::size_t u = 0; u < steps.size(); ++u) {
+    const ModuleStep& unpack = steps[u];
+    if (unpack.kind != ModuleStep::Kind::Unpack) continue;
+    const ModuleValue& in = values[unpack.inputs[0]];
+    if (!in.storage.vta || in.dtype.bytes() != 1) continue;
+    RelayoutChain chain{.unpack = u, .pack = 0, .moves = {}, .perms = {}};
+    std::size_t cur = unpack.output;
+    bool found = false;
+    while (readers[cur] == 1 && !kept[cur] && values[cur].dtype == in.dtype) {
+      const ModuleStep& next = steps[reader[cur]];
+      if (next.kind == ModuleStep::Kind::Pack) {
+        found = values[next.output].storage.vta;
+        chain.pack = reader[cur];
+        break;
+      }
+      if (next.kind != ModuleStep::Kind::Host || next.inputs.size() != 1) break;
+      const OpRecord* op = m.ops().find(next.op);
+      if (op == nullptr) break;
+      const ModuleValue& v = values[cur];
+      std::optional<std::vector<std::int64_t>> perm;
+      if (op->permutation)
+        perm = op->permutation(
+            TypeCall{next.label, {v.name}, {TensorType{v.logical, v.dtype}}, next.attrs});
+      if (!perm && !op->keeps_order) break;
+      chain.moves.push_back(reader[cur]);
+      chain.perms.push_back(std::move(perm));
+      cur = next.output;
+    }
+    if (found) chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
+}  // namespace dlavm::graph
+// end dlavm/graph/relayout-inl.hpp
+#endif
+// end dlavm/graph/relayout.hpp
 // begin dlavm/ne/eval.hpp
 // end dlavm/ne/eval.hpp
 // begin dlavm/te/ndarray.hpp
@@ -40881,6 +41314,9 @@ struct StepStats {
   // VTA: whether this run instantiated the step's stream (the first run, or new packed shapes
   // of its operands), rather than reusing it
   bool instantiated = false;
+  // Unpack, Pack and the host steps between them that only move elements: done as one copy
+  // of packed bytes with the rest of its chain (graph/relayout.hpp), not one by one
+  bool relayout = false;
 };
 
 struct ModuleRun {
@@ -40968,12 +41404,19 @@ class Executor {
   std::vector<ne::Binding> bind_states(std::span<const ne::Binding> bindings) const;
   // CapacityError unless each growing state can take its next value (state() above).
   void check_states_fit(std::span<const ne::Binding> bindings) const;
+  // The bytes of packed state i written since it last went to the device memory, copied
+  // there: a run's appended positions, or all of it after set_state or reset_state, so that
+  // the next run's append copies only what it writes.
+  void to_device(std::size_t i);
   // The length state i holds along dim k.
   std::int64_t held_length(std::size_t i, std::size_t k) const;
 
   std::shared_ptr<const Module> module_;
   vta::Device* dev_;
   std::unique_ptr<Resident> resident_;
+  // The module's relayout chains, and each step's (SIZE_MAX: none)
+  std::vector<RelayoutChain> chains_;
+  std::vector<std::size_t> chain_of_;
   mutable States states_;
   std::optional<ModuleRun> last_;
 };
@@ -41258,12 +41701,16 @@ DLAVM_INLINE ReplayResult replay(Device& dev, const Dump& dump) {
 #include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <numeric>
 #include <set>
 #include <string>
 
 namespace dlavm::graph {
 
 namespace detail {
+
+inline constexpr std::size_t kNoChain = static_cast<std::size_t>(-1);
 
 // The most a state's dim holds: a constant, or a growing dim's maximum + 1.
 inline std::int64_t state_capacity(const ne::Expr& dim) {
@@ -41394,7 +41841,7 @@ class Executor::Run {
     const auto last_reader = last_readers();
     for (std::size_t i = 0; i < m_.steps().size(); ++i) {
       const auto start = std::chrono::steady_clock::now();
-      StepStats s = step(i);
+      StepStats s = relayout_step(i) ? StepStats{.relayout = true} : step(i);
       // a host array no later step reads goes back to te's block cache for the next step's
       // result: a float network's activations then reuse a few blocks, not one each
       for (const auto v : m_.steps()[i].inputs)
@@ -41567,6 +42014,56 @@ class Executor::Run {
     return {};
   }
 
+  // Step i as part of its relayout chain: the unpack puts the packed bytes in their new
+  // layout on the host (unless the run's shapes do not allow it: the chain's steps then run
+  // one by one), the moves do nothing, the pack copies the bytes to the device.
+  bool relayout_step(std::size_t i) {
+    if (options_.keep_values || e_.chain_of_[i] == detail::kNoChain) return false;
+    const std::size_t c = e_.chain_of_[i];
+    const RelayoutChain& chain = e_.chains_[c];
+    if (relaid_.size() <= c) relaid_.resize(e_.chains_.size());
+    auto& bytes = relaid_[c];
+    if (i == chain.unpack) bytes = relaid(chain);
+    if (!bytes) return false;
+    if (i == chain.pack) {
+      const auto out = m_.steps()[i].output;
+      r_.copy_in(m_.values()[out].storage, bytes->data(), bytes->size());
+      arrays_[out].reset();  // in device memory
+      bytes.reset();
+    }
+    return true;
+  }
+
+  // The packed bytes of a relayout chain's result, from its unpack's input in device memory;
+  // nullopt where a layout's offsets do not separate at these shapes.
+  std::optional<std::vector<std::uint8_t>> relaid(const RelayoutChain& chain) const {
+    const auto dims = [&](const std::vector<ne::Expr>& shape, const ModuleValue& v) {
+      return detail::concrete_dims(shape, bindings_, "value " + v.name);
+    };
+    const auto elements = [&](const ModuleValue& v) {
+      const auto s = dims(v.shape, v);
+      return static_cast<std::size_t>(
+          std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>{}));
+    };
+    const ModuleValue& in = m_.values()[m_.steps()[chain.unpack].inputs[0]];
+    auto map = packed_offsets(in.layout, dims(in.logical, in));
+    if (!map) return std::nullopt;
+    for (std::size_t k = 0; k < chain.moves.size(); ++k) {
+      const ModuleValue& moved = m_.values()[m_.steps()[chain.moves[k]].output];
+      if (chain.perms[k])
+        map->permute(*chain.perms[k]);
+      else if (!map->reshape(dims(moved.logical, moved)))
+        return std::nullopt;
+    }
+    const ModuleValue& out = m_.values()[m_.steps()[chain.pack].output];
+    const auto to = packed_offsets(out.layout, map->shape());
+    if (!to) return std::nullopt;
+    std::vector<std::uint8_t> src(elements(in)), dst(elements(out), 0);
+    r_.copy_out(in.storage, src.data(), src.size());
+    copy_elements(src.data(), *map, dst.data(), *to);
+    return dst;
+  }
+
   void host_step(const ModuleStep& s) {
     std::vector<const te::NDArray*> args;
     for (auto in : s.inputs) args.push_back(&host_array(in));
@@ -41580,9 +42077,7 @@ class Executor::Run {
     const ModuleStep& s = m_.steps()[i];
     AppendedState& held = *e_.states_.appended[m_.appended_by(i)];
     held.append(host_array(s.inputs[0]));
-    const auto& storage = m_.values()[s.output].storage;
-    for (const auto& w : held.take_written())
-      r_.copy_in(storage, w.offset, held.bytes().data() + w.offset, w.size);
+    e_.to_device(m_.appended_by(i));
     arrays_[s.output].reset();  // in device memory
   }
 
@@ -41665,6 +42160,7 @@ class Executor::Run {
   std::span<const ne::Binding> bindings_;
   const RunOptions& options_;
   std::vector<std::optional<te::NDArray>> arrays_;
+  std::vector<std::optional<std::vector<std::uint8_t>>> relaid_;  // by chain: its bytes
 };
 
 DLAVM_INLINE Executor::Executor(Module module, vta::Device& dev)
@@ -41682,6 +42178,12 @@ DLAVM_INLINE Executor::Executor(std::shared_ptr<const Module> module, vta::Devic
         m.name(), env.batch, env.block_in, env.block_out, dev.config().batch(),
         dev.config().block_in(), dev.config().block_out());
   resident_ = std::make_unique<Resident>(m, dev);
+  chains_ = relayout_chains(m);
+  chain_of_.assign(m.steps().size(), detail::kNoChain);
+  for (std::size_t c = 0; c < chains_.size(); ++c) {
+    chain_of_[chains_[c].unpack] = chain_of_[chains_[c].pack] = c;
+    for (const auto s : chains_[c].moves) chain_of_[s] = c;
+  }
   const auto& states = m.signature().state;
   for (std::size_t i = 0; i < states.size(); ++i) {
     const auto& st = states[i];
@@ -41737,7 +42239,10 @@ DLAVM_INLINE void Executor::set_state(std::string_view name, te::NDArray value) 
                                       : fmt::format(" (an array of {})", fmt::join(lengths, ", ")),
                       value.dtype(), fmt::join(value.shape(), ", "));
   }
-  if (states_.appended[i]) states_.appended[i]->assign(value);
+  if (states_.appended[i]) {
+    states_.appended[i]->assign(value);
+    to_device(i);
+  }
   states_.arrays[i] = std::move(value);
   states_.stale[i] = false;
 }
@@ -41750,7 +42255,29 @@ DLAVM_INLINE void Executor::reset_state() {
   for (std::size_t i = 0; i < states.size(); ++i) {
     const auto& v = m.values()[states[i].value];
     states_.arrays.emplace_back(v.dtype, detail::initial_shape(v.shape));
-    if (states_.appended[i]) states_.appended[i]->assign(states_.arrays.back());
+    if (states_.appended[i]) {
+      states_.appended[i]->assign(states_.arrays.back());
+      to_device(i);
+    }
+  }
+}
+
+DLAVM_INLINE void Executor::to_device(std::size_t i) {
+  const Module& m = *module_;
+  AppendedState& held = *states_.appended[i];
+  const auto& storage = m.values()[*m.signature().state[i].packed].storage;
+  // ranges a few bytes apart go in one copy (a V cache's position is a byte every 16): the
+  // bytes between are on the device already, every byte having gone there since the layout
+  // last changed
+  constexpr std::size_t kGap = 64;
+  const auto written = held.take_written();
+  for (std::size_t k = 0; k < written.size();) {
+    const std::size_t begin = written[k].offset;
+    std::size_t end = begin + written[k].size;
+    for (++k; k < written.size() && written[k].offset >= end && written[k].offset - end <= kGap;
+         ++k)
+      end = written[k].offset + written[k].size;
+    resident_->copy_in(storage, begin, held.bytes().data() + begin, end - begin);
   }
 }
 

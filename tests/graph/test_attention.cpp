@@ -409,6 +409,27 @@ TEST_CASE("llm layer: the integer-only softmax option equals its reference, near
       }
   }
   CHECK(differ == 0);
+  // the scores and the probabilities cross between VTA steps as one copy of packed bytes each
+  // (graph::relayout_chains: unpack, transpose, pack), and so do the query's heads and the
+  // context's; keep_values runs them one by one, to the same result
+  const auto chains = graph::relayout_chains(mod);
+  CHECK(chains.size() == 4);
+  for (const auto& c : chains) {
+    CHECK(exec.last_run().steps[c.unpack].relayout);
+    CHECK(exec.last_run().steps[c.pack].relayout);
+    for (const auto m : c.moves) CHECK(exec.last_run().steps[m].relayout);
+  }
+  {
+    graph::Executor kept(mod, dev), fused(mod, dev);
+    for (const std::int64_t tokens : {5, 1}) {
+      const auto x = te::NDArray::random(DType::int8(), {1, tokens, 128}, seed++);
+      const graph::NamedArray inputs[] = {{"x", x}};
+      const ne::Binding bindings[] = {{"token", tokens}};
+      const auto a = kept.run(inputs, bindings, {.keep_values = true}).at(0);
+      CHECK(a == fused.run(inputs, bindings).at(0));
+      for (const auto& s : kept.last_run().steps) CHECK_FALSE(s.relayout);
+    }
+  }
   // the integer softmax moves some outputs by a unit or two (579 of 4096, by at most 2, when
   // written), most not at all
   CHECK(from_float > 0);

@@ -15,12 +15,16 @@
 #include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <numeric>
 #include <set>
 #include <string>
 
 namespace dlavm::graph {
 
 namespace detail {
+
+inline constexpr std::size_t kNoChain = static_cast<std::size_t>(-1);
 
 // The most a state's dim holds: a constant, or a growing dim's maximum + 1.
 inline std::int64_t state_capacity(const ne::Expr& dim) {
@@ -151,7 +155,7 @@ class Executor::Run {
     const auto last_reader = last_readers();
     for (std::size_t i = 0; i < m_.steps().size(); ++i) {
       const auto start = std::chrono::steady_clock::now();
-      StepStats s = step(i);
+      StepStats s = relayout_step(i) ? StepStats{.relayout = true} : step(i);
       // a host array no later step reads goes back to te's block cache for the next step's
       // result: a float network's activations then reuse a few blocks, not one each
       for (const auto v : m_.steps()[i].inputs)
@@ -324,6 +328,56 @@ class Executor::Run {
     return {};
   }
 
+  // Step i as part of its relayout chain: the unpack puts the packed bytes in their new
+  // layout on the host (unless the run's shapes do not allow it: the chain's steps then run
+  // one by one), the moves do nothing, the pack copies the bytes to the device.
+  bool relayout_step(std::size_t i) {
+    if (options_.keep_values || e_.chain_of_[i] == detail::kNoChain) return false;
+    const std::size_t c = e_.chain_of_[i];
+    const RelayoutChain& chain = e_.chains_[c];
+    if (relaid_.size() <= c) relaid_.resize(e_.chains_.size());
+    auto& bytes = relaid_[c];
+    if (i == chain.unpack) bytes = relaid(chain);
+    if (!bytes) return false;
+    if (i == chain.pack) {
+      const auto out = m_.steps()[i].output;
+      r_.copy_in(m_.values()[out].storage, bytes->data(), bytes->size());
+      arrays_[out].reset();  // in device memory
+      bytes.reset();
+    }
+    return true;
+  }
+
+  // The packed bytes of a relayout chain's result, from its unpack's input in device memory;
+  // nullopt where a layout's offsets do not separate at these shapes.
+  std::optional<std::vector<std::uint8_t>> relaid(const RelayoutChain& chain) const {
+    const auto dims = [&](const std::vector<ne::Expr>& shape, const ModuleValue& v) {
+      return detail::concrete_dims(shape, bindings_, "value " + v.name);
+    };
+    const auto elements = [&](const ModuleValue& v) {
+      const auto s = dims(v.shape, v);
+      return static_cast<std::size_t>(
+          std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>{}));
+    };
+    const ModuleValue& in = m_.values()[m_.steps()[chain.unpack].inputs[0]];
+    auto map = packed_offsets(in.layout, dims(in.logical, in));
+    if (!map) return std::nullopt;
+    for (std::size_t k = 0; k < chain.moves.size(); ++k) {
+      const ModuleValue& moved = m_.values()[m_.steps()[chain.moves[k]].output];
+      if (chain.perms[k])
+        map->permute(*chain.perms[k]);
+      else if (!map->reshape(dims(moved.logical, moved)))
+        return std::nullopt;
+    }
+    const ModuleValue& out = m_.values()[m_.steps()[chain.pack].output];
+    const auto to = packed_offsets(out.layout, map->shape());
+    if (!to) return std::nullopt;
+    std::vector<std::uint8_t> src(elements(in)), dst(elements(out), 0);
+    r_.copy_out(in.storage, src.data(), src.size());
+    copy_elements(src.data(), *map, dst.data(), *to);
+    return dst;
+  }
+
   void host_step(const ModuleStep& s) {
     std::vector<const te::NDArray*> args;
     for (auto in : s.inputs) args.push_back(&host_array(in));
@@ -337,9 +391,7 @@ class Executor::Run {
     const ModuleStep& s = m_.steps()[i];
     AppendedState& held = *e_.states_.appended[m_.appended_by(i)];
     held.append(host_array(s.inputs[0]));
-    const auto& storage = m_.values()[s.output].storage;
-    for (const auto& w : held.take_written())
-      r_.copy_in(storage, w.offset, held.bytes().data() + w.offset, w.size);
+    e_.to_device(m_.appended_by(i));
     arrays_[s.output].reset();  // in device memory
   }
 
@@ -422,6 +474,7 @@ class Executor::Run {
   std::span<const ne::Binding> bindings_;
   const RunOptions& options_;
   std::vector<std::optional<te::NDArray>> arrays_;
+  std::vector<std::optional<std::vector<std::uint8_t>>> relaid_;  // by chain: its bytes
 };
 
 DLAVM_INLINE Executor::Executor(Module module, vta::Device& dev)
@@ -439,6 +492,12 @@ DLAVM_INLINE Executor::Executor(std::shared_ptr<const Module> module, vta::Devic
         m.name(), env.batch, env.block_in, env.block_out, dev.config().batch(),
         dev.config().block_in(), dev.config().block_out());
   resident_ = std::make_unique<Resident>(m, dev);
+  chains_ = relayout_chains(m);
+  chain_of_.assign(m.steps().size(), detail::kNoChain);
+  for (std::size_t c = 0; c < chains_.size(); ++c) {
+    chain_of_[chains_[c].unpack] = chain_of_[chains_[c].pack] = c;
+    for (const auto s : chains_[c].moves) chain_of_[s] = c;
+  }
   const auto& states = m.signature().state;
   for (std::size_t i = 0; i < states.size(); ++i) {
     const auto& st = states[i];
@@ -494,7 +553,10 @@ DLAVM_INLINE void Executor::set_state(std::string_view name, te::NDArray value) 
                                       : fmt::format(" (an array of {})", fmt::join(lengths, ", ")),
                       value.dtype(), fmt::join(value.shape(), ", "));
   }
-  if (states_.appended[i]) states_.appended[i]->assign(value);
+  if (states_.appended[i]) {
+    states_.appended[i]->assign(value);
+    to_device(i);
+  }
   states_.arrays[i] = std::move(value);
   states_.stale[i] = false;
 }
@@ -507,7 +569,29 @@ DLAVM_INLINE void Executor::reset_state() {
   for (std::size_t i = 0; i < states.size(); ++i) {
     const auto& v = m.values()[states[i].value];
     states_.arrays.emplace_back(v.dtype, detail::initial_shape(v.shape));
-    if (states_.appended[i]) states_.appended[i]->assign(states_.arrays.back());
+    if (states_.appended[i]) {
+      states_.appended[i]->assign(states_.arrays.back());
+      to_device(i);
+    }
+  }
+}
+
+DLAVM_INLINE void Executor::to_device(std::size_t i) {
+  const Module& m = *module_;
+  AppendedState& held = *states_.appended[i];
+  const auto& storage = m.values()[*m.signature().state[i].packed].storage;
+  // ranges a few bytes apart go in one copy (a V cache's position is a byte every 16): the
+  // bytes between are on the device already, every byte having gone there since the layout
+  // last changed
+  constexpr std::size_t kGap = 64;
+  const auto written = held.take_written();
+  for (std::size_t k = 0; k < written.size();) {
+    const std::size_t begin = written[k].offset;
+    std::size_t end = begin + written[k].size;
+    for (++k; k < written.size() && written[k].offset >= end && written[k].offset - end <= kGap;
+         ++k)
+      end = written[k].offset + written[k].size;
+    resident_->copy_in(storage, begin, held.bytes().data() + begin, end - begin);
   }
 }
 

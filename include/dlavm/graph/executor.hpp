@@ -13,7 +13,9 @@
 // the symbolic dims only through them): a run whose bindings give the shapes of the step's
 // previous run reuses its stream (StepStats::instantiated says which). Values VTA reads or
 // writes stay in device memory between VTA steps and cross to the host only where a host
-// step, a result or keep_values reads them.
+// step, a result or keep_values reads them; a VTA result that the host only unpacks,
+// permutes or reshapes and packs for another VTA step moves as one copy of its packed bytes
+// (graph::relayout_chains; StepStats::relayout), except under keep_values.
 //
 //   auto mod = graph::build(fn, target, {.name = "mlp"});
 //   vta::SimDevice dev(target.env.config);
@@ -31,6 +33,7 @@
 #include <dlavm/graph/appended_state.hpp>
 #include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/module.hpp>
+#include <dlavm/graph/relayout.hpp>
 #include <dlavm/ne/eval.hpp>
 #include <dlavm/te/ndarray.hpp>
 #include <dlavm/vta/hw/device.hpp>
@@ -60,6 +63,9 @@ struct StepStats {
   // VTA: whether this run instantiated the step's stream (the first run, or new packed shapes
   // of its operands), rather than reusing it
   bool instantiated = false;
+  // Unpack, Pack and the host steps between them that only move elements: done as one copy
+  // of packed bytes with the rest of its chain (graph/relayout.hpp), not one by one
+  bool relayout = false;
 };
 
 struct ModuleRun {
@@ -147,12 +153,19 @@ class Executor {
   std::vector<ne::Binding> bind_states(std::span<const ne::Binding> bindings) const;
   // CapacityError unless each growing state can take its next value (state() above).
   void check_states_fit(std::span<const ne::Binding> bindings) const;
+  // The bytes of packed state i written since it last went to the device memory, copied
+  // there: a run's appended positions, or all of it after set_state or reset_state, so that
+  // the next run's append copies only what it writes.
+  void to_device(std::size_t i);
   // The length state i holds along dim k.
   std::int64_t held_length(std::size_t i, std::size_t k) const;
 
   std::shared_ptr<const Module> module_;
   vta::Device* dev_;
   std::unique_ptr<Resident> resident_;
+  // The module's relayout chains, and each step's (SIZE_MAX: none)
+  std::vector<RelayoutChain> chains_;
+  std::vector<std::size_t> chain_of_;
   mutable States states_;
   std::optional<ModuleRun> last_;
 };

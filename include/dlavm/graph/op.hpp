@@ -12,9 +12,10 @@
 //   firmware              the kernel firmware calls for a host step of the op, or why a step
 //                         has none (graph/firmware.hpp; deploy::emit prints the call)
 //   concat_axis,          what graph passes may know of the op's data movement, so that they
-//   permutation           match a graph's structure, not op names: the axis along which the
-//                         result is the arguments one after another (concat), or the
-//                         permutation of argument 0's dims the result is (transpose)
+//   permutation,          match a graph's structure, not op names: the axis along which the
+//   keeps_order           result is the arguments one after another (concat), the
+//                         permutation of argument 0's dims the result is (transpose), or
+//                         whether it is argument 0's elements in their order (reshape)
 // The VTA strategies (compute + default schedule) of the ops VTA runs are kept apart, in
 // graph::Target (graph/strategy.hpp), so that typing a graph does not include the VTA layer.
 //
@@ -119,6 +120,9 @@ struct OpRecord {
   FirmwareKernel firmware{};
   ConcatAxisRule concat_axis{};
   PermutationRule permutation{};
+  // The result is argument 0's elements in the same row-major order, in another shape
+  // (reshape, flatten): graph::relayout_chains moves them with the packed bytes.
+  bool keeps_order = false;
 
   const AttrSpec* find_attr(std::string_view key) const;
 };

@@ -412,7 +412,8 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
                [](HostArgs a, const Attrs& attrs) {
                  return host::reshape(*a[0], detail::reshape_schema().from_attrs(attrs));
                },
-           .firmware = {.call = detail::copy_firmware}});
+           .firmware = {.call = detail::copy_firmware},
+           .keeps_order = true});
   ops.add({.name = "transpose",
            .attrs = detail::transpose_schema().specs(),
            .type_rule = detail::transpose_type,
@@ -433,7 +434,8 @@ DLAVM_INLINE void add_transform_ops(OpRegistry& ops) {
                [](HostArgs a, const Attrs& attrs) {
                  return host::flatten(*a[0], detail::flatten_schema().from_attrs(attrs));
                },
-           .firmware = {.call = detail::copy_firmware}});
+           .firmware = {.call = detail::copy_firmware},
+           .keeps_order = true});
   ops.add({.name = "concat",
            .min_args = 1,
            .max_args = OpRecord::kVariadic,

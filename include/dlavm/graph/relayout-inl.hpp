@@ -1,0 +1,300 @@
+// Definitions for graph/relayout.hpp.
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/core/error.hpp>
+#include <dlavm/graph/module.hpp>
+#include <dlavm/graph/relayout.hpp>
+#include <dlavm/ne/int_math.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <utility>
+
+namespace dlavm::graph {
+
+namespace detail {
+
+// (i / t) * outer + (i % t) * inner for i < n: a dim tiled by t, its tiles `outer` apart.
+inline std::vector<std::int64_t> tiled_offsets(std::int64_t n, std::int64_t t, std::int64_t outer,
+                                               std::int64_t inner) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(n));
+  auto* o = out.data();
+  for (std::int64_t first = 0, at = 0; first < n; first += t, at += outer)
+    for (std::int64_t i = 0, end = std::min(t, n - first); i < end; ++i) *o++ = at + i * inner;
+  return out;
+}
+
+// Row-major offsets of dims [first, last) of `shape`, the last of them `stride` apart.
+inline void row_major_offsets(std::span<const std::int64_t> shape, std::size_t first,
+                              std::size_t last, std::int64_t stride,
+                              std::vector<std::vector<std::int64_t>>& out) {
+  for (std::size_t d = last; d-- > first;) {
+    out[d] = tiled_offsets(shape[d], 1, stride, 0);
+    stride *= shape[d];
+  }
+}
+
+// Whether t[i] = i * t[1] for every i (the offsets of a strided dim).
+inline bool strided(const std::vector<std::int64_t>& t) {
+  const std::int64_t step = t.size() > 1 ? t[1] : 0;
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (t[i] != static_cast<std::int64_t>(i) * step) return false;
+  return true;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::vector<std::int64_t> ElementMap::shape() const {
+  std::vector<std::int64_t> s;
+  for (const auto& t : offsets_) s.push_back(static_cast<std::int64_t>(t.size()));
+  return s;
+}
+
+DLAVM_INLINE void ElementMap::permute(std::span<const std::int64_t> perm) {
+  std::vector<bool> seen(offsets_.size());
+  bool ok = perm.size() == offsets_.size();
+  for (const auto p : perm) {
+    ok = ok && p >= 0 && p < static_cast<std::int64_t>(offsets_.size()) &&
+         !seen[static_cast<std::size_t>(p)];
+    if (ok) seen[static_cast<std::size_t>(p)] = true;
+  }
+  if (!ok)
+    raise<ValueError>("element map of rank {}: [{}] is not a permutation of its dims",
+                      offsets_.size(), fmt::join(perm, ", "));
+  std::vector<std::vector<std::int64_t>> out;
+  for (const auto p : perm) out.push_back(std::move(offsets_[static_cast<std::size_t>(p)]));
+  offsets_ = std::move(out);
+}
+
+DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
+  const auto old = this->shape();
+  const auto size = [](auto&& s) {
+    return std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>{});
+  };
+  if (size(old) != size(shape))
+    raise<ShapeError>("element map [{}]: cannot reshape to [{}] ({} elements, not {})",
+                      fmt::join(old, ", "), fmt::join(shape, ", "), size(shape), size(old));
+  std::vector<std::vector<std::int64_t>> out(shape.size());
+  if (size(shape) == 0) {
+    for (std::size_t k = 0; k < shape.size(); ++k)
+      out[k].assign(static_cast<std::size_t>(shape[k]), 0);
+    offsets_ = std::move(out);
+    return true;
+  }
+  // dims of extent 1 add nothing (offset 0); the others group where the products meet
+  std::vector<std::size_t> from, to;
+  for (std::size_t d = 0; d < old.size(); ++d)
+    if (old[d] != 1) from.push_back(d);
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] != 1) to.push_back(k);
+    out[k] = {0};
+  }
+  std::size_t i = 0, j = 0;
+  while (i < from.size()) {
+    // the group: from[i0, i) and to[j0, j), of equal products
+    const std::size_t i0 = i, j0 = j;
+    std::int64_t a = old[from[i++]], b = shape[to[j++]];
+    while (a != b) {
+      if (a < b)
+        a *= old[from[i++]];
+      else
+        b *= shape[to[j++]];
+    }
+    // merged: offsets of the group's flat index
+    std::vector<std::int64_t> merged = offsets_[from[i0]];
+    for (std::size_t d = i0 + 1; d < i; ++d) {
+      const auto& t = offsets_[from[d]];
+      std::vector<std::int64_t> next;
+      next.reserve(merged.size() * t.size());
+      for (const auto m : merged)
+        for (const auto x : t) next.push_back(m + x);
+      merged = std::move(next);
+    }
+    // split: new dim k's offsets those of its index alone, checked against every element
+    std::int64_t stride = a;
+    for (std::size_t k = j0; k < j; ++k) {
+      stride /= shape[to[k]];
+      auto& t = out[to[k]];
+      t.resize(static_cast<std::size_t>(shape[to[k]]));
+      for (std::int64_t x = 0; x < shape[to[k]]; ++x)
+        t[static_cast<std::size_t>(x)] = merged[static_cast<std::size_t>(x * stride)];
+    }
+    if (j - j0 > 1) {
+      std::vector<std::int64_t> index(j - j0, 0);
+      for (std::size_t flat = 0; flat < merged.size(); ++flat) {
+        std::int64_t sum = 0;
+        for (std::size_t k = 0; k < index.size(); ++k)
+          sum += out[to[j0 + k]][static_cast<std::size_t>(index[k])];
+        if (sum != merged[flat]) return false;
+        for (std::size_t k = index.size(); k-- > 0;) {
+          if (++index[k] < shape[to[j0 + k]]) break;
+          index[k] = 0;
+        }
+      }
+    }
+  }
+  offsets_ = std::move(out);
+  return true;
+}
+
+DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
+                                                      std::span<const std::int64_t> shape) {
+  const std::size_t rank = shape.size();
+  std::vector<std::vector<std::int64_t>> out(rank);
+  if (l.kind == Layout::Kind::Plain) {
+    detail::row_major_offsets(shape, 0, rank, 1, out);
+    return ElementMap(std::move(out));
+  }
+  detail::require_layout_rank(l, rank);
+  if (l.planes != 1) return std::nullopt;
+  const std::int64_t r = l.rows, t = l.cols, tile = r * t;
+  switch (l.kind) {
+    case Layout::Kind::Activation:
+    case Layout::Kind::ConvWeight: {
+      // [A, B, H, W] -> [A/R, B/T, H, W, R, T]
+      const std::int64_t hw = shape[2] * shape[3];
+      out[0] = detail::tiled_offsets(shape[0], r, ne::ceil_div(shape[1], t) * hw * tile, t);
+      out[1] = detail::tiled_offsets(shape[1], t, hw * tile, 1);
+      detail::row_major_offsets(shape, 2, 4, tile, out);
+      break;
+    }
+    case Layout::Kind::DenseWeight:
+    case Layout::Kind::Matrix: {
+      // [d0, ..., dk, C] -> [M/R, C/T, R, T], M = d0 x ... x dk: separable when the row tiles
+      // do not straddle the leading dims
+      const std::int64_t row_tile = ne::ceil_div(shape[rank - 1], t) * tile;
+      if (rank > 2 && shape[rank - 2] % r != 0) return std::nullopt;
+      out[rank - 2] = detail::tiled_offsets(shape[rank - 2], r, row_tile, t);
+      detail::row_major_offsets(shape, 0, rank - 2, shape[rank - 2] / r * row_tile, out);
+      out[rank - 1] = detail::tiled_offsets(shape[rank - 1], t, tile, 1);
+      break;
+    }
+    case Layout::Kind::BatchedMatrix:
+    case Layout::Kind::MatmulWeight: {
+      // [B..., M, C] -> [prod(B), M/R, C/T, R, T]; [B..., K, N] -> [prod(B), N/R, K/T, R, T]
+      const bool weight = l.kind == Layout::Kind::MatmulWeight;
+      const std::size_t row = weight ? rank - 1 : rank - 2, col = weight ? rank - 2 : rank - 1;
+      const std::int64_t row_tile = ne::ceil_div(shape[col], t) * tile;
+      out[row] = detail::tiled_offsets(shape[row], r, row_tile, t);
+      out[col] = detail::tiled_offsets(shape[col], t, tile, 1);
+      detail::row_major_offsets(shape, 0, rank - 2, ne::ceil_div(shape[row], r) * row_tile, out);
+      break;
+    }
+    default:
+      return std::nullopt;
+  }
+  return ElementMap(std::move(out));
+}
+
+DLAVM_INLINE void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t* dst,
+                                const ElementMap& to) {
+  if (from.shape() != to.shape())
+    raise<ShapeError>("copy_elements: the source map is [{}], the destination's [{}]",
+                      fmt::join(from.shape(), ", "), fmt::join(to.shape(), ", "));
+  // the dims that count (extent > 1), the largest innermost
+  std::vector<std::size_t> dims;
+  for (std::size_t d = 0; d < from.ndim(); ++d) {
+    const auto n = from.offsets()[d].size();
+    if (n == 0) return;
+    if (n > 1) dims.push_back(d);
+  }
+  if (dims.empty()) {
+    dst[0] = src[0];
+    return;
+  }
+  const auto inner = std::max_element(dims.begin(), dims.end(), [&](auto a, auto b) {
+    return from.offsets()[a].size() < from.offsets()[b].size();
+  });
+  std::rotate(inner, inner + 1, dims.end());
+  const auto& fi = from.offsets()[dims.back()];
+  const auto& ti = to.offsets()[dims.back()];
+  const std::size_t n = fi.size();
+  const bool strided = detail::strided(fi) && detail::strided(ti);
+  const std::int64_t fs = n > 1 ? fi[1] : 0, ts = n > 1 ? ti[1] : 0;
+  const auto row = [&](std::int64_t f, std::int64_t t) {
+    const std::uint8_t* s = src + f;
+    std::uint8_t* d = dst + t;
+    if (strided) {
+      if (fs == 1 && ts == 1) {
+        std::copy_n(s, n, d);
+        return;
+      }
+      for (std::size_t i = 0; i < n; ++i, s += fs, d += ts) *d = *s;
+      return;
+    }
+    for (std::size_t i = 0; i < n; ++i) d[ti[i]] = s[fi[i]];
+  };
+  // an odometer over the outer dims
+  const std::size_t outer = dims.size() - 1;
+  std::vector<std::size_t> index(outer, 0);
+  for (;;) {
+    std::int64_t f = 0, t = 0;
+    for (std::size_t k = 0; k < outer; ++k) {
+      f += from.offsets()[dims[k]][index[k]];
+      t += to.offsets()[dims[k]][index[k]];
+    }
+    row(f, t);
+    std::size_t k = outer;
+    for (; k > 0; --k) {
+      if (++index[k - 1] < from.offsets()[dims[k - 1]].size()) break;
+      index[k - 1] = 0;
+    }
+    if (k == 0) return;
+  }
+}
+
+DLAVM_INLINE std::vector<RelayoutChain> relayout_chains(const Module& m) {
+  const auto& values = m.values();
+  const auto& steps = m.steps();
+  std::vector<std::size_t> readers(values.size(), 0), reader(values.size(), 0);
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    for (const auto v : steps[i].inputs) {
+      ++readers[v];
+      reader[v] = i;
+    }
+  // values a run hands out or keeps
+  std::vector<bool> kept(values.size(), false);
+  for (const auto r : m.signature().results) kept[r] = true;
+  for (const auto& st : m.signature().state) {
+    kept[st.value] = kept[st.next] = true;
+    if (st.packed) kept[*st.packed] = true;
+  }
+  std::vector<RelayoutChain> chains;
+  for (std::size_t u = 0; u < steps.size(); ++u) {
+    const ModuleStep& unpack = steps[u];
+    if (unpack.kind != ModuleStep::Kind::Unpack) continue;
+    const ModuleValue& in = values[unpack.inputs[0]];
+    if (!in.storage.vta || in.dtype.bytes() != 1) continue;
+    RelayoutChain chain{.unpack = u, .pack = 0, .moves = {}, .perms = {}};
+    std::size_t cur = unpack.output;
+    bool found = false;
+    while (readers[cur] == 1 && !kept[cur] && values[cur].dtype == in.dtype) {
+      const ModuleStep& next = steps[reader[cur]];
+      if (next.kind == ModuleStep::Kind::Pack) {
+        found = values[next.output].storage.vta;
+        chain.pack = reader[cur];
+        break;
+      }
+      if (next.kind != ModuleStep::Kind::Host || next.inputs.size() != 1) break;
+      const OpRecord* op = m.ops().find(next.op);
+      if (op == nullptr) break;
+      const ModuleValue& v = values[cur];
+      std::optional<std::vector<std::int64_t>> perm;
+      if (op->permutation)
+        perm = op->permutation(
+            TypeCall{next.label, {v.name}, {TensorType{v.logical, v.dtype}}, next.attrs});
+      if (!perm && !op->keeps_order) break;
+      chain.moves.push_back(reader[cur]);
+      chain.perms.push_back(std::move(perm));
+      cur = next.output;
+    }
+    if (found) chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
+}  // namespace dlavm::graph

@@ -1,0 +1,86 @@
+// A VTA result moved into another VTA operand as one copy of packed bytes, where the module
+// unpacks it, only moves its elements on the host (permutations, reshapes) and packs it again:
+// an LLM's scores between the Q.K^T matmul and the integer softmax, for instance, unpacked,
+// transposed and packed again in every decode step, three passes over int64 elements.
+//
+// An ElementMap says where each element of a logical array lives in a buffer: element
+// (i0, ..., ik) at offsets[0][i0] + ... + offsets[k][ik]. Packed layouts whose tiles separate
+// by dim have one (packed_offsets); a permutation reorders its dims, and a reshape merges and
+// splits them, checked element by element where a split might not separate. copy_elements
+// then moves every element from one map's buffer to the other's.
+//
+//   auto from = graph::packed_offsets(scores_layout, {1, 8, 1, 2047});   // std::optional
+//   from->permute({0, 2, 3, 1});                                         // [1, 1, 2047, 8]
+//   auto to = graph::packed_offsets(softmax_layout, from->shape());
+//   graph::copy_elements(src.data(), *from, dst.data(), *to);  // dst zeroed: the padding
+//
+// relayout_chains finds the steps of a module that one copy can replace (graph::Executor runs
+// them so, except under RunOptions::keep_values, which wants every value on the host).
+#pragma once
+
+#include <dlavm/core/api.hpp>
+#include <dlavm/graph/layout.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace dlavm::graph {
+
+class Module;
+
+class ElementMap {
+ public:
+  ElementMap() = default;
+  // offsets[d]: the offset of index i along dim d (offsets[d][0] is 0 for every d).
+  explicit ElementMap(std::vector<std::vector<std::int64_t>> offsets)
+      : offsets_(std::move(offsets)) {}
+
+  std::size_t ndim() const { return offsets_.size(); }
+  std::vector<std::int64_t> shape() const;
+  const std::vector<std::vector<std::int64_t>>& offsets() const { return offsets_; }
+
+  // The map of the array transposed: result dim j is dim perm[j] (ValueError for a perm that
+  // is not a permutation of the dims).
+  void permute(std::span<const std::int64_t> perm);
+  // The map of the array reshaped to `shape` (row-major order kept): groups of dims merged,
+  // then split. False, leaving the map as it was, where a split dim's offsets do not separate
+  // (an element would not be at the sum of its new indices' offsets); ShapeError for a shape
+  // of another size.
+  bool reshape(std::span<const std::int64_t> shape);
+
+ private:
+  std::vector<std::vector<std::int64_t>> offsets_;
+};
+
+// The offsets of a logical array of `shape` in layout l packed (in elements), or nullopt where
+// the layout's offsets do not separate by dim: a Matrix whose row tiles straddle its leading
+// dims (rows R > 1, last row dim not a multiple of R), Channel (each element copied R times),
+// byte planes, the unfolded and grouped layouts. ShapeError for a rank the layout does not
+// take.
+std::optional<ElementMap> packed_offsets(const Layout& l, std::span<const std::int64_t> shape);
+
+// dst[to(i)] = src[from(i)] for every index i of the maps' common shape (ShapeError where the
+// shapes differ): one byte per element. The largest dim is the inner loop, strided where both
+// offsets along it are.
+void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t* dst,
+                   const ElementMap& to);
+
+// An Unpack step, the host steps that only move its elements (ops whose records give a
+// permutation or keep the row-major order), and the Pack step after them; each value between
+// read by the next step alone, and none a result or a state; one byte per element.
+struct RelayoutChain {
+  std::size_t unpack = 0, pack = 0;
+  std::vector<std::size_t> moves;  // step indices, in order
+  // per move: its permutation, or nullopt for a reshape (to the move's output shape)
+  std::vector<std::optional<std::vector<std::int64_t>>> perms;
+};
+std::vector<RelayoutChain> relayout_chains(const Module& m);
+
+}  // namespace dlavm::graph
+
+#ifndef DLAVM_COMPILED_LIB
+#include <dlavm/graph/relayout-inl.hpp>
+#endif

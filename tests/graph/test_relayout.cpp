@@ -1,0 +1,150 @@
+// Relayouts: packed bytes moved through permutations and reshapes in one copy, against packing
+// the host ops' result, over random layouts, shapes and chains; the maps that cannot separate;
+// the errors.
+#include <dlavm/graph/layout.hpp>
+#include <dlavm/graph/relayout.hpp>
+#include <dlavm/host/transform.hpp>
+
+#include <doctest/doctest.h>
+
+#include <numeric>
+#include <random>
+
+namespace graph = dlavm::graph;
+namespace host = dlavm::host;
+namespace te = dlavm::te;
+using dlavm::DType;
+using Kind = graph::Layout::Kind;
+
+namespace {
+
+std::vector<std::uint8_t> bytes_of(const te::NDArray& a) {
+  std::vector<std::uint8_t> out;
+  for (const auto v : a.data()) out.push_back(static_cast<std::uint8_t>(v));
+  return out;
+}
+
+// A layout that takes a value of `rank` dims, at random.
+graph::Layout random_layout(std::size_t rank, std::mt19937_64& rng) {
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  std::vector<Kind> kinds{Kind::Plain};
+  if (rank >= 2) kinds.insert(kinds.end(), {Kind::Matrix, Kind::BatchedMatrix, Kind::MatmulWeight});
+  if (rank == 2) kinds.push_back(Kind::DenseWeight);
+  if (rank == 4) kinds.insert(kinds.end(), {Kind::Activation, Kind::ConvWeight});
+  const auto kind = kinds[static_cast<std::size_t>(pick(0, std::ssize(kinds) - 1))];
+  return {kind, pick(1, 4), pick(1, 5)};
+}
+
+}  // namespace
+
+TEST_CASE("relayout: one copy of packed bytes equals packing the moved array") {
+  std::mt19937_64 rng(44);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  int copied = 0, trials = 300;
+  for (int trial = 0; trial < trials; ++trial) {
+    std::vector<std::int64_t> shape(static_cast<std::size_t>(pick(2, 4)));
+    for (auto& d : shape) d = pick(1, 9);
+    const auto from_layout = random_layout(shape.size(), rng);
+    auto logical = te::NDArray::random(DType::int8(), shape, 500 + trial);
+    const auto src = bytes_of(graph::pack(logical, from_layout));
+    auto map = graph::packed_offsets(from_layout, shape);
+    CAPTURE(trial);
+    CAPTURE(shape);
+    CAPTURE(graph::to_string(from_layout));
+    bool separable = map.has_value();
+    // a chain of moves, applied to the array and to the map
+    for (int step = pick(0, 4); step > 0; --step) {
+      const auto s = logical.shape();
+      const std::size_t rank = s.size();
+      std::vector<std::int64_t> next = s;
+      const auto op = pick(0, 3);
+      if (op == 0) {
+        std::vector<std::int64_t> perm(rank);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        logical = host::transpose(logical, {.perm = perm});
+        if (separable) map->permute(perm);
+        continue;
+      }
+      if (op == 1 && rank > 1) {  // two neighbours merged
+        const auto k = static_cast<std::size_t>(pick(0, static_cast<std::int64_t>(rank) - 2));
+        next[k] *= next[k + 1];
+        next.erase(next.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+      } else if (op == 2) {  // one split in two factors
+        const auto k = static_cast<std::size_t>(pick(0, static_cast<std::int64_t>(rank) - 1));
+        std::int64_t a = pick(1, next[k]);
+        while (next[k] % a != 0) --a;
+        next[k] /= a;
+        next.insert(next.begin() + static_cast<std::ptrdiff_t>(k), a);
+      } else {  // a unit dim
+        next.insert(next.begin() + pick(0, static_cast<std::int64_t>(rank)), 1);
+      }
+      logical = host::reshape(logical, {.newshape = next});
+      if (separable) {
+        const auto before = map->offsets();
+        separable = map->reshape(next);
+        if (!separable) CHECK(map->offsets() == before);  // refused: left as it was
+      }
+    }
+    const auto to_layout = random_layout(logical.ndim(), rng);
+    CAPTURE(logical.shape());
+    CAPTURE(graph::to_string(to_layout));
+    const auto want = bytes_of(graph::pack(logical, to_layout));
+    if (!separable) continue;
+    const auto to = graph::packed_offsets(to_layout, logical.shape());
+    if (!to) continue;
+    REQUIRE(map->shape() == logical.shape());
+    std::vector<std::uint8_t> got(want.size(), 0);
+    graph::copy_elements(src.data(), *map, got.data(), *to);
+    CHECK(got == want);
+    ++copied;
+  }
+  // most chains separate (those of Matrix layouts whose row tiles straddle dims, and splits of
+  // tiled dims, may not)
+  CHECK(copied * 10 > trials * 7);
+}
+
+TEST_CASE("relayout: which layouts separate by dim, and a split that does not") {
+  // a Matrix's row tiles straddle its leading dims unless the last row dim is a multiple of R
+  CHECK_FALSE(graph::packed_offsets({Kind::Matrix, 4, 16}, std::vector<std::int64_t>{3, 6, 16}));
+  CHECK(graph::packed_offsets({Kind::Matrix, 4, 16}, std::vector<std::int64_t>{3, 8, 16}));
+  CHECK(graph::packed_offsets({Kind::Matrix, 1, 16}, std::vector<std::int64_t>{3, 5, 7}));
+  CHECK_FALSE(graph::packed_offsets({Kind::Channel, 1, 16}, std::vector<std::int64_t>{20}));
+  CHECK_FALSE(
+      graph::packed_offsets({Kind::Matrix, 1, 16, {}, 4}, std::vector<std::int64_t>{2, 16}));
+  // rows tiled by 4, two column tiles: rows 0..5 at 0, 4, 8, 12, 32, 36; split as [2, 3], row
+  // 4 would be at 12 + 4 = 16, not 32
+  auto map = graph::packed_offsets({Kind::Matrix, 4, 4}, std::vector<std::int64_t>{6, 8});
+  REQUIRE(map);
+  CHECK(map->offsets()[0] == std::vector<std::int64_t>{0, 4, 8, 12, 32, 36});
+  const std::vector<std::int64_t> split{2, 3, 8};
+  CHECK_FALSE(map->reshape(split));
+  CHECK(map->shape() == std::vector<std::int64_t>{6, 8});
+  // the same rows in one tile each (R = 1) split
+  auto rows = graph::packed_offsets({Kind::Matrix, 1, 4}, std::vector<std::int64_t>{6, 8});
+  CHECK(rows->reshape(split));
+  CHECK(rows->shape() == split);
+}
+
+TEST_CASE("relayout: a wrong permutation, reshape or copy is an error naming the shapes") {
+  auto map =
+      graph::packed_offsets({Kind::BatchedMatrix, 1, 16}, std::vector<std::int64_t>{2, 3, 5});
+  REQUIRE(map);
+  CHECK_THROWS_WITH_AS(map->permute(std::vector<std::int64_t>{0, 0, 1}),
+                       "element map of rank 3: [0, 0, 1] is not a permutation of its dims",
+                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(map->reshape(std::vector<std::int64_t>{4, 4}),
+                       "element map [2, 3, 5]: cannot reshape to [4, 4] (16 elements, not 30)",
+                       dlavm::ShapeError);
+  const auto other = graph::packed_offsets({Kind::Plain}, std::vector<std::int64_t>{3, 2, 5});
+  std::vector<std::uint8_t> src(96), dst(30);
+  CHECK_THROWS_WITH_AS(graph::copy_elements(src.data(), *map, dst.data(), *other),
+                       "copy_elements: the source map is [2, 3, 5], the destination's [3, 2, 5]",
+                       dlavm::ShapeError);
+  CHECK_THROWS_AS(graph::packed_offsets({Kind::Activation, 1, 16}, std::vector<std::int64_t>{2, 3}),
+                  dlavm::ShapeError);
+}
