@@ -17646,8 +17646,11 @@ DLAVM_INLINE void Builder::check(const char* what) {
     case Status::InsnsFull:
     case Status::UopsFull:
     case Status::KernelsFull:
-    case Status::LoopDiverged:  // only a loop memo, which the builder does not use
-      break;
+    case Status::LoopDiverged:
+      raise<ValueError>(
+          "internal: a copied loop iteration diverged from the one recorded, at its call #{} "
+          "(vta::Program::write with copy_loops = false writes every call), please report",
+          e.value);
   }
   raise<ValueError>(
       "internal: stream writer failed with status {} at instruction #{}, please "
@@ -21322,14 +21325,27 @@ class ReplayPlan {
   explicit ReplayPlan(const ReplaySource& p);
 
   // Program p's instructions (p: the program the plan was made from) for `bindings` with
-  // parameter k at DRAM address phys[k], written to b (without FINISH).
+  // parameter k at DRAM address phys[k], written to b (without FINISH). `copy_loops`: the
+  // memoized loops copy an iteration like the one before (runtime::LoopMemo); false writes
+  // every call, the same words.
   void write(const ReplaySource& p, Builder& b, std::span<const ne::Binding> bindings,
-             std::span<const std::uint64_t> phys) const;
+             std::span<const std::uint64_t> phys, bool copy_loops = true) const;
 
-  // A kernel's instruction depends on the registers of the loops around it only through
-  // `keys` (indices into keys_): within one instantiation, a kernel entered again with the same
-  // values there writes the instruction it wrote before (runtime::StreamWriter::again), which
-  // write() then does without evaluating its fields or encoding its micro-ops.
+  // A loop whose iterations may be copied (runtime::LoopMemo), as vta::replay_source memoizes
+  // the same loops: outermost outside kernels, each value its body reads from its variable
+  // (DRAM offsets aside) computable at the top of an iteration. Its keys (the fields
+  // memo_keys_ lists from first_key) are those values; `affine`: its DRAM offsets move by one step
+  // per iteration; `calls`: at most how many calls of an iteration write an instruction (capped).
+  struct LoopMemo {
+    std::uint32_t first_key = 0, keys = 0, calls = 1;
+    bool affine = true;
+  };
+  std::size_t memoized_loops() const { return memos_.size(); }
+
+  // A kernel's instruction depends on the loops around it only through `keys` (fields, from
+  // first_key in keys_): within one instantiation, a kernel entered again with the same values
+  // there writes the instruction it wrote before (runtime::StreamWriter::again), which write()
+  // then does without evaluating its other fields or encoding its micro-ops.
   struct Kernel {
     std::uint32_t first_key = 0, keys = 0;
   };
@@ -21353,7 +21369,8 @@ class ReplayPlan {
 
   enum class OpKind : std::uint8_t {
     For,          // fields: min, extent; jump: past its EndFor
-    EndFor,       // jump: its body's first operation
+    Iteration,    // a memoized loop's iteration: jump: its EndFor (the body copied)
+    EndFor,       // jump: its body's first operation (a memoized loop's Iteration)
     If,           // field: the condition; jump: the else branch, or past the branch
     Else,         // jump: past the else branch
     KernelBegin,  // jump: its KernelEnd; slot: the kernel's number; keys: see Kernel
@@ -21373,8 +21390,10 @@ class ReplayPlan {
     std::uint32_t regions[3] = {};
     std::int64_t sram[3] = {};
     std::uint32_t param = 0;
+    std::uint32_t memo = kNoMemo;        // For, Iteration, EndFor: its loop's memo (memos_)
     const te::CallNode* call = nullptr;  // its intrinsic (messages; the kernel's instruction)
   };
+  static constexpr std::uint32_t kNoMemo = 0xffffffffu;
 
  private:
   friend class PlanCompiler;
@@ -21423,8 +21442,10 @@ class ReplayPlan {
   std::vector<Field> fields_;
   std::vector<Term> terms_;
   std::vector<std::uint32_t> args_;
-  std::vector<Kernel> kernels_;      // by kernel number
-  std::vector<std::uint32_t> keys_;  // registers
+  std::vector<Kernel> kernels_;  // by kernel number
+  std::vector<LoopMemo> memos_;
+  std::vector<std::uint32_t> memo_keys_;  // fields
+  std::vector<std::uint32_t> keys_;       // fields
   std::vector<ne::CompiledExpr> general_;
   std::vector<Symbol> symbols_;
   // general fields of the dims alone, each computed into a register once per instantiation
@@ -21481,25 +21502,23 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
   }
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    ReplayPlan::Op op;
-    op.kind = OpKind::For;
-    op.field = field(n.min);
-    const Interval lo = last_range_;
-    field(n.extent);
-    const Interval extent = last_range_;
-    op.slot = plan_.registers_++;
-    // the variable's values: [min, min + extent - 1], as far as the bounds know
-    ranges_.push_back(
-        {lo.lo, saturate(static_cast<double>(lo.hi) + static_cast<double>(extent.hi) - 1)});
-    const auto at = push(op);
-    loops_.push_back({n.var, op.slot});
-    visit(n.body);
-    loops_.pop_back();
-    ReplayPlan::Op end;
-    end.kind = OpKind::EndFor;
-    end.slot = op.slot;
-    end.jump = at + 1;
-    plan_.ops_[at].jump = push(end) + 1;
+    // (a loop of fewer than three iterations has none to copy: one runs, one is recorded)
+    const auto* extent = n.extent.as<ne::IntImmNode>();
+    if (in_kernel_ || memo_ || plain_ == &n || (extent != nullptr && extent->value < 3))
+      return loop(n, false);
+    // The outermost loops outside kernels are memoized (ReplayPlan::LoopMemo) when the values
+    // their body reads from their variable, DRAM offsets aside, can be computed at the top of
+    // an iteration: compiled first to learn which those are, then, if they cannot, compiled
+    // again as a plain loop whose inner loops may be memoized themselves.
+    const Snapshot before = snapshot();
+    memo_.emplace(n.var);
+    loop(n, true);
+    const bool ok = memo_->ok;
+    memo_.reset();
+    if (ok) return;
+    restore(before);
+    plain_ = &n;
+    loop(n, false);
   }
   void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
     ReplayPlan::Op op;
@@ -21536,11 +21555,22 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     ReplayPlan::Op end;
     end.kind = OpKind::KernelEnd;
     plan_.ops_[at].jump = push(end);
-    // the registers of enclosing loops its fields read (its own loops, the dims and what is
-    // computed from them alone are the same throughout an instantiation)
-    std::vector<std::uint32_t> read;
-    for (auto k = first_field; k < plan_.fields_.size(); ++k) {
+    for (auto k = at + 1; k < plan_.ops_[at].jump; ++k)
+      if (plan_.ops_[k].kind == OpKind::Push) {  // it writes an instruction
+        count_call();
+        break;
+      }
+    // Its keys, as vta::replay_source keys a kernel's memo: the value of each field that
+    // reads enclosing loops alone, and the enclosing loops that a field varying inside the
+    // kernel reads (its own loops, the dims and what is computed from them alone are the same
+    // throughout an instantiation): a kernel of a loop's every iteration that reads the
+    // loop only through the same block size is entered again with the same keys.
+    const auto last_field = plan_.fields_.size();
+    std::vector<std::uint32_t> outer_read;
+    std::vector<std::uint32_t> keys;
+    for (auto k = first_field; k < last_field; ++k) {
       const auto& f = plan_.fields_[k];
+      std::vector<std::uint32_t> read;
       for (std::uint32_t i = 0; i < f.count; ++i)
         if (f.general < 0) {
           read.push_back(plan_.terms_[f.first + i].a);
@@ -21548,14 +21578,30 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
         } else {
           read.push_back(plan_.args_[f.first + i]);
         }
+      bool outer = false, inner = false;
+      for (const auto r : read) {
+        if (!outer_loop(r)) continue;
+        (r < first_register ? outer : inner) = true;
+      }
+      if (outer && !inner) keys.push_back(static_cast<std::uint32_t>(k));
+      if (outer && inner)
+        for (const auto r : read)
+          if (r < first_register && outer_loop(r)) outer_read.push_back(r);
     }
-    std::sort(read.begin(), read.end());
-    read.erase(std::unique(read.begin(), read.end()), read.end());
+    std::sort(outer_read.begin(), outer_read.end());
+    outer_read.erase(std::unique(outer_read.begin(), outer_read.end()), outer_read.end());
+    for (const auto r : outer_read) {  // the loop's register, as a field
+      ReplayPlan::Field f;
+      f.first = static_cast<std::uint32_t>(plan_.terms_.size());
+      f.count = 1;
+      plan_.terms_.push_back({r, ReplayPlan::kOne, 1});
+      keys.push_back(static_cast<std::uint32_t>(plan_.fields_.size()));
+      plan_.fields_.push_back(f);
+    }
     ReplayPlan::Kernel kernel;
     kernel.first_key = static_cast<std::uint32_t>(plan_.keys_.size());
-    for (const auto r : read)
-      if (r < first_register && outer_loop(r)) plan_.keys_.push_back(r);
-    kernel.keys = static_cast<std::uint32_t>(plan_.keys_.size()) - kernel.first_key;
+    plan_.keys_.insert(plan_.keys_.end(), keys.begin(), keys.end());
+    kernel.keys = static_cast<std::uint32_t>(keys.size());
     plan_.kernels_.push_back(kernel);
   }
   void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
@@ -21593,12 +21639,18 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
       }
     } else if (name == intrin::load) {
       op.kind = OpKind::Load;
-      op.field = fields({&a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7], &a[8], &a[9]});
+      op.field = fields({&a[0], &a[1]});
+      dram_field(a[2]);
+      fields({&a[3], &a[4], &a[5], &a[6], &a[7], &a[8], &a[9]});
+      count_call();
       place(op, 0, call->buffers[0]);
       op.param = param(call->buffers[1]);
     } else if (name == intrin::store) {
       op.kind = OpKind::Store;
-      op.field = fields({&a[1], &a[2], &a[3], &a[4], &a[5]});
+      op.field = fields({&a[1]});
+      dram_field(a[2]);
+      fields({&a[3], &a[4], &a[5]});
+      count_call();
       place(op, 0, call->buffers[0]);
       op.param = param(call->buffers[1]);
     } else {
@@ -21618,6 +21670,157 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
   static std::int64_t saturate(double v) {
     return static_cast<std::int64_t>(
         std::clamp(v, -static_cast<double>(kSafe), static_cast<double>(kSafe)));
+  }
+
+  // The loop being scanned for memoization, as vta::replay_source's ReplayPrinter scans it:
+  // the loops opened inside it (its body's and its kernels'), the values of its variable that
+  // are its keys, whether it can be memoized, the calls of an iteration that write an
+  // instruction (at most kMaxMemoCalls: the memo holds no more) and the iterations of the
+  // inner loops open.
+  struct MemoScan {
+    explicit MemoScan(ne::Var v) : var(std::move(v)) {}
+    ne::Var var;
+    std::vector<std::uint64_t> inner, kernel_loops;
+    std::vector<ne::Var> inside;
+    std::vector<ne::Expr> keys;
+    bool ok = true, affine = true;
+    std::int64_t calls = 0, repeat = 1;
+  };
+  static constexpr std::int64_t kMaxMemoCalls = 128;
+  // The plan's sizes before a loop compiled as memoized, to compile it again as a plain one.
+  struct Snapshot {
+    std::size_t ops, fields, terms, args, general, symbols, invariants, kernels, keys, memos,
+        memo_keys, ranges, invariant_exprs;
+    std::uint32_t registers;
+  };
+  Snapshot snapshot() const {
+    const ReplayPlan& p = plan_;
+    return {p.ops_.size(),           p.fields_.size(),  p.terms_.size(),      p.args_.size(),
+            p.general_.size(),       p.symbols_.size(), p.invariants_.size(), p.kernels_.size(),
+            p.keys_.size(),          p.memos_.size(),   p.memo_keys_.size(),  ranges_.size(),
+            invariant_exprs_.size(), p.registers_};
+  }
+  void restore(const Snapshot& s) {
+    const auto cut = [](auto& v, std::size_t n) {
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(n), v.end());
+    };
+    ReplayPlan& p = plan_;
+    cut(p.ops_, s.ops);
+    cut(p.fields_, s.fields);
+    cut(p.terms_, s.terms);
+    cut(p.args_, s.args);
+    cut(p.general_, s.general);
+    cut(p.symbols_, s.symbols);
+    cut(p.invariants_, s.invariants);
+    cut(p.kernels_, s.kernels);
+    cut(p.keys_, s.keys);
+    cut(p.memos_, s.memos);
+    cut(p.memo_keys_, s.memo_keys);
+    cut(ranges_, s.ranges);
+    cut(invariant_exprs_, s.invariant_exprs);
+    p.registers_ = s.registers;
+  }
+
+  void loop(const tir::ForNode& n, bool memoized) {
+    ReplayPlan::Op op;
+    op.kind = OpKind::For;
+    op.field = field(n.min);
+    const Interval lo = last_range_;
+    field(n.extent);
+    const Interval extent = last_range_;
+    op.slot = plan_.registers_++;
+    // the variable's values: [min, min + extent - 1], as far as the bounds know
+    ranges_.push_back(
+        {lo.lo, saturate(static_cast<double>(lo.hi) + static_cast<double>(extent.hi) - 1)});
+    const std::int64_t repeat = memo_ ? memo_->repeat : 1;
+    if (memo_ && !memoized) {
+      (in_kernel_ ? memo_->kernel_loops : memo_->inner).push_back(n.var.id());
+      memo_->inside.push_back(n.var);
+      const auto* k = n.extent.as<ne::IntImmNode>();
+      if (!in_kernel_)
+        memo_->repeat = k != nullptr && k->value >= 0 && k->value <= kMaxMemoCalls
+                            ? std::min(repeat * k->value, kMaxMemoCalls)
+                            : kMaxMemoCalls;
+    }
+    if (memoized) op.memo = static_cast<std::uint32_t>(plan_.memos_.size());
+    const auto at = push(op);
+    loops_.push_back({n.var, op.slot});
+    std::uint32_t iteration = 0;
+    if (memoized) {
+      ReplayPlan::Op it;
+      it.kind = OpKind::Iteration;
+      it.slot = op.slot;
+      it.memo = op.memo;
+      iteration = push(it);
+    }
+    visit(n.body);
+    if (memoized && memo_->ok) {
+      // its keys, computed at the top of an iteration (compiled as fields of no loop inside)
+      MemoScan scanned = std::move(*memo_);
+      memo_.reset();
+      ReplayPlan::LoopMemo m;
+      m.first_key = static_cast<std::uint32_t>(plan_.memo_keys_.size());
+      for (const auto& k : scanned.keys) plan_.memo_keys_.push_back(field(k));
+      m.keys = static_cast<std::uint32_t>(scanned.keys.size());
+      m.affine = scanned.affine;
+      m.calls = static_cast<std::uint32_t>(std::max<std::int64_t>(scanned.calls, 1));
+      plan_.memos_.push_back(m);
+      memo_ = std::move(scanned);
+    }
+    if (memo_) memo_->repeat = repeat;
+    loops_.pop_back();
+    ReplayPlan::Op end;
+    end.kind = OpKind::EndFor;
+    end.slot = op.slot;
+    end.memo = op.memo;
+    end.jump = memoized ? iteration : at + 1;
+    const auto end_at = push(end);
+    plan_.ops_[at].jump = end_at + 1;
+    if (memoized) plan_.ops_[iteration].jump = end_at;
+  }
+
+  // A field of the loop being scanned: a key where it reads the loop's variable; the loop
+  // cannot be memoized where it also reads a loop inside the body (it cannot be computed at
+  // the top of an iteration), or a kernel's field reads one (a copied iteration would miss the
+  // kernel's memo).
+  void scan(const ne::Expr& x) {
+    MemoScan& m = *memo_;
+    const auto among = [](const std::vector<std::uint64_t>& ids, std::uint64_t id) {
+      return std::find(ids.begin(), ids.end(), id) != ids.end();
+    };
+    bool var = false, inner = false, kernel = false;
+    for (const auto& v : ne::free_vars(x)) {
+      var = var || v.id() == m.var.id();
+      inner = inner || among(m.inner, v.id());
+      kernel = kernel || among(m.kernel_loops, v.id());
+    }
+    if (var && (inner || kernel)) m.ok = false;
+    if (in_kernel_ && inner) m.ok = false;
+    if (var && !inner && !kernel &&
+        std::none_of(m.keys.begin(), m.keys.end(),
+                     [&](const ne::Expr& k) { return ne::equal(k, x); }))
+      m.keys.push_back(x);
+  }
+  // A transfer's DRAM offset: a copied iteration recomputes it, so it is no key; the loop's
+  // iterations are copied whole when every offset is affine in its variable with a step the
+  // same in every iteration (free of the loops inside it).
+  void dram_field(const te::Expr& e) {
+    if (memo_ && memo_->affine) {
+      if (const auto* i = e.as<te::IndexNode>()) {
+        const auto form = ne::linear_form(i->index, {memo_->var});
+        memo_->affine = form.has_value() && !ne::detail::uses_any(form->strides[0], memo_->inside);
+      } else if (e.as<te::IntImmNode>() == nullptr) {
+        memo_->affine = false;
+      }
+    }
+    auto scanned = std::move(memo_);
+    memo_.reset();
+    field(e);
+    memo_ = std::move(scanned);
+  }
+  // A call that writes an instruction, in the loop being scanned.
+  void count_call() {
+    if (memo_) memo_->calls = std::min(memo_->calls + memo_->repeat, kMaxMemoCalls);
   }
 
   // Whether register r is a loop variable's (not a dim's, nor one computed from dims alone).
@@ -21685,6 +21888,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     return field(index->index);
   }
   std::uint32_t field(const ne::Expr& x) {
+    if (memo_) scan(x);
     ReplayPlan::Field f;
     if (!linear(x, f) && !clamped(x, f)) f = compiled(x);
     plan_.fields_.push_back(f);
@@ -21872,6 +22076,8 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
   std::vector<std::pair<ne::Expr, std::uint32_t>> invariant_exprs_;  // of the dims, registers
   Interval last_range_;
   bool in_kernel_ = false;
+  std::optional<MemoScan> memo_;         // the loop being scanned
+  const tir::ForNode* plain_ = nullptr;  // the loop compiled again, not memoized
 };
 
 DLAVM_INLINE ReplayPlan::ReplayPlan(const ReplaySource& p) {
@@ -21950,10 +22156,47 @@ struct ReplayWorkspace {
     runtime::WrittenKernel written;
     const ReplayPlan::Op* last = nullptr;
   };
+  // per memoized loop: a runtime::LoopTape over arrays of the loop's sizes (what a generated
+  // replay's runtime::LoopMemo holds)
+  struct Loop {
+    std::vector<std::int64_t> keys, map_from, map_to;
+    std::vector<runtime::LoopCall> calls;
+    std::vector<runtime::PushEdit> edits;
+    std::vector<runtime::RegionState> states;
+    std::vector<std::uint8_t> map_module;
+    std::vector<std::uint32_t> map_where;
+    runtime::LoopTape tape;
+    // A fresh tape, as the loop is entered.
+    void start(const ReplayPlan::LoopMemo& m, std::size_t regions) {
+      keys.resize(m.keys + 1);
+      calls.resize(m.calls + 1);
+      edits.resize(m.calls + 1);
+      states.resize(regions + 1);
+      map_from.resize((4 * regions) + 1);
+      map_to.resize((4 * regions) + 1);
+      map_module.resize((4 * regions) + 1);
+      map_where.resize((4 * regions) + 1);
+      tape = runtime::LoopTape{};
+      tape.keys = keys.data();
+      tape.key_capacity = m.keys;
+      tape.calls = calls.data();
+      tape.call_capacity = m.calls;
+      tape.log.edits = edits.data();
+      tape.log.capacity = m.calls;
+      tape.states = states.data();
+      tape.state_capacity = regions;
+      tape.map.from = map_from.data();
+      tape.map.to = map_to.data();
+      tape.map.module = map_module.data();
+      tape.map.where = map_where.data();
+      tape.map.capacity = 4 * regions;
+    }
+  };
   std::vector<std::int64_t> regs;
   std::vector<runtime::RegionState> states;
   std::vector<runtime::UopOp> uops;
   std::vector<Memo> memo;
+  std::vector<Loop> loops;
 };
 
 DLAVM_INLINE ReplayWorkspace& replay_workspace() {
@@ -21966,7 +22209,7 @@ DLAVM_INLINE ReplayWorkspace& replay_workspace() {
 // (the registers, the replay, the kernel being recorded), which helpers would pass around.
 DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
                                     std::span<const ne::Binding> bindings,
-                                    std::span<const std::uint64_t> phys) const {
+                                    std::span<const std::uint64_t> phys, bool copy_loops) const {
   ReplayWorkspace& ws = replay_workspace();
   ws.regs.resize(2 * static_cast<std::size_t>(registers_));
   std::int64_t* const r = ws.regs.data();
@@ -21977,8 +22220,15 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
   runtime::Replay<HostStreamStorage> replay(b.writer(), p.env.config.uop_depth(), p.elem_bytes,
                                             p.regions.data(), ws.states.data(), p.regions.size(),
                                             phys.data(), {ws.uops.data(), ws.uops.size()});
+  replay.copy_loops(copy_loops);
+  if (ws.loops.size() < memos_.size()) ws.loops.resize(memos_.size());
   const auto check = [&](const Op& op) {
     if (!replay.ok()) raise_failure(p, b, replay, op, r);
+  };
+  // a copied iteration fails where its calls would (their transfers' DRAM addresses): the
+  // writer's error, without a call to name
+  const auto check_copy = [&] {
+    if (!replay.ok()) b.check("");
   };
   const Op* kernel = nullptr;  // the kernel's last micro-op call
   using Memo = ReplayWorkspace::Memo;
@@ -21999,9 +22249,27 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
         }
         r[op.slot] = lo;
         ends[op.slot] = lo + extent;
+        if (op.memo != kNoMemo) ws.loops[op.memo].start(memos_[op.memo], p.regions.size());
+        break;
+      }
+      case OpKind::Iteration: {
+        const LoopMemo& m = memos_[op.memo];
+        runtime::LoopTape& t = ws.loops[op.memo].tape;
+        bool same = t.have_keys;
+        for (std::uint32_t k = 0; k < m.keys; ++k) {
+          const std::int64_t v = value(memo_keys_[m.first_key + k], r);
+          same = same && t.keys[k] == v;
+          t.keys[k] = v;
+        }
+        t.have_keys = true;
+        if (!replay.iteration_begin(t, same, r[op.slot] + 1 < ends[op.slot], m.affine)) {
+          pc = op.jump;  // copied whole, or failed: its EndFor
+          continue;
+        }
         break;
       }
       case OpKind::EndFor:
+        if (op.memo != kNoMemo && !replay.iteration_end(ws.loops[op.memo].tape)) check_copy();
         if (++r[op.slot] < ends[op.slot]) {
           pc = op.jump;
           continue;
@@ -22023,7 +22291,7 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
         Memo& m = memo[op.slot];
         bool same = m.valid;
         for (std::uint32_t i = 0; same && i < k.keys; ++i)
-          same = m.key[i] == r[keys_[k.first_key + i]];
+          same = m.key[i] == value(keys_[k.first_key + i], r);
         if (same) {  // the instruction it wrote last time (if any), again
           if (m.wrote) {
             const Op& last = *m.last;
@@ -22037,7 +22305,7 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
           continue;
         }
         m.key.resize(k.keys);
-        for (std::uint32_t i = 0; i < k.keys; ++i) m.key[i] = r[keys_[k.first_key + i]];
+        for (std::uint32_t i = 0; i < k.keys; ++i) m.key[i] = value(keys_[k.first_key + i], r);
         recording = &m;
         break;
       }
@@ -22149,9 +22417,12 @@ class Program {
   Stream instantiate(std::span<const ne::Binding> bindings,
                      std::span<const std::uint64_t> param_phys) const;
   // The same instructions written to `b`, without the closing FINISH: several programs can
-  // share one stream (Builder::barrier between them).
+  // share one stream (Builder::barrier between them). The loops that vta::replay_source
+  // memoizes are memoized here too: an iteration like the one before it is copied, its DRAM
+  // addresses moved (runtime::LoopMemo); `copy_loops` false writes every call instead, the
+  // same words.
   void write(Builder& b, std::span<const ne::Binding> bindings,
-             std::span<const std::uint64_t> param_phys) const;
+             std::span<const std::uint64_t> param_phys, bool copy_loops = true) const;
 
   // The program's on-chip regions (one per SRAM buffer, as its replay indexes them), the
   // micro-op buffer its largest kernel needs, and each memory's element bytes.
@@ -22164,6 +22435,8 @@ class Program {
   // rest being affine sums over the loop variables and dims, clamped for a block's extent
   // (a diagnostic of instantiation speed).
   std::size_t general_fields() const;
+  // How many of its loops an instantiation memoizes (copy_loops above).
+  std::size_t memoized_loops() const;
   runtime::ElemBytes elem_bytes() const;
   std::size_t param_index(const te::BufferNode* b) const { return param_index_.at(b); }
   std::uint32_t region_of(const te::BufferNode* b) const { return region_of_.at(b); }
@@ -22430,6 +22703,8 @@ DLAVM_INLINE detail::ReplaySource Program::replay_source() const {
 
 DLAVM_INLINE std::size_t Program::general_fields() const { return plan_->general_fields(); }
 
+DLAVM_INLINE std::size_t Program::memoized_loops() const { return plan_->memoized_loops(); }
+
 DLAVM_INLINE runtime::ElemBytes Program::elem_bytes() const {
   runtime::ElemBytes e;
   for (int m = 0; m < runtime::kMemIdCount; ++m)
@@ -22458,11 +22733,11 @@ DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
 }
 
 DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindings,
-                                 std::span<const std::uint64_t> param_phys) const {
+                                 std::span<const std::uint64_t> param_phys, bool copy_loops) const {
   if (param_phys.size() != func_.params.size())
     raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
                       param_phys.size(), func_.params.size());
-  plan_->write(replay_source(), b, bindings, param_phys);
+  plan_->write(replay_source(), b, bindings, param_phys, copy_loops);
 }
 
 DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> arrays,

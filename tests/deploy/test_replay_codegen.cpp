@@ -1,6 +1,7 @@
 // The replays vta::replay_source generates (compiled here from gen/gen_replays.cpp's output)
-// write the same words as vta::Program::instantiate, for every dim value of each case, and
-// fail where it fails; a static program's replay runs in a constant expression.
+// write the same words as vta::Program::instantiate, and both those of Program::write without
+// loop copies, for every dim value of each case, and fail where it fails; a static program's
+// replay runs in a constant expression.
 #include <doctest/doctest.h>
 
 #include "cases.hpp"
@@ -71,9 +72,16 @@ std::size_t check_case(const deploy_cases::Case& c, const Entry& e) {
   for (const auto& values : c.values) {
     std::vector<ne::Binding> bindings;
     for (std::size_t k = 0; k < c.dims.size(); ++k) bindings.push_back({c.dims[k], values[k]});
-    std::optional<vta::Stream> host;
+    std::optional<vta::Stream> host, every_call;
     try {
       host = p.instantiate(bindings, phys);
+    } catch (const dlavm::Error&) {
+    }
+    try {  // the host's replay without its loop copies: the reference both are held to
+      vta::Builder b(p.env().config);
+      p.write(b, bindings, phys, /*copy_loops=*/false);
+      b.finish();
+      every_call = b.take();
     } catch (const dlavm::Error&) {
     }
     std::size_t copied = 0, whole = 0;
@@ -82,6 +90,7 @@ std::size_t check_case(const deploy_cases::Case& c, const Entry& e) {
     wholes += whole;
     INFO(c.name, " at ", fmt::format("{}", fmt::join(values, ", ")));
     REQUIRE(host.has_value() == mine.has_value());
+    REQUIRE(host.has_value() == every_call.has_value());
     if (!host) {
       ++refused;
       continue;
@@ -93,6 +102,9 @@ std::size_t check_case(const deploy_cases::Case& c, const Entry& e) {
     CHECK(host->insns == mine->insns);
     CHECK(host->uops == mine->uops);
     CHECK(host->uop_relocs == mine->uop_relocs);
+    CHECK(host->insns == every_call->insns);
+    CHECK(host->uops == every_call->uops);
+    CHECK(host->uop_relocs == every_call->uop_relocs);
     ++compared;
   }
   MESSAGE(c.name, ": ", compared, " dim values equal word for word, ", refused,

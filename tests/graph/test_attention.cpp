@@ -437,6 +437,39 @@ TEST_CASE("llm layer: the integer-only softmax option equals its reference, near
   CHECK(largest <= 3);
 }
 
+TEST_CASE("llm layer: instantiation copies loop iterations, the words of every call") {
+  // a context of 1,024 positions: the integer softmax's passes over chunks of 256 keys run up
+  // to four iterations, the matmuls' over tiles of keys many more
+  const models::LlmLayer net(64, 4, 128, 1024, 64, 21, llm::Softmax::Integer);
+  const auto mod = graph::build(net.function(), graph::Target{}, {.name = "llm_copies"});
+  std::size_t memoized = 0, streams = 0;
+  for (const auto& s : mod.steps()) {
+    if (s.kind != graph::ModuleStep::Kind::Vta) continue;
+    const auto& p = *s.program;
+    memoized += p.memoized_loops();
+    const std::vector<std::uint64_t> phys(s.inputs.size() + 1, 0x100000);
+    for (const std::int64_t token : {1, 17})
+      for (const std::int64_t last : {std::int64_t{0}, std::int64_t{255}, std::int64_t{256},
+                                      std::int64_t{700}, 1024 - token}) {
+        CAPTURE(p.name());
+        CAPTURE(token);
+        CAPTURE(last);
+        const ne::Binding bindings[] = {{"token", token}, {"last_token", last}};
+        const auto copied = p.instantiate(bindings, phys);
+        vta::Builder b(p.env().config);
+        p.write(b, bindings, phys, /*copy_loops=*/false);
+        b.finish();
+        const auto every_call = b.take();
+        CHECK(copied.insns == every_call.insns);
+        CHECK(copied.uops == every_call.uops);
+        CHECK(copied.uop_relocs == every_call.uop_relocs);
+        ++streams;
+      }
+  }
+  CHECK(memoized >= 3);  // the softmax's three passes at least
+  CHECK(streams > 0);
+}
+
 TEST_CASE(
     "llm::Decoder: the user's weights from .npy files, a head size of 16, equal the reference") {
   // d_model 32 in 2 heads of 16: the scores scaled by 1/4; the weights written as .npy files

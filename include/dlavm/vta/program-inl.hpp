@@ -224,6 +224,8 @@ DLAVM_INLINE detail::ReplaySource Program::replay_source() const {
 
 DLAVM_INLINE std::size_t Program::general_fields() const { return plan_->general_fields(); }
 
+DLAVM_INLINE std::size_t Program::memoized_loops() const { return plan_->memoized_loops(); }
+
 DLAVM_INLINE runtime::ElemBytes Program::elem_bytes() const {
   runtime::ElemBytes e;
   for (int m = 0; m < runtime::kMemIdCount; ++m)
@@ -252,11 +254,11 @@ DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
 }
 
 DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindings,
-                                 std::span<const std::uint64_t> param_phys) const {
+                                 std::span<const std::uint64_t> param_phys, bool copy_loops) const {
   if (param_phys.size() != func_.params.size())
     raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
                       param_phys.size(), func_.params.size());
-  plan_->write(replay_source(), b, bindings, param_phys);
+  plan_->write(replay_source(), b, bindings, param_phys, copy_loops);
 }
 
 DLAVM_INLINE ProgramRun Program::run(Device& dev, std::span<te::NDArray* const> arrays,

@@ -71,9 +71,12 @@ class Program {
   Stream instantiate(std::span<const ne::Binding> bindings,
                      std::span<const std::uint64_t> param_phys) const;
   // The same instructions written to `b`, without the closing FINISH: several programs can
-  // share one stream (Builder::barrier between them).
+  // share one stream (Builder::barrier between them). The loops that vta::replay_source
+  // memoizes are memoized here too: an iteration like the one before it is copied, its DRAM
+  // addresses moved (runtime::LoopMemo); `copy_loops` false writes every call instead, the
+  // same words.
   void write(Builder& b, std::span<const ne::Binding> bindings,
-             std::span<const std::uint64_t> param_phys) const;
+             std::span<const std::uint64_t> param_phys, bool copy_loops = true) const;
 
   // The program's on-chip regions (one per SRAM buffer, as its replay indexes them), the
   // micro-op buffer its largest kernel needs, and each memory's element bytes.
@@ -86,6 +89,8 @@ class Program {
   // rest being affine sums over the loop variables and dims, clamped for a block's extent
   // (a diagnostic of instantiation speed).
   std::size_t general_fields() const;
+  // How many of its loops an instantiation memoizes (copy_loops above).
+  std::size_t memoized_loops() const;
   runtime::ElemBytes elem_bytes() const;
   std::size_t param_index(const te::BufferNode* b) const { return param_index_.at(b); }
   std::uint32_t region_of(const te::BufferNode* b) const { return region_of_.at(b); }

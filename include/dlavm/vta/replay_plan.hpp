@@ -59,14 +59,27 @@ class ReplayPlan {
   explicit ReplayPlan(const ReplaySource& p);
 
   // Program p's instructions (p: the program the plan was made from) for `bindings` with
-  // parameter k at DRAM address phys[k], written to b (without FINISH).
+  // parameter k at DRAM address phys[k], written to b (without FINISH). `copy_loops`: the
+  // memoized loops copy an iteration like the one before (runtime::LoopMemo); false writes
+  // every call, the same words.
   void write(const ReplaySource& p, Builder& b, std::span<const ne::Binding> bindings,
-             std::span<const std::uint64_t> phys) const;
+             std::span<const std::uint64_t> phys, bool copy_loops = true) const;
 
-  // A kernel's instruction depends on the registers of the loops around it only through
-  // `keys` (indices into keys_): within one instantiation, a kernel entered again with the same
-  // values there writes the instruction it wrote before (runtime::StreamWriter::again), which
-  // write() then does without evaluating its fields or encoding its micro-ops.
+  // A loop whose iterations may be copied (runtime::LoopMemo), as vta::replay_source memoizes
+  // the same loops: outermost outside kernels, each value its body reads from its variable
+  // (DRAM offsets aside) computable at the top of an iteration. Its keys (the fields
+  // memo_keys_ lists from first_key) are those values; `affine`: its DRAM offsets move by one step
+  // per iteration; `calls`: at most how many calls of an iteration write an instruction (capped).
+  struct LoopMemo {
+    std::uint32_t first_key = 0, keys = 0, calls = 1;
+    bool affine = true;
+  };
+  std::size_t memoized_loops() const { return memos_.size(); }
+
+  // A kernel's instruction depends on the loops around it only through `keys` (fields, from
+  // first_key in keys_): within one instantiation, a kernel entered again with the same values
+  // there writes the instruction it wrote before (runtime::StreamWriter::again), which write()
+  // then does without evaluating its other fields or encoding its micro-ops.
   struct Kernel {
     std::uint32_t first_key = 0, keys = 0;
   };
@@ -90,7 +103,8 @@ class ReplayPlan {
 
   enum class OpKind : std::uint8_t {
     For,          // fields: min, extent; jump: past its EndFor
-    EndFor,       // jump: its body's first operation
+    Iteration,    // a memoized loop's iteration: jump: its EndFor (the body copied)
+    EndFor,       // jump: its body's first operation (a memoized loop's Iteration)
     If,           // field: the condition; jump: the else branch, or past the branch
     Else,         // jump: past the else branch
     KernelBegin,  // jump: its KernelEnd; slot: the kernel's number; keys: see Kernel
@@ -110,8 +124,10 @@ class ReplayPlan {
     std::uint32_t regions[3] = {};
     std::int64_t sram[3] = {};
     std::uint32_t param = 0;
+    std::uint32_t memo = kNoMemo;        // For, Iteration, EndFor: its loop's memo (memos_)
     const te::CallNode* call = nullptr;  // its intrinsic (messages; the kernel's instruction)
   };
+  static constexpr std::uint32_t kNoMemo = 0xffffffffu;
 
  private:
   friend class PlanCompiler;
@@ -160,8 +176,10 @@ class ReplayPlan {
   std::vector<Field> fields_;
   std::vector<Term> terms_;
   std::vector<std::uint32_t> args_;
-  std::vector<Kernel> kernels_;      // by kernel number
-  std::vector<std::uint32_t> keys_;  // registers
+  std::vector<Kernel> kernels_;  // by kernel number
+  std::vector<LoopMemo> memos_;
+  std::vector<std::uint32_t> memo_keys_;  // fields
+  std::vector<std::uint32_t> keys_;       // fields
   std::vector<ne::CompiledExpr> general_;
   std::vector<Symbol> symbols_;
   // general fields of the dims alone, each computed into a register once per instantiation

@@ -97,8 +97,11 @@ DLAVM_INLINE void Builder::check(const char* what) {
     case Status::InsnsFull:
     case Status::UopsFull:
     case Status::KernelsFull:
-    case Status::LoopDiverged:  // only a loop memo, which the builder does not use
-      break;
+    case Status::LoopDiverged:
+      raise<ValueError>(
+          "internal: a copied loop iteration diverged from the one recorded, at its call #{} "
+          "(vta::Program::write with copy_loops = false writes every call), please report",
+          e.value);
   }
   raise<ValueError>(
       "internal: stream writer failed with status {} at instruction #{}, please "
