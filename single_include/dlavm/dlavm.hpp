@@ -21478,6 +21478,101 @@ class ReplayPlan {
 // end dlavm/ne/substitute.hpp
 // begin dlavm/tir/functor.hpp
 // end dlavm/tir/functor.hpp
+// begin dlavm/vta/loop_memo_scan.hpp
+// vta::detail::LoopMemoScan: which loops a replay memoizes (runtime::LoopMemo), decided by one
+// rule for the host's replay plan (vta/replay_plan.hpp) and the generated replay
+// (vta/codegen.hpp), each of which walks the loop's body once, telling the scan what it opens
+// and reads:
+//   an outermost loop outside kernels, of three iterations or more or a symbolic count;
+//   its keys: the values the body reads from its variable, DRAM offsets aside, each computed
+//   at the top of an iteration; it cannot be memoized where a value reads its variable and a
+//   loop opened inside its body (or a kernel's loop), nor where a kernel's value reads a loop
+//   inside the body (a copied iteration would then miss the kernel's memo);
+//   `affine`: every DRAM offset is affine in its variable with a step free of the loops inside
+//   (a copy then runs no calls);
+//   `calls`: at most how many calls of an iteration write an instruction (the memo's size,
+//   capped at kMaxCalls: an iteration with more is not copied).
+
+// begin dlavm/ne/affine.hpp
+// end dlavm/ne/affine.hpp
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/functor.hpp
+// end dlavm/ne/functor.hpp
+// begin dlavm/te/expr.hpp
+// end dlavm/te/expr.hpp
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+struct LoopMemoScan {
+  static constexpr std::int64_t kMaxCalls = 128;
+
+  explicit LoopMemoScan(ne::Var v) : var(std::move(v)) {}
+
+  // Whether a loop is a candidate (`extent`: its iteration count).
+  static bool candidate(const ne::Expr& extent) {
+    const auto* k = extent.as<ne::IntImmNode>();
+    return k == nullptr || k->value >= 3;  // fewer: one runs, one is recorded, none copied
+  }
+
+  // A loop `v` of `extent` iterations opened in the body (in a kernel or not); close() with
+  // the `repeat` before it when it closes.
+  void open(const ne::Var& v, const ne::Expr& extent, bool in_kernel) {
+    (in_kernel ? kernel_loops : inner).push_back(v.id());
+    inside.push_back(v);
+    const auto* k = extent.as<ne::IntImmNode>();
+    if (!in_kernel)
+      repeat = k != nullptr && k->value >= 0 && k->value <= kMaxCalls
+                   ? std::min(repeat * k->value, kMaxCalls)
+                   : kMaxCalls;
+  }
+  void close(std::int64_t before) { repeat = before; }
+
+  // A value the body reads, other than a DRAM offset (`in_kernel`: a kernel's, its
+  // instruction's fields included): whether it is a key.
+  bool read(const ne::Expr& e, bool in_kernel) {
+    bool reads_var = false, reads_inner = false, reads_kernel = false;
+    for (const auto& v : ne::free_vars(e)) {
+      reads_var = reads_var || v.id() == var.id();
+      reads_inner = reads_inner || among(inner, v.id());
+      reads_kernel = reads_kernel || among(kernel_loops, v.id());
+    }
+    if (reads_var && (reads_inner || reads_kernel)) ok = false;
+    if (in_kernel && reads_inner) ok = false;
+    return reads_var && !reads_inner && !reads_kernel;
+  }
+  // A transfer's DRAM offset (an IntImm or an Index).
+  void dram(const te::Expr& e) {
+    if (!affine) return;
+    if (const auto* i = e.as<te::IndexNode>()) {
+      const auto form = ne::linear_form(i->index, {var});
+      affine = form.has_value() && !ne::detail::uses_any(form->strides[0], inside);
+    } else if (e.as<te::IntImmNode>() == nullptr) {
+      affine = false;
+    }
+  }
+  // A call that writes an instruction.
+  void call() { calls = std::min(calls + repeat, kMaxCalls); }
+
+  ne::Var var;
+  std::vector<std::uint64_t> inner, kernel_loops;  // loops opened in the body, kernels' apart
+  std::vector<ne::Var> inside;                     // both
+  bool ok = true, affine = true;
+  std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
+
+ private:
+  static bool among(const std::vector<std::uint64_t>& ids, std::uint64_t id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  }
+};
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/loop_memo_scan.hpp
 // begin dlavm/vta/replay_plan.hpp
 // end dlavm/vta/replay_plan.hpp
 
@@ -21502,9 +21597,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
   }
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    // (a loop of fewer than three iterations has none to copy: one runs, one is recorded)
-    const auto* extent = n.extent.as<ne::IntImmNode>();
-    if (in_kernel_ || memo_ || plain_ == &n || (extent != nullptr && extent->value < 3))
+    if (in_kernel_ || memo_ || plain_ == &n || !LoopMemoScan::candidate(n.extent))
       return loop(n, false);
     // The outermost loops outside kernels are memoized (ReplayPlan::LoopMemo) when the values
     // their body reads from their variable, DRAM offsets aside, can be computed at the top of
@@ -21513,7 +21606,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     const Snapshot before = snapshot();
     memo_.emplace(n.var);
     loop(n, true);
-    const bool ok = memo_->ok;
+    const bool ok = memo_->scan.ok;
     memo_.reset();
     if (ok) return;
     restore(before);
@@ -21672,21 +21765,12 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
         std::clamp(v, -static_cast<double>(kSafe), static_cast<double>(kSafe)));
   }
 
-  // The loop being scanned for memoization, as vta::replay_source's ReplayPrinter scans it:
-  // the loops opened inside it (its body's and its kernels'), the values of its variable that
-  // are its keys, whether it can be memoized, the calls of an iteration that write an
-  // instruction (at most kMaxMemoCalls: the memo holds no more) and the iterations of the
-  // inner loops open.
+  // The loop being scanned for memoization (LoopMemoScan) and its keys' expressions.
   struct MemoScan {
-    explicit MemoScan(ne::Var v) : var(std::move(v)) {}
-    ne::Var var;
-    std::vector<std::uint64_t> inner, kernel_loops;
-    std::vector<ne::Var> inside;
+    explicit MemoScan(ne::Var v) : scan(std::move(v)) {}
+    LoopMemoScan scan;
     std::vector<ne::Expr> keys;
-    bool ok = true, affine = true;
-    std::int64_t calls = 0, repeat = 1;
   };
-  static constexpr std::int64_t kMaxMemoCalls = 128;
   // The plan's sizes before a loop compiled as memoized, to compile it again as a plain one.
   struct Snapshot {
     std::size_t ops, fields, terms, args, general, symbols, invariants, kernels, keys, memos,
@@ -21732,16 +21816,8 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     // the variable's values: [min, min + extent - 1], as far as the bounds know
     ranges_.push_back(
         {lo.lo, saturate(static_cast<double>(lo.hi) + static_cast<double>(extent.hi) - 1)});
-    const std::int64_t repeat = memo_ ? memo_->repeat : 1;
-    if (memo_ && !memoized) {
-      (in_kernel_ ? memo_->kernel_loops : memo_->inner).push_back(n.var.id());
-      memo_->inside.push_back(n.var);
-      const auto* k = n.extent.as<ne::IntImmNode>();
-      if (!in_kernel_)
-        memo_->repeat = k != nullptr && k->value >= 0 && k->value <= kMaxMemoCalls
-                            ? std::min(repeat * k->value, kMaxMemoCalls)
-                            : kMaxMemoCalls;
-    }
+    const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
+    if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     if (memoized) op.memo = static_cast<std::uint32_t>(plan_.memos_.size());
     const auto at = push(op);
     loops_.push_back({n.var, op.slot});
@@ -21754,7 +21830,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
       iteration = push(it);
     }
     visit(n.body);
-    if (memoized && memo_->ok) {
+    if (memoized && memo_->scan.ok) {
       // its keys, computed at the top of an iteration (compiled as fields of no loop inside)
       MemoScan scanned = std::move(*memo_);
       memo_.reset();
@@ -21762,12 +21838,12 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
       m.first_key = static_cast<std::uint32_t>(plan_.memo_keys_.size());
       for (const auto& k : scanned.keys) plan_.memo_keys_.push_back(field(k));
       m.keys = static_cast<std::uint32_t>(scanned.keys.size());
-      m.affine = scanned.affine;
-      m.calls = static_cast<std::uint32_t>(std::max<std::int64_t>(scanned.calls, 1));
+      m.affine = scanned.scan.affine;
+      m.calls = static_cast<std::uint32_t>(std::max<std::int64_t>(scanned.scan.calls, 1));
       plan_.memos_.push_back(m);
       memo_ = std::move(scanned);
     }
-    if (memo_) memo_->repeat = repeat;
+    if (memo_) memo_->scan.close(repeat);
     loops_.pop_back();
     ReplayPlan::Op end;
     end.kind = OpKind::EndFor;
@@ -21779,40 +21855,16 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     if (memoized) plan_.ops_[iteration].jump = end_at;
   }
 
-  // A field of the loop being scanned: a key where it reads the loop's variable; the loop
-  // cannot be memoized where it also reads a loop inside the body (it cannot be computed at
-  // the top of an iteration), or a kernel's field reads one (a copied iteration would miss the
-  // kernel's memo).
+  // A field of the loop being scanned: a key where it reads the loop's variable alone.
   void scan(const ne::Expr& x) {
-    MemoScan& m = *memo_;
-    const auto among = [](const std::vector<std::uint64_t>& ids, std::uint64_t id) {
-      return std::find(ids.begin(), ids.end(), id) != ids.end();
-    };
-    bool var = false, inner = false, kernel = false;
-    for (const auto& v : ne::free_vars(x)) {
-      var = var || v.id() == m.var.id();
-      inner = inner || among(m.inner, v.id());
-      kernel = kernel || among(m.kernel_loops, v.id());
-    }
-    if (var && (inner || kernel)) m.ok = false;
-    if (in_kernel_ && inner) m.ok = false;
-    if (var && !inner && !kernel &&
-        std::none_of(m.keys.begin(), m.keys.end(),
+    if (memo_->scan.read(x, in_kernel_) &&
+        std::none_of(memo_->keys.begin(), memo_->keys.end(),
                      [&](const ne::Expr& k) { return ne::equal(k, x); }))
-      m.keys.push_back(x);
+      memo_->keys.push_back(x);
   }
-  // A transfer's DRAM offset: a copied iteration recomputes it, so it is no key; the loop's
-  // iterations are copied whole when every offset is affine in its variable with a step the
-  // same in every iteration (free of the loops inside it).
+  // A transfer's DRAM offset: a copied iteration recomputes it, so it is no key.
   void dram_field(const te::Expr& e) {
-    if (memo_ && memo_->affine) {
-      if (const auto* i = e.as<te::IndexNode>()) {
-        const auto form = ne::linear_form(i->index, {memo_->var});
-        memo_->affine = form.has_value() && !ne::detail::uses_any(form->strides[0], memo_->inside);
-      } else if (e.as<te::IntImmNode>() == nullptr) {
-        memo_->affine = false;
-      }
-    }
+    if (memo_) memo_->scan.dram(e);
     auto scanned = std::move(memo_);
     memo_.reset();
     field(e);
@@ -21820,7 +21872,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
   }
   // A call that writes an instruction, in the loop being scanned.
   void count_call() {
-    if (memo_) memo_->calls = std::min(memo_->calls + memo_->repeat, kMaxMemoCalls);
+    if (memo_) memo_->scan.call();
   }
 
   // Whether register r is a loop variable's (not a dim's, nor one computed from dims alone).
@@ -23647,6 +23699,8 @@ std::string cpp_expr(const ne::Expr& e,
 // end dlavm/ne/affine.hpp
 // begin dlavm/vta/codegen.hpp
 // end dlavm/vta/codegen.hpp
+// begin dlavm/vta/loop_memo_scan.hpp
+// end dlavm/vta/loop_memo_scan.hpp
 
 #include <fmt/format.h>
 
@@ -23733,20 +23787,13 @@ DLAVM_INLINE std::string cpp_expr(const ne::Expr& e,
 
 namespace detail {
 
-// The loop a ReplayPrinter memoizes (at namespace scope: Clang before 16 finds a class nested
-// in the printer, with member initializers, not default-constructible inside it): the loops opened
-// inside it (its body's and its kernels'), the expressions of its variable its keys are, whether it
-// can be memoized, and an upper bound of the calls of an iteration that write an instruction
-// (ReplayPrinter::kMaxMemoCalls: unknown).
+// The loop a ReplayPrinter memoizes (LoopMemoScan) and its keys, as printed (at namespace
+// scope: Clang before 16 finds a class nested in the printer, with member initializers, not
+// default-constructible inside it).
 struct MemoLoop {
-  std::uint64_t var = 0;
-  std::optional<ne::Var> loop_var;
-  std::vector<std::uint64_t> inner, kernel_loops;
-  std::vector<ne::Var> inside;  // the loops opened in its body, kernels' included
+  explicit MemoLoop(ne::Var v) : scan(std::move(v)) {}
+  LoopMemoScan scan;
   std::vector<std::string> keys;
-  bool ok = true;
-  bool affine = true;                  // its DRAM offsets move by the same step every iteration
-  std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
 };
 
 // Prints the program's statements as C++, one Replay call per intrinsic, as the host's
@@ -23759,22 +23806,18 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   fmt::memory_buffer out;
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    // (a loop of fewer than three iterations has none to copy: one runs, one is recorded)
-    const auto* extent = n.extent.as<ne::IntImmNode>();
-    if (in_kernel_ || memo_ || plain_ == &n || (extent != nullptr && extent->value < 3))
+    if (in_kernel_ || memo_ || plain_ == &n || !LoopMemoScan::candidate(n.extent))
       return loop(n, false);
     // The outermost loops outside kernels are memoized (LoopMemo) when the values their body
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
     // iteration: printed first to learn which those are, then, if they cannot, printed again
     // as a plain loop whose inner loops may be memoized themselves.
     const Printed before{out.size(), kernels_, loops_, memos_, used_};
-    memo_.emplace();
-    memo_->var = n.var.id();
-    memo_->loop_var = n.var;
+    memo_.emplace(n.var);
     loop(n, true);
-    const MemoLoop memo = std::move(*memo_);
+    const bool ok = memo_->scan.ok;
     memo_.reset();
-    if (memo.ok) return;
+    if (ok) return;
     out.resize(before.out);
     kernels_ = before.kernels;
     loops_ = before.loops;
@@ -23908,9 +23951,6 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
 
  private:
-  // An iteration records at most this many calls (a longer one is not copied): the memo's
-  // arrays are on the replay's stack.
-  static constexpr std::int64_t kMaxMemoCalls = 128;
   // What printing a loop as memoized changed, to print it again as a plain loop.
   struct Printed {
     std::size_t out;
@@ -23931,16 +23971,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
          extent);
     ++depth_;
     if (!in_kernel_) loop_ids_.push_back(n.var.id());
-    const std::int64_t repeat = memo_ ? memo_->repeat : 1;
-    if (memo_ && !memoized) {
-      (in_kernel_ ? memo_->kernel_loops : memo_->inner).push_back(n.var.id());
-      memo_->inside.push_back(n.var);
-      const auto* k = n.extent.as<ne::IntImmNode>();
-      if (!in_kernel_)
-        memo_->repeat = k != nullptr && k->value >= 0 && k->value <= kMaxMemoCalls
-                            ? std::min(repeat * k->value, kMaxMemoCalls)
-                            : kMaxMemoCalls;
-    }
+    const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
+    if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     if (!memoized) {
       visit(n.body);
     } else {  // the body first: its keys are known once it is printed
@@ -23952,12 +23984,12 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       fmt::memory_buffer body = std::move(out);
       out = std::move(outside);
       line("if (r.iteration_begin(lm, lm.same({}), {} + 1 < {}_end, {})) {{",
-           fmt::join(memo_->keys, ", "), name, name, memo_->affine);
+           fmt::join(memo_->keys, ", "), name, name, memo_->scan.affine);
       out.append(body.data(), body.data() + body.size());
       line("}}");
       line("if (!r.iteration_end(lm)) return false;");
     }
-    if (memo_) memo_->repeat = repeat;
+    if (memo_) memo_->scan.close(repeat);
     if (!in_kernel_) loop_ids_.pop_back();
     --depth_;
     line("}}");
@@ -23966,7 +23998,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       fmt::memory_buffer memo;
       for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
       fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}, {}> lm{{}};\n",
-                     memo_->keys.size(), std::max<std::int64_t>(memo_->calls, 1),
+                     memo_->keys.size(), std::max<std::int64_t>(memo_->scan.calls, 1),
                      prog_.regions().size());
       // after the block's opening line
       const std::size_t at = memo_at + static_cast<std::size_t>(2 * depth_) + 2;
@@ -23979,7 +24011,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
   // A call that writes an instruction, in the loop being memoized.
   void count_call() {
-    if (memo_) memo_->calls = std::min(memo_->calls + memo_->repeat, kMaxMemoCalls);
+    if (memo_) memo_->scan.call();
   }
   template <class... Args>
   void line(fmt::format_string<Args...> f, Args&&... args) {
@@ -23991,18 +24023,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::string index(const ne::Expr& e) {
     std::vector<std::size_t> outer;  // the loops around the kernel being printed it reads
     bool inner = false;              // and whether it reads a loop inside that kernel
-    // whether it reads the memoized loop's variable, a loop inside its body, a kernel's loop
-    bool memo_var = false, memo_inner = false, memo_kernel = false;
-    const auto among = [](const std::vector<std::uint64_t>& ids, std::uint64_t id) {
-      return std::find(ids.begin(), ids.end(), id) != ids.end();
-    };
     std::string code = cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
       if (const auto it = names_.find(v.id); it != names_.end()) {
-        if (memo_) {
-          memo_var = memo_var || v.id == memo_->var;
-          memo_inner = memo_inner || among(memo_->inner, v.id);
-          memo_kernel = memo_kernel || among(memo_->kernel_loops, v.id);
-        }
         bool around = false;
         for (std::size_t k = 0; k < keys_.size(); ++k)
           if (loop_ids_[k] == v.id) {
@@ -24023,16 +24045,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
           "(given: {})",
           prog_.name(), v.name, fmt::join(dims_, ", "));
     });
-    if (memo_ && !dram_) {
-      // a value of the iteration is a key; one that also varies inside it cannot be computed
-      // at its top, and a kernel's value that varies with an inner loop would miss the
-      // kernel's memo (KernelMemo) in a copied iteration
-      if (memo_var && (memo_inner || memo_kernel)) memo_->ok = false;
-      if (kernel_ && memo_inner) memo_->ok = false;
-      if (memo_var && !memo_inner && !memo_kernel &&
-          std::find(memo_->keys.begin(), memo_->keys.end(), code) == memo_->keys.end())
-        memo_->keys.push_back(code);
-    }
+    // a value of the memoized loop's iteration is a key (LoopMemoScan)
+    if (memo_ && !dram_ && memo_->scan.read(e, kernel_) &&
+        std::find(memo_->keys.begin(), memo_->keys.end(), code) == memo_->keys.end())
+      memo_->keys.push_back(code);
     if (outer.empty()) return code;
     if (inner) {  // varies inside the kernel: the loops it reads around it are its memo's keys
       for (const std::size_t k : outer) keys_[k] = true;
@@ -24047,16 +24063,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   // A transfer's DRAM offset: a memoized loop's copy of an iteration recomputes it, so it is
   // no key.
   std::string dram_offset(const te::Expr& e) {
-    // a memoized loop copies whole iterations when every offset is affine in its variable,
-    // with a step the same in every iteration (free of the loops inside it)
-    if (memo_ && memo_->affine) {
-      if (const auto* i = e.as<te::IndexNode>()) {
-        const auto form = ne::linear_form(i->index, {*memo_->loop_var});
-        memo_->affine = form.has_value() && !ne::detail::uses_any(form->strides[0], memo_->inside);
-      } else if (e.as<te::IntImmNode>() == nullptr) {
-        memo_->affine = false;
-      }
-    }
+    if (memo_) memo_->scan.dram(e);
     dram_ = true;
     auto code = value(e);
     dram_ = false;

@@ -3,6 +3,7 @@
 
 #include <dlavm/ne/affine.hpp>
 #include <dlavm/vta/codegen.hpp>
+#include <dlavm/vta/loop_memo_scan.hpp>
 
 #include <fmt/format.h>
 
@@ -89,20 +90,13 @@ DLAVM_INLINE std::string cpp_expr(const ne::Expr& e,
 
 namespace detail {
 
-// The loop a ReplayPrinter memoizes (at namespace scope: Clang before 16 finds a class nested
-// in the printer, with member initializers, not default-constructible inside it): the loops opened
-// inside it (its body's and its kernels'), the expressions of its variable its keys are, whether it
-// can be memoized, and an upper bound of the calls of an iteration that write an instruction
-// (ReplayPrinter::kMaxMemoCalls: unknown).
+// The loop a ReplayPrinter memoizes (LoopMemoScan) and its keys, as printed (at namespace
+// scope: Clang before 16 finds a class nested in the printer, with member initializers, not
+// default-constructible inside it).
 struct MemoLoop {
-  std::uint64_t var = 0;
-  std::optional<ne::Var> loop_var;
-  std::vector<std::uint64_t> inner, kernel_loops;
-  std::vector<ne::Var> inside;  // the loops opened in its body, kernels' included
+  explicit MemoLoop(ne::Var v) : scan(std::move(v)) {}
+  LoopMemoScan scan;
   std::vector<std::string> keys;
-  bool ok = true;
-  bool affine = true;                  // its DRAM offsets move by the same step every iteration
-  std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
 };
 
 // Prints the program's statements as C++, one Replay call per intrinsic, as the host's
@@ -115,22 +109,18 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   fmt::memory_buffer out;
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    // (a loop of fewer than three iterations has none to copy: one runs, one is recorded)
-    const auto* extent = n.extent.as<ne::IntImmNode>();
-    if (in_kernel_ || memo_ || plain_ == &n || (extent != nullptr && extent->value < 3))
+    if (in_kernel_ || memo_ || plain_ == &n || !LoopMemoScan::candidate(n.extent))
       return loop(n, false);
     // The outermost loops outside kernels are memoized (LoopMemo) when the values their body
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
     // iteration: printed first to learn which those are, then, if they cannot, printed again
     // as a plain loop whose inner loops may be memoized themselves.
     const Printed before{out.size(), kernels_, loops_, memos_, used_};
-    memo_.emplace();
-    memo_->var = n.var.id();
-    memo_->loop_var = n.var;
+    memo_.emplace(n.var);
     loop(n, true);
-    const MemoLoop memo = std::move(*memo_);
+    const bool ok = memo_->scan.ok;
     memo_.reset();
-    if (memo.ok) return;
+    if (ok) return;
     out.resize(before.out);
     kernels_ = before.kernels;
     loops_ = before.loops;
@@ -264,9 +254,6 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
 
  private:
-  // An iteration records at most this many calls (a longer one is not copied): the memo's
-  // arrays are on the replay's stack.
-  static constexpr std::int64_t kMaxMemoCalls = 128;
   // What printing a loop as memoized changed, to print it again as a plain loop.
   struct Printed {
     std::size_t out;
@@ -287,16 +274,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
          extent);
     ++depth_;
     if (!in_kernel_) loop_ids_.push_back(n.var.id());
-    const std::int64_t repeat = memo_ ? memo_->repeat : 1;
-    if (memo_ && !memoized) {
-      (in_kernel_ ? memo_->kernel_loops : memo_->inner).push_back(n.var.id());
-      memo_->inside.push_back(n.var);
-      const auto* k = n.extent.as<ne::IntImmNode>();
-      if (!in_kernel_)
-        memo_->repeat = k != nullptr && k->value >= 0 && k->value <= kMaxMemoCalls
-                            ? std::min(repeat * k->value, kMaxMemoCalls)
-                            : kMaxMemoCalls;
-    }
+    const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
+    if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     if (!memoized) {
       visit(n.body);
     } else {  // the body first: its keys are known once it is printed
@@ -308,12 +287,12 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       fmt::memory_buffer body = std::move(out);
       out = std::move(outside);
       line("if (r.iteration_begin(lm, lm.same({}), {} + 1 < {}_end, {})) {{",
-           fmt::join(memo_->keys, ", "), name, name, memo_->affine);
+           fmt::join(memo_->keys, ", "), name, name, memo_->scan.affine);
       out.append(body.data(), body.data() + body.size());
       line("}}");
       line("if (!r.iteration_end(lm)) return false;");
     }
-    if (memo_) memo_->repeat = repeat;
+    if (memo_) memo_->scan.close(repeat);
     if (!in_kernel_) loop_ids_.pop_back();
     --depth_;
     line("}}");
@@ -322,7 +301,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       fmt::memory_buffer memo;
       for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
       fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}, {}> lm{{}};\n",
-                     memo_->keys.size(), std::max<std::int64_t>(memo_->calls, 1),
+                     memo_->keys.size(), std::max<std::int64_t>(memo_->scan.calls, 1),
                      prog_.regions().size());
       // after the block's opening line
       const std::size_t at = memo_at + static_cast<std::size_t>(2 * depth_) + 2;
@@ -335,7 +314,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
   // A call that writes an instruction, in the loop being memoized.
   void count_call() {
-    if (memo_) memo_->calls = std::min(memo_->calls + memo_->repeat, kMaxMemoCalls);
+    if (memo_) memo_->scan.call();
   }
   template <class... Args>
   void line(fmt::format_string<Args...> f, Args&&... args) {
@@ -347,18 +326,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::string index(const ne::Expr& e) {
     std::vector<std::size_t> outer;  // the loops around the kernel being printed it reads
     bool inner = false;              // and whether it reads a loop inside that kernel
-    // whether it reads the memoized loop's variable, a loop inside its body, a kernel's loop
-    bool memo_var = false, memo_inner = false, memo_kernel = false;
-    const auto among = [](const std::vector<std::uint64_t>& ids, std::uint64_t id) {
-      return std::find(ids.begin(), ids.end(), id) != ids.end();
-    };
     std::string code = cpp_expr(e, [&](const ne::VarNode& v) -> std::string {
       if (const auto it = names_.find(v.id); it != names_.end()) {
-        if (memo_) {
-          memo_var = memo_var || v.id == memo_->var;
-          memo_inner = memo_inner || among(memo_->inner, v.id);
-          memo_kernel = memo_kernel || among(memo_->kernel_loops, v.id);
-        }
         bool around = false;
         for (std::size_t k = 0; k < keys_.size(); ++k)
           if (loop_ids_[k] == v.id) {
@@ -379,16 +348,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
           "(given: {})",
           prog_.name(), v.name, fmt::join(dims_, ", "));
     });
-    if (memo_ && !dram_) {
-      // a value of the iteration is a key; one that also varies inside it cannot be computed
-      // at its top, and a kernel's value that varies with an inner loop would miss the
-      // kernel's memo (KernelMemo) in a copied iteration
-      if (memo_var && (memo_inner || memo_kernel)) memo_->ok = false;
-      if (kernel_ && memo_inner) memo_->ok = false;
-      if (memo_var && !memo_inner && !memo_kernel &&
-          std::find(memo_->keys.begin(), memo_->keys.end(), code) == memo_->keys.end())
-        memo_->keys.push_back(code);
-    }
+    // a value of the memoized loop's iteration is a key (LoopMemoScan)
+    if (memo_ && !dram_ && memo_->scan.read(e, kernel_) &&
+        std::find(memo_->keys.begin(), memo_->keys.end(), code) == memo_->keys.end())
+      memo_->keys.push_back(code);
     if (outer.empty()) return code;
     if (inner) {  // varies inside the kernel: the loops it reads around it are its memo's keys
       for (const std::size_t k : outer) keys_[k] = true;
@@ -403,16 +366,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   // A transfer's DRAM offset: a memoized loop's copy of an iteration recomputes it, so it is
   // no key.
   std::string dram_offset(const te::Expr& e) {
-    // a memoized loop copies whole iterations when every offset is affine in its variable,
-    // with a step the same in every iteration (free of the loops inside it)
-    if (memo_ && memo_->affine) {
-      if (const auto* i = e.as<te::IndexNode>()) {
-        const auto form = ne::linear_form(i->index, {*memo_->loop_var});
-        memo_->affine = form.has_value() && !ne::detail::uses_any(form->strides[0], memo_->inside);
-      } else if (e.as<te::IntImmNode>() == nullptr) {
-        memo_->affine = false;
-      }
-    }
+    if (memo_) memo_->scan.dram(e);
     dram_ = true;
     auto code = value(e);
     dram_ = false;

@@ -9,6 +9,7 @@
 #include <dlavm/ne/structural.hpp>
 #include <dlavm/ne/substitute.hpp>
 #include <dlavm/tir/functor.hpp>
+#include <dlavm/vta/loop_memo_scan.hpp>
 #include <dlavm/vta/replay_plan.hpp>
 
 #include <fmt/format.h>
@@ -32,9 +33,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
   }
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    // (a loop of fewer than three iterations has none to copy: one runs, one is recorded)
-    const auto* extent = n.extent.as<ne::IntImmNode>();
-    if (in_kernel_ || memo_ || plain_ == &n || (extent != nullptr && extent->value < 3))
+    if (in_kernel_ || memo_ || plain_ == &n || !LoopMemoScan::candidate(n.extent))
       return loop(n, false);
     // The outermost loops outside kernels are memoized (ReplayPlan::LoopMemo) when the values
     // their body reads from their variable, DRAM offsets aside, can be computed at the top of
@@ -43,7 +42,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     const Snapshot before = snapshot();
     memo_.emplace(n.var);
     loop(n, true);
-    const bool ok = memo_->ok;
+    const bool ok = memo_->scan.ok;
     memo_.reset();
     if (ok) return;
     restore(before);
@@ -202,21 +201,12 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
         std::clamp(v, -static_cast<double>(kSafe), static_cast<double>(kSafe)));
   }
 
-  // The loop being scanned for memoization, as vta::replay_source's ReplayPrinter scans it:
-  // the loops opened inside it (its body's and its kernels'), the values of its variable that
-  // are its keys, whether it can be memoized, the calls of an iteration that write an
-  // instruction (at most kMaxMemoCalls: the memo holds no more) and the iterations of the
-  // inner loops open.
+  // The loop being scanned for memoization (LoopMemoScan) and its keys' expressions.
   struct MemoScan {
-    explicit MemoScan(ne::Var v) : var(std::move(v)) {}
-    ne::Var var;
-    std::vector<std::uint64_t> inner, kernel_loops;
-    std::vector<ne::Var> inside;
+    explicit MemoScan(ne::Var v) : scan(std::move(v)) {}
+    LoopMemoScan scan;
     std::vector<ne::Expr> keys;
-    bool ok = true, affine = true;
-    std::int64_t calls = 0, repeat = 1;
   };
-  static constexpr std::int64_t kMaxMemoCalls = 128;
   // The plan's sizes before a loop compiled as memoized, to compile it again as a plain one.
   struct Snapshot {
     std::size_t ops, fields, terms, args, general, symbols, invariants, kernels, keys, memos,
@@ -262,16 +252,8 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     // the variable's values: [min, min + extent - 1], as far as the bounds know
     ranges_.push_back(
         {lo.lo, saturate(static_cast<double>(lo.hi) + static_cast<double>(extent.hi) - 1)});
-    const std::int64_t repeat = memo_ ? memo_->repeat : 1;
-    if (memo_ && !memoized) {
-      (in_kernel_ ? memo_->kernel_loops : memo_->inner).push_back(n.var.id());
-      memo_->inside.push_back(n.var);
-      const auto* k = n.extent.as<ne::IntImmNode>();
-      if (!in_kernel_)
-        memo_->repeat = k != nullptr && k->value >= 0 && k->value <= kMaxMemoCalls
-                            ? std::min(repeat * k->value, kMaxMemoCalls)
-                            : kMaxMemoCalls;
-    }
+    const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
+    if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     if (memoized) op.memo = static_cast<std::uint32_t>(plan_.memos_.size());
     const auto at = push(op);
     loops_.push_back({n.var, op.slot});
@@ -284,7 +266,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
       iteration = push(it);
     }
     visit(n.body);
-    if (memoized && memo_->ok) {
+    if (memoized && memo_->scan.ok) {
       // its keys, computed at the top of an iteration (compiled as fields of no loop inside)
       MemoScan scanned = std::move(*memo_);
       memo_.reset();
@@ -292,12 +274,12 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
       m.first_key = static_cast<std::uint32_t>(plan_.memo_keys_.size());
       for (const auto& k : scanned.keys) plan_.memo_keys_.push_back(field(k));
       m.keys = static_cast<std::uint32_t>(scanned.keys.size());
-      m.affine = scanned.affine;
-      m.calls = static_cast<std::uint32_t>(std::max<std::int64_t>(scanned.calls, 1));
+      m.affine = scanned.scan.affine;
+      m.calls = static_cast<std::uint32_t>(std::max<std::int64_t>(scanned.scan.calls, 1));
       plan_.memos_.push_back(m);
       memo_ = std::move(scanned);
     }
-    if (memo_) memo_->repeat = repeat;
+    if (memo_) memo_->scan.close(repeat);
     loops_.pop_back();
     ReplayPlan::Op end;
     end.kind = OpKind::EndFor;
@@ -309,40 +291,16 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     if (memoized) plan_.ops_[iteration].jump = end_at;
   }
 
-  // A field of the loop being scanned: a key where it reads the loop's variable; the loop
-  // cannot be memoized where it also reads a loop inside the body (it cannot be computed at
-  // the top of an iteration), or a kernel's field reads one (a copied iteration would miss the
-  // kernel's memo).
+  // A field of the loop being scanned: a key where it reads the loop's variable alone.
   void scan(const ne::Expr& x) {
-    MemoScan& m = *memo_;
-    const auto among = [](const std::vector<std::uint64_t>& ids, std::uint64_t id) {
-      return std::find(ids.begin(), ids.end(), id) != ids.end();
-    };
-    bool var = false, inner = false, kernel = false;
-    for (const auto& v : ne::free_vars(x)) {
-      var = var || v.id() == m.var.id();
-      inner = inner || among(m.inner, v.id());
-      kernel = kernel || among(m.kernel_loops, v.id());
-    }
-    if (var && (inner || kernel)) m.ok = false;
-    if (in_kernel_ && inner) m.ok = false;
-    if (var && !inner && !kernel &&
-        std::none_of(m.keys.begin(), m.keys.end(),
+    if (memo_->scan.read(x, in_kernel_) &&
+        std::none_of(memo_->keys.begin(), memo_->keys.end(),
                      [&](const ne::Expr& k) { return ne::equal(k, x); }))
-      m.keys.push_back(x);
+      memo_->keys.push_back(x);
   }
-  // A transfer's DRAM offset: a copied iteration recomputes it, so it is no key; the loop's
-  // iterations are copied whole when every offset is affine in its variable with a step the
-  // same in every iteration (free of the loops inside it).
+  // A transfer's DRAM offset: a copied iteration recomputes it, so it is no key.
   void dram_field(const te::Expr& e) {
-    if (memo_ && memo_->affine) {
-      if (const auto* i = e.as<te::IndexNode>()) {
-        const auto form = ne::linear_form(i->index, {memo_->var});
-        memo_->affine = form.has_value() && !ne::detail::uses_any(form->strides[0], memo_->inside);
-      } else if (e.as<te::IntImmNode>() == nullptr) {
-        memo_->affine = false;
-      }
-    }
+    if (memo_) memo_->scan.dram(e);
     auto scanned = std::move(memo_);
     memo_.reset();
     field(e);
@@ -350,7 +308,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
   }
   // A call that writes an instruction, in the loop being scanned.
   void count_call() {
-    if (memo_) memo_->calls = std::min(memo_->calls + memo_->repeat, kMaxMemoCalls);
+    if (memo_) memo_->scan.call();
   }
 
   // Whether register r is a loop variable's (not a dim's, nor one computed from dims alone).

@@ -1,0 +1,90 @@
+// vta::detail::LoopMemoScan: which loops a replay memoizes (runtime::LoopMemo), decided by one
+// rule for the host's replay plan (vta/replay_plan.hpp) and the generated replay
+// (vta/codegen.hpp), each of which walks the loop's body once, telling the scan what it opens
+// and reads:
+//   an outermost loop outside kernels, of three iterations or more or a symbolic count;
+//   its keys: the values the body reads from its variable, DRAM offsets aside, each computed
+//   at the top of an iteration; it cannot be memoized where a value reads its variable and a
+//   loop opened inside its body (or a kernel's loop), nor where a kernel's value reads a loop
+//   inside the body (a copied iteration would then miss the kernel's memo);
+//   `affine`: every DRAM offset is affine in its variable with a step free of the loops inside
+//   (a copy then runs no calls);
+//   `calls`: at most how many calls of an iteration write an instruction (the memo's size,
+//   capped at kMaxCalls: an iteration with more is not copied).
+#pragma once
+
+#include <dlavm/ne/affine.hpp>
+#include <dlavm/ne/expr.hpp>
+#include <dlavm/ne/functor.hpp>
+#include <dlavm/te/expr.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+struct LoopMemoScan {
+  static constexpr std::int64_t kMaxCalls = 128;
+
+  explicit LoopMemoScan(ne::Var v) : var(std::move(v)) {}
+
+  // Whether a loop is a candidate (`extent`: its iteration count).
+  static bool candidate(const ne::Expr& extent) {
+    const auto* k = extent.as<ne::IntImmNode>();
+    return k == nullptr || k->value >= 3;  // fewer: one runs, one is recorded, none copied
+  }
+
+  // A loop `v` of `extent` iterations opened in the body (in a kernel or not); close() with
+  // the `repeat` before it when it closes.
+  void open(const ne::Var& v, const ne::Expr& extent, bool in_kernel) {
+    (in_kernel ? kernel_loops : inner).push_back(v.id());
+    inside.push_back(v);
+    const auto* k = extent.as<ne::IntImmNode>();
+    if (!in_kernel)
+      repeat = k != nullptr && k->value >= 0 && k->value <= kMaxCalls
+                   ? std::min(repeat * k->value, kMaxCalls)
+                   : kMaxCalls;
+  }
+  void close(std::int64_t before) { repeat = before; }
+
+  // A value the body reads, other than a DRAM offset (`in_kernel`: a kernel's, its
+  // instruction's fields included): whether it is a key.
+  bool read(const ne::Expr& e, bool in_kernel) {
+    bool reads_var = false, reads_inner = false, reads_kernel = false;
+    for (const auto& v : ne::free_vars(e)) {
+      reads_var = reads_var || v.id() == var.id();
+      reads_inner = reads_inner || among(inner, v.id());
+      reads_kernel = reads_kernel || among(kernel_loops, v.id());
+    }
+    if (reads_var && (reads_inner || reads_kernel)) ok = false;
+    if (in_kernel && reads_inner) ok = false;
+    return reads_var && !reads_inner && !reads_kernel;
+  }
+  // A transfer's DRAM offset (an IntImm or an Index).
+  void dram(const te::Expr& e) {
+    if (!affine) return;
+    if (const auto* i = e.as<te::IndexNode>()) {
+      const auto form = ne::linear_form(i->index, {var});
+      affine = form.has_value() && !ne::detail::uses_any(form->strides[0], inside);
+    } else if (e.as<te::IntImmNode>() == nullptr) {
+      affine = false;
+    }
+  }
+  // A call that writes an instruction.
+  void call() { calls = std::min(calls + repeat, kMaxCalls); }
+
+  ne::Var var;
+  std::vector<std::uint64_t> inner, kernel_loops;  // loops opened in the body, kernels' apart
+  std::vector<ne::Var> inside;                     // both
+  bool ok = true, affine = true;
+  std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
+
+ private:
+  static bool among(const std::vector<std::uint64_t>& ids, std::uint64_t id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  }
+};
+
+}  // namespace dlavm::vta::detail
