@@ -21394,6 +21394,8 @@ class ReplayPlan {
     const te::CallNode* call = nullptr;  // its intrinsic (messages; the kernel's instruction)
   };
   static constexpr std::uint32_t kNoMemo = 0xffffffffu;
+  // the keys a kernel site's memo holds, the oldest replaced
+  static constexpr int kKernelEntries = 8;
 
  private:
   friend class PlanCompiler;
@@ -21487,7 +21489,8 @@ class ReplayPlan {
 //   its keys: the values the body reads from its variable, DRAM offsets aside, each computed
 //   at the top of an iteration; it cannot be memoized where a value reads its variable and a
 //   loop opened inside its body (or a kernel's loop), nor where a kernel's value reads a loop
-//   inside the body (a copied iteration would then miss the kernel's memo);
+//   inside the body and the kernel's memo holds one key (a copied iteration would then miss
+//   it);
 //   `affine`: every DRAM offset is affine in its variable with a step free of the loops inside
 //   (a copy then runs no calls);
 //   `calls`: at most how many calls of an iteration write an instruction (the memo's size,
@@ -21512,7 +21515,11 @@ namespace dlavm::vta::detail {
 struct LoopMemoScan {
   static constexpr std::int64_t kMaxCalls = 128;
 
-  explicit LoopMemoScan(ne::Var v) : var(std::move(v)) {}
+  // `kernel_entries`: how many keys a kernel site's memo holds (the generated replay's
+  // runtime::KernelMemo one, the host's plan several): with more than one, a kernel's value
+  // may vary with a loop inside the body, each of its values found again in a copy.
+  explicit LoopMemoScan(ne::Var v, int kernel_entries = 1)
+      : var(std::move(v)), kernel_entries_(kernel_entries) {}
 
   // Whether a loop is a candidate (`extent`: its iteration count).
   static bool candidate(const ne::Expr& extent) {
@@ -21543,7 +21550,7 @@ struct LoopMemoScan {
       reads_kernel = reads_kernel || among(kernel_loops, v.id());
     }
     if (reads_var && (reads_inner || reads_kernel)) ok = false;
-    if (in_kernel && reads_inner) ok = false;
+    if (in_kernel && reads_inner && kernel_entries_ == 1) ok = false;
     return reads_var && !reads_inner && !reads_kernel;
   }
   // A transfer's DRAM offset (an IntImm or an Index).
@@ -21566,6 +21573,7 @@ struct LoopMemoScan {
   std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
 
  private:
+  int kernel_entries_ = 1;
   static bool among(const std::vector<std::uint64_t>& ids, std::uint64_t id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
   }
@@ -21767,7 +21775,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
 
   // The loop being scanned for memoization (LoopMemoScan) and its keys' expressions.
   struct MemoScan {
-    explicit MemoScan(ne::Var v) : scan(std::move(v)) {}
+    explicit MemoScan(ne::Var v) : scan(std::move(v), ReplayPlan::kKernelEntries) {}
     LoopMemoScan scan;
     std::vector<ne::Expr> keys;
   };
@@ -22208,6 +22216,12 @@ struct ReplayWorkspace {
     runtime::WrittenKernel written;
     const ReplayPlan::Op* last = nullptr;
   };
+  // per kernel site: its last kKernelEntries keys, the oldest replaced (counted in
+  // `replaced`: a loop copy must not start after one, its kernels might miss)
+  struct Site {
+    Memo entry[ReplayPlan::kKernelEntries];
+    std::uint32_t next = 0;
+  };
   // per memoized loop: a runtime::LoopTape over arrays of the loop's sizes (what a generated
   // replay's runtime::LoopMemo holds)
   struct Loop {
@@ -22218,8 +22232,10 @@ struct ReplayWorkspace {
     std::vector<std::uint8_t> map_module;
     std::vector<std::uint32_t> map_where;
     runtime::LoopTape tape;
+    std::uint64_t replaced = 0;  // kernel memo entries replaced when its last iteration began
     // A fresh tape, as the loop is entered.
-    void start(const ReplayPlan::LoopMemo& m, std::size_t regions) {
+    void start(const ReplayPlan::LoopMemo& m, std::size_t regions, std::uint64_t replaced_now) {
+      replaced = replaced_now;
       keys.resize(m.keys + 1);
       calls.resize(m.calls + 1);
       edits.resize(m.calls + 1);
@@ -22247,7 +22263,9 @@ struct ReplayWorkspace {
   std::vector<std::int64_t> regs;
   std::vector<runtime::RegionState> states;
   std::vector<runtime::UopOp> uops;
-  std::vector<Memo> memo;
+  std::vector<Site> memo;
+  std::uint64_t replaced = 0;
+  std::vector<std::int64_t> key;  // the kernel being entered's keys
   std::vector<Loop> loops;
 };
 
@@ -22284,9 +22302,13 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
   };
   const Op* kernel = nullptr;  // the kernel's last micro-op call
   using Memo = ReplayWorkspace::Memo;
-  std::vector<Memo>& memo = ws.memo;
+  std::vector<ReplayWorkspace::Site>& memo = ws.memo;
   if (memo.size() < kernels_.size()) memo.resize(kernels_.size());
-  for (std::size_t k = 0; k < kernels_.size(); ++k) memo[k].valid = false;
+  for (std::size_t k = 0; k < kernels_.size(); ++k) {
+    for (auto& e : memo[k].entry) e.valid = false;
+    memo[k].next = 0;
+  }
+  ws.replaced = 0;
   Memo* recording = nullptr;
   const auto n = static_cast<std::uint32_t>(ops_.size());
   for (std::uint32_t pc = 0; pc < n;) {
@@ -22301,13 +22323,18 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
         }
         r[op.slot] = lo;
         ends[op.slot] = lo + extent;
-        if (op.memo != kNoMemo) ws.loops[op.memo].start(memos_[op.memo], p.regions.size());
+        if (op.memo != kNoMemo)
+          ws.loops[op.memo].start(memos_[op.memo], p.regions.size(), ws.replaced);
         break;
       }
       case OpKind::Iteration: {
         const LoopMemo& m = memos_[op.memo];
-        runtime::LoopTape& t = ws.loops[op.memo].tape;
-        bool same = t.have_keys;
+        ReplayWorkspace::Loop& loop = ws.loops[op.memo];
+        runtime::LoopTape& t = loop.tape;
+        // not copied after a kernel memo replaced a key: the iteration recorded might have
+        // entered a kernel with it
+        bool same = t.have_keys && loop.replaced == ws.replaced;
+        loop.replaced = ws.replaced;
         for (std::uint32_t k = 0; k < m.keys; ++k) {
           const std::int64_t v = value(memo_keys_[m.first_key + k], r);
           same = same && t.keys[k] == v;
@@ -22340,11 +22367,17 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
         replay.kernel_begin();
         kernel = nullptr;
         const Kernel& k = kernels_[op.slot];
-        Memo& m = memo[op.slot];
-        bool same = m.valid;
-        for (std::uint32_t i = 0; same && i < k.keys; ++i)
-          same = m.key[i] == value(keys_[k.first_key + i], r);
-        if (same) {  // the instruction it wrote last time (if any), again
+        ReplayWorkspace::Site& site = memo[op.slot];
+        ws.key.resize(k.keys);
+        for (std::uint32_t i = 0; i < k.keys; ++i) ws.key[i] = value(keys_[k.first_key + i], r);
+        const Memo* hit = nullptr;
+        for (const auto& e : site.entry)
+          if (e.valid && e.key == ws.key) {
+            hit = &e;
+            break;
+          }
+        if (hit != nullptr) {  // the instruction it wrote with these keys (if any), again
+          const Memo& m = *hit;
           if (m.wrote) {
             const Op& last = *m.last;
             const bool alu = last.micro == Micro::Alu, reset = last.micro == Micro::GemmReset;
@@ -22356,8 +22389,11 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
           pc = op.jump + 1;  // past its KernelEnd
           continue;
         }
-        m.key.resize(k.keys);
-        for (std::uint32_t i = 0; i < k.keys; ++i) m.key[i] = value(keys_[k.first_key + i], r);
+        Memo& m = site.entry[site.next];
+        site.next = (site.next + 1) % kKernelEntries;
+        ws.replaced += m.valid ? 1 : 0;
+        m.valid = false;  // until its KernelEnd
+        m.key = ws.key;
         recording = &m;
         break;
       }

@@ -439,8 +439,9 @@ TEST_CASE("llm layer: the integer-only softmax option equals its reference, near
 
 TEST_CASE("llm layer: instantiation copies loop iterations, the words of every call") {
   // a context of 1,024 positions: the integer softmax's passes over chunks of 256 keys run up
-  // to four iterations, the matmuls' over tiles of keys many more
-  const models::LlmLayer net(64, 4, 128, 1024, 64, 21, llm::Softmax::Integer);
+  // to four iterations; 8 heads: the attention matmuls' loops over pairs of heads four, each
+  // entering its kernels with the sizes of the key tiles inside (kernel memos of several keys)
+  const models::LlmLayer net(128, 8, 128, 1024, 64, 21, llm::Softmax::Integer);
   const auto mod = graph::build(net.function(), graph::Target{}, {.name = "llm_copies"});
   std::size_t memoized = 0, streams = 0;
   for (const auto& s : mod.steps()) {

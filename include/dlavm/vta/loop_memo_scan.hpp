@@ -6,7 +6,8 @@
 //   its keys: the values the body reads from its variable, DRAM offsets aside, each computed
 //   at the top of an iteration; it cannot be memoized where a value reads its variable and a
 //   loop opened inside its body (or a kernel's loop), nor where a kernel's value reads a loop
-//   inside the body (a copied iteration would then miss the kernel's memo);
+//   inside the body and the kernel's memo holds one key (a copied iteration would then miss
+//   it);
 //   `affine`: every DRAM offset is affine in its variable with a step free of the loops inside
 //   (a copy then runs no calls);
 //   `calls`: at most how many calls of an iteration write an instruction (the memo's size,
@@ -28,7 +29,11 @@ namespace dlavm::vta::detail {
 struct LoopMemoScan {
   static constexpr std::int64_t kMaxCalls = 128;
 
-  explicit LoopMemoScan(ne::Var v) : var(std::move(v)) {}
+  // `kernel_entries`: how many keys a kernel site's memo holds (the generated replay's
+  // runtime::KernelMemo one, the host's plan several): with more than one, a kernel's value
+  // may vary with a loop inside the body, each of its values found again in a copy.
+  explicit LoopMemoScan(ne::Var v, int kernel_entries = 1)
+      : var(std::move(v)), kernel_entries_(kernel_entries) {}
 
   // Whether a loop is a candidate (`extent`: its iteration count).
   static bool candidate(const ne::Expr& extent) {
@@ -59,7 +64,7 @@ struct LoopMemoScan {
       reads_kernel = reads_kernel || among(kernel_loops, v.id());
     }
     if (reads_var && (reads_inner || reads_kernel)) ok = false;
-    if (in_kernel && reads_inner) ok = false;
+    if (in_kernel && reads_inner && kernel_entries_ == 1) ok = false;
     return reads_var && !reads_inner && !reads_kernel;
   }
   // A transfer's DRAM offset (an IntImm or an Index).
@@ -82,6 +87,7 @@ struct LoopMemoScan {
   std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
 
  private:
+  int kernel_entries_ = 1;
   static bool among(const std::vector<std::uint64_t>& ids, std::uint64_t id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
   }

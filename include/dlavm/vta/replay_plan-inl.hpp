@@ -203,7 +203,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
 
   // The loop being scanned for memoization (LoopMemoScan) and its keys' expressions.
   struct MemoScan {
-    explicit MemoScan(ne::Var v) : scan(std::move(v)) {}
+    explicit MemoScan(ne::Var v) : scan(std::move(v), ReplayPlan::kKernelEntries) {}
     LoopMemoScan scan;
     std::vector<ne::Expr> keys;
   };
@@ -644,6 +644,12 @@ struct ReplayWorkspace {
     runtime::WrittenKernel written;
     const ReplayPlan::Op* last = nullptr;
   };
+  // per kernel site: its last kKernelEntries keys, the oldest replaced (counted in
+  // `replaced`: a loop copy must not start after one, its kernels might miss)
+  struct Site {
+    Memo entry[ReplayPlan::kKernelEntries];
+    std::uint32_t next = 0;
+  };
   // per memoized loop: a runtime::LoopTape over arrays of the loop's sizes (what a generated
   // replay's runtime::LoopMemo holds)
   struct Loop {
@@ -654,8 +660,10 @@ struct ReplayWorkspace {
     std::vector<std::uint8_t> map_module;
     std::vector<std::uint32_t> map_where;
     runtime::LoopTape tape;
+    std::uint64_t replaced = 0;  // kernel memo entries replaced when its last iteration began
     // A fresh tape, as the loop is entered.
-    void start(const ReplayPlan::LoopMemo& m, std::size_t regions) {
+    void start(const ReplayPlan::LoopMemo& m, std::size_t regions, std::uint64_t replaced_now) {
+      replaced = replaced_now;
       keys.resize(m.keys + 1);
       calls.resize(m.calls + 1);
       edits.resize(m.calls + 1);
@@ -683,7 +691,9 @@ struct ReplayWorkspace {
   std::vector<std::int64_t> regs;
   std::vector<runtime::RegionState> states;
   std::vector<runtime::UopOp> uops;
-  std::vector<Memo> memo;
+  std::vector<Site> memo;
+  std::uint64_t replaced = 0;
+  std::vector<std::int64_t> key;  // the kernel being entered's keys
   std::vector<Loop> loops;
 };
 
@@ -720,9 +730,13 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
   };
   const Op* kernel = nullptr;  // the kernel's last micro-op call
   using Memo = ReplayWorkspace::Memo;
-  std::vector<Memo>& memo = ws.memo;
+  std::vector<ReplayWorkspace::Site>& memo = ws.memo;
   if (memo.size() < kernels_.size()) memo.resize(kernels_.size());
-  for (std::size_t k = 0; k < kernels_.size(); ++k) memo[k].valid = false;
+  for (std::size_t k = 0; k < kernels_.size(); ++k) {
+    for (auto& e : memo[k].entry) e.valid = false;
+    memo[k].next = 0;
+  }
+  ws.replaced = 0;
   Memo* recording = nullptr;
   const auto n = static_cast<std::uint32_t>(ops_.size());
   for (std::uint32_t pc = 0; pc < n;) {
@@ -737,13 +751,18 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
         }
         r[op.slot] = lo;
         ends[op.slot] = lo + extent;
-        if (op.memo != kNoMemo) ws.loops[op.memo].start(memos_[op.memo], p.regions.size());
+        if (op.memo != kNoMemo)
+          ws.loops[op.memo].start(memos_[op.memo], p.regions.size(), ws.replaced);
         break;
       }
       case OpKind::Iteration: {
         const LoopMemo& m = memos_[op.memo];
-        runtime::LoopTape& t = ws.loops[op.memo].tape;
-        bool same = t.have_keys;
+        ReplayWorkspace::Loop& loop = ws.loops[op.memo];
+        runtime::LoopTape& t = loop.tape;
+        // not copied after a kernel memo replaced a key: the iteration recorded might have
+        // entered a kernel with it
+        bool same = t.have_keys && loop.replaced == ws.replaced;
+        loop.replaced = ws.replaced;
         for (std::uint32_t k = 0; k < m.keys; ++k) {
           const std::int64_t v = value(memo_keys_[m.first_key + k], r);
           same = same && t.keys[k] == v;
@@ -776,11 +795,17 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
         replay.kernel_begin();
         kernel = nullptr;
         const Kernel& k = kernels_[op.slot];
-        Memo& m = memo[op.slot];
-        bool same = m.valid;
-        for (std::uint32_t i = 0; same && i < k.keys; ++i)
-          same = m.key[i] == value(keys_[k.first_key + i], r);
-        if (same) {  // the instruction it wrote last time (if any), again
+        ReplayWorkspace::Site& site = memo[op.slot];
+        ws.key.resize(k.keys);
+        for (std::uint32_t i = 0; i < k.keys; ++i) ws.key[i] = value(keys_[k.first_key + i], r);
+        const Memo* hit = nullptr;
+        for (const auto& e : site.entry)
+          if (e.valid && e.key == ws.key) {
+            hit = &e;
+            break;
+          }
+        if (hit != nullptr) {  // the instruction it wrote with these keys (if any), again
+          const Memo& m = *hit;
           if (m.wrote) {
             const Op& last = *m.last;
             const bool alu = last.micro == Micro::Alu, reset = last.micro == Micro::GemmReset;
@@ -792,8 +817,11 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
           pc = op.jump + 1;  // past its KernelEnd
           continue;
         }
-        m.key.resize(k.keys);
-        for (std::uint32_t i = 0; i < k.keys; ++i) m.key[i] = value(keys_[k.first_key + i], r);
+        Memo& m = site.entry[site.next];
+        site.next = (site.next + 1) % kKernelEntries;
+        ws.replaced += m.valid ? 1 : 0;
+        m.valid = false;  // until its KernelEnd
+        m.key = ws.key;
         recording = &m;
         break;
       }

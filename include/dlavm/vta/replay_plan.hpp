@@ -128,6 +128,8 @@ class ReplayPlan {
     const te::CallNode* call = nullptr;  // its intrinsic (messages; the kernel's instruction)
   };
   static constexpr std::uint32_t kNoMemo = 0xffffffffu;
+  // the keys a kernel site's memo holds, the oldest replaced
+  static constexpr int kKernelEntries = 8;
 
  private:
   friend class PlanCompiler;
