@@ -41029,6 +41029,9 @@ class AppendedState {
   // Until then length() is unchanged: a run that fails after its append leaves the state as
   // it was (the next append overwrites what it wrote).
   void append(const te::NDArray& rows);
+  // The same rows as their DRAM bytes (the dtype's width each, row-major) and shape: what a
+  // relayout copy (graph/relayout.hpp) gives. ShapeError for bytes of another size.
+  void append(std::span<const std::uint8_t> data, std::span<const std::int64_t> shape);
   void commit() { held_[0] = pending_; }
   // The packed array's DRAM bytes at the pending length (the length after append).
   std::span<const std::uint8_t> bytes() const { return bytes_; }
@@ -41051,7 +41054,7 @@ class AppendedState {
   // the whole: one copy costs less than that many small ones.
   static constexpr std::size_t kMaxWrittenRanges = 1024;
 
-  void check_rows(const te::NDArray& rows, std::string_view what) const;
+  void check_rows(DType dtype, std::span<const std::int64_t> shape, std::string_view what) const;
 
   DType dtype_;
   std::vector<std::int64_t> shape_;  // the growing dim's entry unused
@@ -41085,6 +41088,8 @@ class AppendedState {
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <numeric>
 
 namespace dlavm::graph {
 
@@ -41122,29 +41127,39 @@ DLAVM_INLINE AppendedState::AppendedState(DType dtype, std::vector<std::int64_t>
   bytes_.assign(static_cast<std::size_t>(runtime::packed_state_bytes(packed_, held_[0])), 0);
 }
 
-DLAVM_INLINE void AppendedState::check_rows(const te::NDArray& rows, std::string_view what) const {
-  bool same = rows.dtype() == dtype_ && rows.ndim() == shape_.size();
+DLAVM_INLINE void AppendedState::check_rows(DType dtype, std::span<const std::int64_t> shape,
+                                            std::string_view what) const {
+  bool same = dtype == dtype_ && shape.size() == shape_.size();
   for (std::size_t k = 0; same && k < shape_.size(); ++k)
-    same = k == axis_ || rows.shape()[k] == shape_[k];
+    same = k == axis_ || shape[k] == shape_[k];
   if (same) return;
   std::vector<std::string> dims;
   for (std::size_t k = 0; k < shape_.size(); ++k)
     dims.push_back(k == axis_ ? std::string("*") : fmt::format("{}", shape_[k]));
   raise<ShapeError>("state '{}': {} {}[{}], the state is {}[{}] (any length along dim {})", name_,
-                    what, rows.dtype(), fmt::join(rows.shape(), ", "), dtype_,
-                    fmt::join(dims, ", "), axis_);
+                    what, dtype, fmt::join(shape, ", "), dtype_, fmt::join(dims, ", "), axis_);
 }
 
 DLAVM_INLINE void AppendedState::append(const te::NDArray& rows) {
-  check_rows(rows, "the appended rows are");
-  const std::int64_t count = rows.shape()[axis_];
+  check_rows(rows.dtype(), rows.shape(), "the appended rows are");
+  append(vta::dram_bytes(rows), rows.shape());
+}
+
+DLAVM_INLINE void AppendedState::append(std::span<const std::uint8_t> data,
+                                        std::span<const std::int64_t> shape) {
+  check_rows(dtype_, shape, "the appended rows are");
+  const auto elements =
+      std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>{});
+  if (data.size() != static_cast<std::size_t>(elements * dtype_.bytes()))
+    raise<ShapeError>("state '{}': {} bytes of rows [{}], which take {}", name_, data.size(),
+                      fmt::join(shape, ", "), elements * dtype_.bytes());
+  const std::int64_t count = shape[axis_];
   const auto need =
       static_cast<std::size_t>(runtime::packed_state_bytes(packed_, held_[0] + count));
   // bytes_ is laid out for held_[1] positions: another size, another tile count, and the held
   // tiles move
   if (need != bytes_.size()) written_all_ = true;
   if (bytes_.size() < need) bytes_.resize(need);
-  const std::vector<std::uint8_t> data = vta::dram_bytes(rows);
   runtime::append_packed(
       bytes_.data(), data.data(), count, held_, packed_, [this](std::int64_t at, std::int64_t n) {
         if (written_all_) return;
@@ -41190,7 +41205,7 @@ DLAVM_INLINE te::NDArray AppendedState::logical() const {
 }
 
 DLAVM_INLINE void AppendedState::assign(const te::NDArray& state) {
-  check_rows(state, "the array is");
+  check_rows(state.dtype(), state.shape(), "the array is");
   held_[0] = held_[1] = held_[2] = pending_ = 0;
   bytes_.clear();
   written_all_ = true;
@@ -41279,10 +41294,12 @@ void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t
                    const ElementMap& to);
 
 // An Unpack step, the host steps that only move its elements (ops whose records give a
-// permutation or keep the row-major order), and the Pack step after them; each value between
-// read by the next step alone, and none a result or a state; one byte per element.
+// permutation or keep the row-major order), and the Pack step after them, or the Append that
+// writes them into a packed state (graph::AppendedState, a KV cache); each value between read
+// by the next step alone, and none a result or a state; one byte per element.
 struct RelayoutChain {
-  std::size_t unpack = 0, pack = 0;
+  std::size_t unpack = 0, pack = 0;  // pack: the Pack or Append step
+  bool append = false;
   std::vector<std::size_t> moves;  // step indices, in order
   // per move: its permutation, or nullopt for a reshape (to the move's output shape)
   std::vector<std::optional<std::vector<std::int64_t>>> perms;
@@ -41555,12 +41572,16 @@ DLAVM_INLINE std::vector<RelayoutChain> relayout_chains(const Module& m) {
       ++readers[v];
       reader[v] = i;
     }
-  // values a run hands out or keeps
+  // values a run hands out or keeps (a packed state's next value is the positions its Append
+  // writes, which nothing keeps)
   std::vector<bool> kept(values.size(), false);
   for (const auto r : m.signature().results) kept[r] = true;
   for (const auto& st : m.signature().state) {
-    kept[st.value] = kept[st.next] = true;
-    if (st.packed) kept[*st.packed] = true;
+    kept[st.value] = true;
+    if (st.packed)
+      kept[*st.packed] = true;
+    else
+      kept[st.next] = true;
   }
   std::vector<RelayoutChain> chains;
   for (std::size_t u = 0; u < steps.size(); ++u) {
@@ -41568,14 +41589,15 @@ DLAVM_INLINE std::vector<RelayoutChain> relayout_chains(const Module& m) {
     if (unpack.kind != ModuleStep::Kind::Unpack) continue;
     const ModuleValue& in = values[unpack.inputs[0]];
     if (!in.storage.vta || in.dtype.bytes() != 1) continue;
-    RelayoutChain chain{.unpack = u, .pack = 0, .moves = {}, .perms = {}};
+    RelayoutChain chain{.unpack = u, .pack = 0, .append = false, .moves = {}, .perms = {}};
     std::size_t cur = unpack.output;
     bool found = false;
     while (readers[cur] == 1 && !kept[cur] && values[cur].dtype == in.dtype) {
       const ModuleStep& next = steps[reader[cur]];
-      if (next.kind == ModuleStep::Kind::Pack) {
-        found = values[next.output].storage.vta;
+      if (next.kind == ModuleStep::Kind::Pack || next.kind == ModuleStep::Kind::Append) {
+        found = next.kind == ModuleStep::Kind::Append || values[next.output].storage.vta;
         chain.pack = reader[cur];
+        chain.append = next.kind == ModuleStep::Kind::Append;
         break;
       }
       if (next.kind != ModuleStep::Kind::Host || next.inputs.size() != 1) break;
@@ -42340,21 +42362,32 @@ class Executor::Run {
     const std::size_t c = e_.chain_of_[i];
     const RelayoutChain& chain = e_.chains_[c];
     if (relaid_.size() <= c) relaid_.resize(e_.chains_.size());
-    auto& bytes = relaid_[c];
-    if (i == chain.unpack) bytes = relaid(chain);
-    if (!bytes) return false;
+    auto& relaid = relaid_[c];
+    if (i == chain.unpack) relaid = this->relaid(chain);
+    if (!relaid) return false;
     if (i == chain.pack) {
       const auto out = m_.steps()[i].output;
-      r_.copy_in(m_.values()[out].storage, bytes->data(), bytes->size());
+      if (chain.append) {
+        const std::size_t state = m_.appended_by(i);
+        e_.states_.appended[state]->append(relaid->bytes, relaid->shape);
+        e_.to_device(state);
+      } else {
+        r_.copy_in(m_.values()[out].storage, relaid->bytes.data(), relaid->bytes.size());
+      }
       arrays_[out].reset();  // in device memory
-      bytes.reset();
+      relaid.reset();
     }
     return true;
   }
+  // A relayout chain's result: its bytes, packed for a Pack, in row-major order for an Append.
+  struct Relaid {
+    std::vector<std::uint8_t> bytes;
+    std::vector<std::int64_t> shape;
+  };
 
-  // The packed bytes of a relayout chain's result, from its unpack's input in device memory;
-  // nullopt where a layout's offsets do not separate at these shapes.
-  std::optional<std::vector<std::uint8_t>> relaid(const RelayoutChain& chain) const {
+  // A relayout chain's result, from its unpack's input in device memory; nullopt where a
+  // layout's offsets do not separate at these shapes.
+  std::optional<Relaid> relaid(const RelayoutChain& chain) const {
     const auto dims = [&](const std::vector<ne::Expr>& shape, const ModuleValue& v) {
       return detail::concrete_dims(shape, bindings_, "value " + v.name);
     };
@@ -42374,12 +42407,18 @@ class Executor::Run {
         return std::nullopt;
     }
     const ModuleValue& out = m_.values()[m_.steps()[chain.pack].output];
-    const auto to = packed_offsets(out.layout, map->shape());
+    Relaid result{{}, map->shape()};
+    const auto to = packed_offsets(chain.append ? Layout{} : out.layout, result.shape);
     if (!to) return std::nullopt;
-    std::vector<std::uint8_t> src(elements(in)), dst(elements(out), 0);
+    std::vector<std::uint8_t> src(elements(in));
+    result.bytes.assign(chain.append ? static_cast<std::size_t>(
+                                           std::accumulate(result.shape.begin(), result.shape.end(),
+                                                           std::int64_t{1}, std::multiplies<>{}))
+                                     : elements(out),
+                        0);
     r_.copy_out(in.storage, src.data(), src.size());
-    copy_elements(src.data(), *map, dst.data(), *to);
-    return dst;
+    copy_elements(src.data(), *map, result.bytes.data(), *to);
+    return result;
   }
 
   void host_step(const ModuleStep& s) {
@@ -42478,7 +42517,7 @@ class Executor::Run {
   std::span<const ne::Binding> bindings_;
   const RunOptions& options_;
   std::vector<std::optional<te::NDArray>> arrays_;
-  std::vector<std::optional<std::vector<std::uint8_t>>> relaid_;  // by chain: its bytes
+  std::vector<std::optional<Relaid>> relaid_;  // by chain: its result
 };
 
 DLAVM_INLINE Executor::Executor(Module module, vta::Device& dev)

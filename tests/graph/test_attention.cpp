@@ -411,9 +411,11 @@ TEST_CASE("llm layer: the integer-only softmax option equals its reference, near
   CHECK(differ == 0);
   // the scores and the probabilities cross between VTA steps as one copy of packed bytes each
   // (graph::relayout_chains: unpack, transpose, pack), and so do the query's heads and the
-  // context's; keep_values runs them one by one, to the same result
+  // context's, and the new keys and values into their caches (unpack, reshape, transpose,
+  // append); keep_values runs them one by one, to the same result
   const auto chains = graph::relayout_chains(mod);
-  CHECK(chains.size() == 4);
+  CHECK(chains.size() == 6);
+  CHECK(std::count_if(chains.begin(), chains.end(), [](const auto& c) { return c.append; }) == 2);
   for (const auto& c : chains) {
     CHECK(exec.last_run().steps[c.unpack].relayout);
     CHECK(exec.last_run().steps[c.pack].relayout);

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <numeric>
 
 namespace dlavm::graph {
 
@@ -47,29 +49,39 @@ DLAVM_INLINE AppendedState::AppendedState(DType dtype, std::vector<std::int64_t>
   bytes_.assign(static_cast<std::size_t>(runtime::packed_state_bytes(packed_, held_[0])), 0);
 }
 
-DLAVM_INLINE void AppendedState::check_rows(const te::NDArray& rows, std::string_view what) const {
-  bool same = rows.dtype() == dtype_ && rows.ndim() == shape_.size();
+DLAVM_INLINE void AppendedState::check_rows(DType dtype, std::span<const std::int64_t> shape,
+                                            std::string_view what) const {
+  bool same = dtype == dtype_ && shape.size() == shape_.size();
   for (std::size_t k = 0; same && k < shape_.size(); ++k)
-    same = k == axis_ || rows.shape()[k] == shape_[k];
+    same = k == axis_ || shape[k] == shape_[k];
   if (same) return;
   std::vector<std::string> dims;
   for (std::size_t k = 0; k < shape_.size(); ++k)
     dims.push_back(k == axis_ ? std::string("*") : fmt::format("{}", shape_[k]));
   raise<ShapeError>("state '{}': {} {}[{}], the state is {}[{}] (any length along dim {})", name_,
-                    what, rows.dtype(), fmt::join(rows.shape(), ", "), dtype_,
-                    fmt::join(dims, ", "), axis_);
+                    what, dtype, fmt::join(shape, ", "), dtype_, fmt::join(dims, ", "), axis_);
 }
 
 DLAVM_INLINE void AppendedState::append(const te::NDArray& rows) {
-  check_rows(rows, "the appended rows are");
-  const std::int64_t count = rows.shape()[axis_];
+  check_rows(rows.dtype(), rows.shape(), "the appended rows are");
+  append(vta::dram_bytes(rows), rows.shape());
+}
+
+DLAVM_INLINE void AppendedState::append(std::span<const std::uint8_t> data,
+                                        std::span<const std::int64_t> shape) {
+  check_rows(dtype_, shape, "the appended rows are");
+  const auto elements =
+      std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>{});
+  if (data.size() != static_cast<std::size_t>(elements * dtype_.bytes()))
+    raise<ShapeError>("state '{}': {} bytes of rows [{}], which take {}", name_, data.size(),
+                      fmt::join(shape, ", "), elements * dtype_.bytes());
+  const std::int64_t count = shape[axis_];
   const auto need =
       static_cast<std::size_t>(runtime::packed_state_bytes(packed_, held_[0] + count));
   // bytes_ is laid out for held_[1] positions: another size, another tile count, and the held
   // tiles move
   if (need != bytes_.size()) written_all_ = true;
   if (bytes_.size() < need) bytes_.resize(need);
-  const std::vector<std::uint8_t> data = vta::dram_bytes(rows);
   runtime::append_packed(
       bytes_.data(), data.data(), count, held_, packed_, [this](std::int64_t at, std::int64_t n) {
         if (written_all_) return;
@@ -115,7 +127,7 @@ DLAVM_INLINE te::NDArray AppendedState::logical() const {
 }
 
 DLAVM_INLINE void AppendedState::assign(const te::NDArray& state) {
-  check_rows(state, "the array is");
+  check_rows(state.dtype(), state.shape(), "the array is");
   held_[0] = held_[1] = held_[2] = pending_ = 0;
   bytes_.clear();
   written_all_ = true;

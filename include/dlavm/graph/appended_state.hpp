@@ -46,6 +46,9 @@ class AppendedState {
   // Until then length() is unchanged: a run that fails after its append leaves the state as
   // it was (the next append overwrites what it wrote).
   void append(const te::NDArray& rows);
+  // The same rows as their DRAM bytes (the dtype's width each, row-major) and shape: what a
+  // relayout copy (graph/relayout.hpp) gives. ShapeError for bytes of another size.
+  void append(std::span<const std::uint8_t> data, std::span<const std::int64_t> shape);
   void commit() { held_[0] = pending_; }
   // The packed array's DRAM bytes at the pending length (the length after append).
   std::span<const std::uint8_t> bytes() const { return bytes_; }
@@ -68,7 +71,7 @@ class AppendedState {
   // the whole: one copy costs less than that many small ones.
   static constexpr std::size_t kMaxWrittenRanges = 1024;
 
-  void check_rows(const te::NDArray& rows, std::string_view what) const;
+  void check_rows(DType dtype, std::span<const std::int64_t> shape, std::string_view what) const;
 
   DType dtype_;
   std::vector<std::int64_t> shape_;  // the growing dim's entry unused

@@ -336,21 +336,32 @@ class Executor::Run {
     const std::size_t c = e_.chain_of_[i];
     const RelayoutChain& chain = e_.chains_[c];
     if (relaid_.size() <= c) relaid_.resize(e_.chains_.size());
-    auto& bytes = relaid_[c];
-    if (i == chain.unpack) bytes = relaid(chain);
-    if (!bytes) return false;
+    auto& relaid = relaid_[c];
+    if (i == chain.unpack) relaid = this->relaid(chain);
+    if (!relaid) return false;
     if (i == chain.pack) {
       const auto out = m_.steps()[i].output;
-      r_.copy_in(m_.values()[out].storage, bytes->data(), bytes->size());
+      if (chain.append) {
+        const std::size_t state = m_.appended_by(i);
+        e_.states_.appended[state]->append(relaid->bytes, relaid->shape);
+        e_.to_device(state);
+      } else {
+        r_.copy_in(m_.values()[out].storage, relaid->bytes.data(), relaid->bytes.size());
+      }
       arrays_[out].reset();  // in device memory
-      bytes.reset();
+      relaid.reset();
     }
     return true;
   }
+  // A relayout chain's result: its bytes, packed for a Pack, in row-major order for an Append.
+  struct Relaid {
+    std::vector<std::uint8_t> bytes;
+    std::vector<std::int64_t> shape;
+  };
 
-  // The packed bytes of a relayout chain's result, from its unpack's input in device memory;
-  // nullopt where a layout's offsets do not separate at these shapes.
-  std::optional<std::vector<std::uint8_t>> relaid(const RelayoutChain& chain) const {
+  // A relayout chain's result, from its unpack's input in device memory; nullopt where a
+  // layout's offsets do not separate at these shapes.
+  std::optional<Relaid> relaid(const RelayoutChain& chain) const {
     const auto dims = [&](const std::vector<ne::Expr>& shape, const ModuleValue& v) {
       return detail::concrete_dims(shape, bindings_, "value " + v.name);
     };
@@ -370,12 +381,18 @@ class Executor::Run {
         return std::nullopt;
     }
     const ModuleValue& out = m_.values()[m_.steps()[chain.pack].output];
-    const auto to = packed_offsets(out.layout, map->shape());
+    Relaid result{{}, map->shape()};
+    const auto to = packed_offsets(chain.append ? Layout{} : out.layout, result.shape);
     if (!to) return std::nullopt;
-    std::vector<std::uint8_t> src(elements(in)), dst(elements(out), 0);
+    std::vector<std::uint8_t> src(elements(in));
+    result.bytes.assign(chain.append ? static_cast<std::size_t>(
+                                           std::accumulate(result.shape.begin(), result.shape.end(),
+                                                           std::int64_t{1}, std::multiplies<>{}))
+                                     : elements(out),
+                        0);
     r_.copy_out(in.storage, src.data(), src.size());
-    copy_elements(src.data(), *map, dst.data(), *to);
-    return dst;
+    copy_elements(src.data(), *map, result.bytes.data(), *to);
+    return result;
   }
 
   void host_step(const ModuleStep& s) {
@@ -474,7 +491,7 @@ class Executor::Run {
   std::span<const ne::Binding> bindings_;
   const RunOptions& options_;
   std::vector<std::optional<te::NDArray>> arrays_;
-  std::vector<std::optional<std::vector<std::uint8_t>>> relaid_;  // by chain: its bytes
+  std::vector<std::optional<Relaid>> relaid_;  // by chain: its result
 };
 
 DLAVM_INLINE Executor::Executor(Module module, vta::Device& dev)

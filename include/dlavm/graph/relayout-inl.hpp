@@ -256,12 +256,16 @@ DLAVM_INLINE std::vector<RelayoutChain> relayout_chains(const Module& m) {
       ++readers[v];
       reader[v] = i;
     }
-  // values a run hands out or keeps
+  // values a run hands out or keeps (a packed state's next value is the positions its Append
+  // writes, which nothing keeps)
   std::vector<bool> kept(values.size(), false);
   for (const auto r : m.signature().results) kept[r] = true;
   for (const auto& st : m.signature().state) {
-    kept[st.value] = kept[st.next] = true;
-    if (st.packed) kept[*st.packed] = true;
+    kept[st.value] = true;
+    if (st.packed)
+      kept[*st.packed] = true;
+    else
+      kept[st.next] = true;
   }
   std::vector<RelayoutChain> chains;
   for (std::size_t u = 0; u < steps.size(); ++u) {
@@ -269,14 +273,15 @@ DLAVM_INLINE std::vector<RelayoutChain> relayout_chains(const Module& m) {
     if (unpack.kind != ModuleStep::Kind::Unpack) continue;
     const ModuleValue& in = values[unpack.inputs[0]];
     if (!in.storage.vta || in.dtype.bytes() != 1) continue;
-    RelayoutChain chain{.unpack = u, .pack = 0, .moves = {}, .perms = {}};
+    RelayoutChain chain{.unpack = u, .pack = 0, .append = false, .moves = {}, .perms = {}};
     std::size_t cur = unpack.output;
     bool found = false;
     while (readers[cur] == 1 && !kept[cur] && values[cur].dtype == in.dtype) {
       const ModuleStep& next = steps[reader[cur]];
-      if (next.kind == ModuleStep::Kind::Pack) {
-        found = values[next.output].storage.vta;
+      if (next.kind == ModuleStep::Kind::Pack || next.kind == ModuleStep::Kind::Append) {
+        found = next.kind == ModuleStep::Kind::Append || values[next.output].storage.vta;
         chain.pack = reader[cur];
+        chain.append = next.kind == ModuleStep::Kind::Append;
         break;
       }
       if (next.kind != ModuleStep::Kind::Host || next.inputs.size() != 1) break;

@@ -69,10 +69,12 @@ void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t
                    const ElementMap& to);
 
 // An Unpack step, the host steps that only move its elements (ops whose records give a
-// permutation or keep the row-major order), and the Pack step after them; each value between
-// read by the next step alone, and none a result or a state; one byte per element.
+// permutation or keep the row-major order), and the Pack step after them, or the Append that
+// writes them into a packed state (graph::AppendedState, a KV cache); each value between read
+// by the next step alone, and none a result or a state; one byte per element.
 struct RelayoutChain {
-  std::size_t unpack = 0, pack = 0;
+  std::size_t unpack = 0, pack = 0;  // pack: the Pack or Append step
+  bool append = false;
   std::vector<std::size_t> moves;  // step indices, in order
   // per move: its permutation, or nullopt for a reshape (to the move's output shape)
   std::vector<std::optional<std::vector<std::int64_t>>> perms;
