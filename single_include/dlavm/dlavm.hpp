@@ -17646,6 +17646,7 @@ DLAVM_INLINE void Builder::check(const char* what) {
     case Status::InsnsFull:
     case Status::UopsFull:
     case Status::KernelsFull:
+      break;
     case Status::LoopDiverged:
       raise<ValueError>(
           "internal: a copied loop iteration diverged from the one recorded, at its call #{} "
@@ -21394,7 +21395,8 @@ class ReplayPlan {
     const te::CallNode* call = nullptr;  // its intrinsic (messages; the kernel's instruction)
   };
   static constexpr std::uint32_t kNoMemo = 0xffffffffu;
-  // the keys a kernel site's memo holds, the oldest replaced
+  // the entries a kernel site's memo holds (each its keys' values and what it wrote), the
+  // oldest replaced
   static constexpr int kKernelEntries = 8;
 
  private:
@@ -21489,12 +21491,13 @@ class ReplayPlan {
 //   its keys: the values the body reads from its variable, DRAM offsets aside, each computed
 //   at the top of an iteration; it cannot be memoized where a value reads its variable and a
 //   loop opened inside its body (or a kernel's loop), nor where a kernel's value reads a loop
-//   inside the body and the kernel's memo holds one key (a copied iteration would then miss
-//   it);
+//   inside the body and the kernel's memo holds one entry (a copied iteration would then
+//   miss it);
 //   `affine`: every DRAM offset is affine in its variable with a step free of the loops inside
 //   (a copy then runs no calls);
 //   `calls`: at most how many calls of an iteration write an instruction (the memo's size,
-//   capped at kMaxCalls: an iteration with more is not copied).
+//   capped at kMaxCalls: an iteration with more is not copied);
+//   a kernel without a micro-op call (kernel_call below) writes nothing and is not scanned.
 
 // begin dlavm/ne/affine.hpp
 // end dlavm/ne/affine.hpp
@@ -21504,6 +21507,10 @@ class ReplayPlan {
 // end dlavm/ne/functor.hpp
 // begin dlavm/te/expr.hpp
 // end dlavm/te/expr.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
 
 #include <algorithm>
 #include <cstdint>
@@ -21515,9 +21522,10 @@ namespace dlavm::vta::detail {
 struct LoopMemoScan {
   static constexpr std::int64_t kMaxCalls = 128;
 
-  // `kernel_entries`: how many keys a kernel site's memo holds (the generated replay's
-  // runtime::KernelMemo one, the host's plan several): with more than one, a kernel's value
-  // may vary with a loop inside the body, each of its values found again in a copy.
+  // `kernel_entries`: how many entries a kernel site's memo holds, each the values of its keys
+  // and what it wrote with them (the generated replay's runtime::KernelMemo one, the host's
+  // plan several): with more than one, a kernel's value may vary with a loop inside the body,
+  // each of its values found again in a copy.
   explicit LoopMemoScan(ne::Var v, int kernel_entries = 1)
       : var(std::move(v)), kernel_entries_(kernel_entries) {}
 
@@ -21578,6 +21586,22 @@ struct LoopMemoScan {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
   }
 };
+
+// The micro-op call of a kernel's body (its last), or nullptr: a kernel without one writes
+// nothing, and neither replay counts or scans it.
+inline const te::CallNode* kernel_call(const tir::Stmt& body) {
+  struct Find : tir::StmtVisitor<Find> {
+    const te::CallNode* call = nullptr;
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      const auto* c = n.value.as<te::CallNode>();
+      if (c != nullptr &&
+          (c->name == intrin::gemm || c->name == intrin::gemm_reset || c->name == intrin::alu))
+        call = c;
+    }
+  } find;
+  find.visit(body);
+  return find.call;
+}
 
 }  // namespace dlavm::vta::detail
 // end dlavm/vta/loop_memo_scan.hpp
@@ -21650,17 +21674,19 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     const auto at = push(begin);
     const auto first_field = plan_.fields_.size();
     const auto first_register = plan_.registers_;
+    // a kernel without a micro-op call writes nothing: not scanned (LoopMemoScan)
+    const bool writes = kernel_call(n.body) != nullptr;
+    auto scanned = std::move(memo_);
+    memo_.reset();
+    if (writes) memo_ = std::move(scanned);
     in_kernel_ = true;
     visit(n.body);
     in_kernel_ = false;
+    if (!writes) memo_ = std::move(scanned);
     ReplayPlan::Op end;
     end.kind = OpKind::KernelEnd;
     plan_.ops_[at].jump = push(end);
-    for (auto k = at + 1; k < plan_.ops_[at].jump; ++k)
-      if (plan_.ops_[k].kind == OpKind::Push) {  // it writes an instruction
-        count_call();
-        break;
-      }
+    if (writes) count_call();
     // Its keys, as vta::replay_source keys a kernel's memo: the value of each field that
     // reads enclosing loops alone, and the enclosing loops that a field varying inside the
     // kernel reads (its own loops, the dims and what is computed from them alone are the same
@@ -22207,8 +22233,8 @@ DLAVM_INLINE void ReplayPlan::raise_failure(const ReplaySource& p, Builder& b,
 // What ReplayPlan::write needs during an instantiation, kept by each thread from one to the
 // next so that, once warm, an instantiation allocates nothing but the stream it returns.
 struct ReplayWorkspace {
-  // per kernel: the key it was last entered with, and what it wrote then (written, when it
-  // wrote an instruction; last: its last micro-op call)
+  // an entry of a kernel site's memo: the values of its keys, and what it wrote with them
+  // (written, when it wrote an instruction; last: its last micro-op call)
   struct Memo {
     bool valid = false;
     std::vector<std::int64_t> key;
@@ -22216,7 +22242,7 @@ struct ReplayWorkspace {
     runtime::WrittenKernel written;
     const ReplayPlan::Op* last = nullptr;
   };
-  // per kernel site: its last kKernelEntries keys, the oldest replaced (counted in
+  // per kernel site: its last kKernelEntries entries, the oldest replaced (counted in
   // `replaced`: a loop copy must not start after one, its kernels might miss)
   struct Site {
     Memo entry[ReplayPlan::kKernelEntries];
@@ -22298,7 +22324,7 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
   // a copied iteration fails where its calls would (their transfers' DRAM addresses): the
   // writer's error, without a call to name
   const auto check_copy = [&] {
-    if (!replay.ok()) b.check("");
+    if (!replay.ok()) b.check("a loop copy");
   };
   const Op* kernel = nullptr;  // the kernel's last micro-op call
   using Memo = ReplayWorkspace::Memo;
@@ -24141,20 +24167,6 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
            region(c.buffers[1]), region(c.buffers[2]));
     }
     kernel_ = false;
-  }
-
-  static const te::CallNode* kernel_call(const tir::Stmt& body) {
-    struct Find : tir::StmtVisitor<Find> {
-      const te::CallNode* call = nullptr;
-      void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-        const auto* c = n.value.as<te::CallNode>();
-        if (c != nullptr &&
-            (c->name == intrin::gemm || c->name == intrin::gemm_reset || c->name == intrin::alu))
-          call = c;
-      }
-    } find;
-    find.visit(body);
-    return find.call;
   }
 
   const Program& prog_;
@@ -41296,7 +41308,8 @@ void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t
 // An Unpack step, the host steps that only move its elements (ops whose records give a
 // permutation or keep the row-major order), and the Pack step after them, or the Append that
 // writes them into a packed state (graph::AppendedState, a KV cache); each value between read
-// by the next step alone, and none a result or a state; one byte per element.
+// by the next step alone, and none a result or a state (but for a packed state's next value,
+// the positions its Append writes); one byte per element.
 struct RelayoutChain {
   std::size_t unpack = 0, pack = 0;  // pack: the Pack or Append step
   bool append = false;
@@ -42114,6 +42127,8 @@ class Executor::Resident {
     return cached->second;
   }
   vta::Device& device() const { return *dev_; }
+  // Whether the device still exists (the executor may outlive it).
+  bool alive() const { return *alive_; }
   vta::Buffer buffer(RegionKind r) const { return buffers_[static_cast<std::size_t>(r)]; }
   // Where VTA steps' streams go: the insts and uop regions, one stream at a time.
   vta::StreamPlacement streams() const {
@@ -42620,6 +42635,7 @@ DLAVM_INLINE void Executor::reset_state() {
 }
 
 DLAVM_INLINE void Executor::to_device(std::size_t i) {
+  if (!resident_->alive()) return;  // (set_state after the device: nothing to copy into)
   const Module& m = *module_;
   AppendedState& held = *states_.appended[i];
   const auto& storage = m.values()[*m.signature().state[i].packed].storage;

@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include <optional>
+
 namespace graph = dlavm::graph;
 namespace ne = dlavm::ne;
 namespace te = dlavm::te;
@@ -165,6 +167,18 @@ TEST_CASE("kv cache: a cache only VTA matmuls read is held packed, appended to i
   CHECK(out == graph::evaluate(graph::infer_type(m.fn, target), ref_inputs, rb).at(0));
   const te::NDArray* parts[] = {&keys, &q};
   CHECK(exec.state("k_cache") == dlavm::host::concat(parts, {.axis = 1}));
+  // set_state puts the packed cache on the device at once; once the device is gone, the
+  // executor's states are still set (on the host: the sanitizers would see a write to freed
+  // memory)
+  std::optional<graph::Executor> outlives;
+  {
+    vta::SimDevice gone;
+    outlives.emplace(mod, gone);
+  }
+  outlives->set_state("k_cache", keys);
+  CHECK(outlives->state("k_cache") == keys);
+  outlives->reset_state();
+  CHECK(outlives->state("k_cache").shape() == std::vector<std::int64_t>{2, 0, 20});
 }
 
 TEST_CASE("kv cache: a cache whose concatenation something else reads stays an array") {

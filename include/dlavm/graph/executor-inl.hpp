@@ -88,6 +88,8 @@ class Executor::Resident {
     return cached->second;
   }
   vta::Device& device() const { return *dev_; }
+  // Whether the device still exists (the executor may outlive it).
+  bool alive() const { return *alive_; }
   vta::Buffer buffer(RegionKind r) const { return buffers_[static_cast<std::size_t>(r)]; }
   // Where VTA steps' streams go: the insts and uop regions, one stream at a time.
   vta::StreamPlacement streams() const {
@@ -594,6 +596,7 @@ DLAVM_INLINE void Executor::reset_state() {
 }
 
 DLAVM_INLINE void Executor::to_device(std::size_t i) {
+  if (!resident_->alive()) return;  // (set_state after the device: nothing to copy into)
   const Module& m = *module_;
   AppendedState& held = *states_.appended[i];
   const auto& storage = m.values()[*m.signature().state[i].packed].storage;

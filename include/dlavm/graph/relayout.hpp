@@ -71,7 +71,8 @@ void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t
 // An Unpack step, the host steps that only move its elements (ops whose records give a
 // permutation or keep the row-major order), and the Pack step after them, or the Append that
 // writes them into a packed state (graph::AppendedState, a KV cache); each value between read
-// by the next step alone, and none a result or a state; one byte per element.
+// by the next step alone, and none a result or a state (but for a packed state's next value,
+// the positions its Append writes); one byte per element.
 struct RelayoutChain {
   std::size_t unpack = 0, pack = 0;  // pack: the Pack or Append step
   bool append = false;

@@ -410,20 +410,6 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     kernel_ = false;
   }
 
-  static const te::CallNode* kernel_call(const tir::Stmt& body) {
-    struct Find : tir::StmtVisitor<Find> {
-      const te::CallNode* call = nullptr;
-      void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-        const auto* c = n.value.as<te::CallNode>();
-        if (c != nullptr &&
-            (c->name == intrin::gemm || c->name == intrin::gemm_reset || c->name == intrin::alu))
-          call = c;
-      }
-    } find;
-    find.visit(body);
-    return find.call;
-  }
-
   const Program& prog_;
   std::span<const std::string> dims_;
   std::vector<bool> used_;

@@ -6,18 +6,21 @@
 //   its keys: the values the body reads from its variable, DRAM offsets aside, each computed
 //   at the top of an iteration; it cannot be memoized where a value reads its variable and a
 //   loop opened inside its body (or a kernel's loop), nor where a kernel's value reads a loop
-//   inside the body and the kernel's memo holds one key (a copied iteration would then miss
-//   it);
+//   inside the body and the kernel's memo holds one entry (a copied iteration would then
+//   miss it);
 //   `affine`: every DRAM offset is affine in its variable with a step free of the loops inside
 //   (a copy then runs no calls);
 //   `calls`: at most how many calls of an iteration write an instruction (the memo's size,
-//   capped at kMaxCalls: an iteration with more is not copied).
+//   capped at kMaxCalls: an iteration with more is not copied);
+//   a kernel without a micro-op call (kernel_call below) writes nothing and is not scanned.
 #pragma once
 
 #include <dlavm/ne/affine.hpp>
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/ne/functor.hpp>
 #include <dlavm/te/expr.hpp>
+#include <dlavm/tir/functor.hpp>
+#include <dlavm/vta/lower/env.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -29,9 +32,10 @@ namespace dlavm::vta::detail {
 struct LoopMemoScan {
   static constexpr std::int64_t kMaxCalls = 128;
 
-  // `kernel_entries`: how many keys a kernel site's memo holds (the generated replay's
-  // runtime::KernelMemo one, the host's plan several): with more than one, a kernel's value
-  // may vary with a loop inside the body, each of its values found again in a copy.
+  // `kernel_entries`: how many entries a kernel site's memo holds, each the values of its keys
+  // and what it wrote with them (the generated replay's runtime::KernelMemo one, the host's
+  // plan several): with more than one, a kernel's value may vary with a loop inside the body,
+  // each of its values found again in a copy.
   explicit LoopMemoScan(ne::Var v, int kernel_entries = 1)
       : var(std::move(v)), kernel_entries_(kernel_entries) {}
 
@@ -92,5 +96,21 @@ struct LoopMemoScan {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
   }
 };
+
+// The micro-op call of a kernel's body (its last), or nullptr: a kernel without one writes
+// nothing, and neither replay counts or scans it.
+inline const te::CallNode* kernel_call(const tir::Stmt& body) {
+  struct Find : tir::StmtVisitor<Find> {
+    const te::CallNode* call = nullptr;
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      const auto* c = n.value.as<te::CallNode>();
+      if (c != nullptr &&
+          (c->name == intrin::gemm || c->name == intrin::gemm_reset || c->name == intrin::alu))
+        call = c;
+    }
+  } find;
+  find.visit(body);
+  return find.call;
+}
 
 }  // namespace dlavm::vta::detail

@@ -78,17 +78,19 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     const auto at = push(begin);
     const auto first_field = plan_.fields_.size();
     const auto first_register = plan_.registers_;
+    // a kernel without a micro-op call writes nothing: not scanned (LoopMemoScan)
+    const bool writes = kernel_call(n.body) != nullptr;
+    auto scanned = std::move(memo_);
+    memo_.reset();
+    if (writes) memo_ = std::move(scanned);
     in_kernel_ = true;
     visit(n.body);
     in_kernel_ = false;
+    if (!writes) memo_ = std::move(scanned);
     ReplayPlan::Op end;
     end.kind = OpKind::KernelEnd;
     plan_.ops_[at].jump = push(end);
-    for (auto k = at + 1; k < plan_.ops_[at].jump; ++k)
-      if (plan_.ops_[k].kind == OpKind::Push) {  // it writes an instruction
-        count_call();
-        break;
-      }
+    if (writes) count_call();
     // Its keys, as vta::replay_source keys a kernel's memo: the value of each field that
     // reads enclosing loops alone, and the enclosing loops that a field varying inside the
     // kernel reads (its own loops, the dims and what is computed from them alone are the same
@@ -635,8 +637,8 @@ DLAVM_INLINE void ReplayPlan::raise_failure(const ReplaySource& p, Builder& b,
 // What ReplayPlan::write needs during an instantiation, kept by each thread from one to the
 // next so that, once warm, an instantiation allocates nothing but the stream it returns.
 struct ReplayWorkspace {
-  // per kernel: the key it was last entered with, and what it wrote then (written, when it
-  // wrote an instruction; last: its last micro-op call)
+  // an entry of a kernel site's memo: the values of its keys, and what it wrote with them
+  // (written, when it wrote an instruction; last: its last micro-op call)
   struct Memo {
     bool valid = false;
     std::vector<std::int64_t> key;
@@ -644,7 +646,7 @@ struct ReplayWorkspace {
     runtime::WrittenKernel written;
     const ReplayPlan::Op* last = nullptr;
   };
-  // per kernel site: its last kKernelEntries keys, the oldest replaced (counted in
+  // per kernel site: its last kKernelEntries entries, the oldest replaced (counted in
   // `replaced`: a loop copy must not start after one, its kernels might miss)
   struct Site {
     Memo entry[ReplayPlan::kKernelEntries];
@@ -726,7 +728,7 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
   // a copied iteration fails where its calls would (their transfers' DRAM addresses): the
   // writer's error, without a call to name
   const auto check_copy = [&] {
-    if (!replay.ok()) b.check("");
+    if (!replay.ok()) b.check("a loop copy");
   };
   const Op* kernel = nullptr;  // the kernel's last micro-op call
   using Memo = ReplayWorkspace::Memo;

@@ -128,7 +128,8 @@ class ReplayPlan {
     const te::CallNode* call = nullptr;  // its intrinsic (messages; the kernel's instruction)
   };
   static constexpr std::uint32_t kNoMemo = 0xffffffffu;
-  // the keys a kernel site's memo holds, the oldest replaced
+  // the entries a kernel site's memo holds (each its keys' values and what it wrote), the
+  // oldest replaced
   static constexpr int kKernelEntries = 8;
 
  private:

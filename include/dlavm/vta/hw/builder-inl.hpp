@@ -97,6 +97,7 @@ DLAVM_INLINE void Builder::check(const char* what) {
     case Status::InsnsFull:
     case Status::UopsFull:
     case Status::KernelsFull:
+      break;
     case Status::LoopDiverged:
       raise<ValueError>(
           "internal: a copied loop iteration diverged from the one recorded, at its call #{} "
