@@ -81,6 +81,40 @@ void BM_InstantiateDecodeMatmuls(benchmark::State& state) {
 }
 BENCHMARK(BM_InstantiateDecodeMatmuls)->Arg(16)->Arg(256)->Arg(2047)->Unit(benchmark::kMicrosecond);
 
+// What a decode step at (token 1, last_token = range 0) instantiates after the step before it,
+// as graph::Executor does: the VTA steps whose operands' packed shapes changed (range 1: the
+// softmax, 1: integers on VTA, whose stream changes with every key).
+void BM_InstantiateDecodeStep(benchmark::State& state) {
+  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21,
+                             static_cast<models::llm::Softmax>(state.range(1)));
+  const auto mod = graph::build(net.function(), graph::Target{}, {.name = "llm_layer"});
+  const std::int64_t last = state.range(0);
+  const dlavm::ne::Binding before[] = {{"token", 1}, {"last_token", last - 1}};
+  const dlavm::ne::Binding now[] = {{"token", 1}, {"last_token", last}};
+  const auto shapes = [&](const graph::ModuleStep& s, std::span<const dlavm::ne::Binding> b) {
+    std::vector<std::int64_t> key;
+    for (std::size_t i = 0; i <= s.inputs.size(); ++i)
+      for (const auto& d : mod.values()[i < s.inputs.size() ? s.inputs[i] : s.output].shape)
+        key.push_back(dlavm::ne::eval(d, b));
+    return key;
+  };
+  std::size_t insns = 0, steps = 0;
+  for (auto _ : state) {
+    insns = steps = 0;
+    insns = instantiate(mod, now, [&](const graph::ModuleStep& s) {
+      const bool changed = shapes(s, before) != shapes(s, now);
+      steps += changed;
+      return changed;
+    });
+  }
+  state.counters["instructions"] = static_cast<double>(insns);
+  state.counters["steps"] = static_cast<double>(steps);
+}
+BENCHMARK(BM_InstantiateDecodeStep)
+    ->ArgsProduct({{2046, 2047}, {0, 1}})
+    ->ArgNames({"last_token", "integer_softmax"})
+    ->Unit(benchmark::kMicrosecond);
+
 // One decode step after last_token cached positions (range 0), the softmax in float32 on the
 // host or in integers on VTA (range 1: models::llm::Softmax). The DRAM minimum: the
 // constants VTA reads (packed weights and biases) once, and the keys and values of every
