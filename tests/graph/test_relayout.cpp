@@ -1,9 +1,11 @@
 // Relayouts: packed bytes moved through permutations and reshapes in one copy, against packing
 // the host ops' result, over random layouts, shapes and chains; the maps that cannot separate;
 // the errors.
+#include <dlavm/graph.hpp>
 #include <dlavm/graph/layout.hpp>
 #include <dlavm/graph/relayout.hpp>
 #include <dlavm/host/transform.hpp>
+#include <dlavm/vta/hw/sim_device.hpp>
 
 #include <doctest/doctest.h>
 
@@ -13,6 +15,7 @@
 namespace graph = dlavm::graph;
 namespace host = dlavm::host;
 namespace te = dlavm::te;
+namespace vta = dlavm::vta;
 using dlavm::DType;
 using Kind = graph::Layout::Kind;
 
@@ -147,4 +150,33 @@ TEST_CASE("relayout: a wrong permutation, reshape or copy is an error naming the
                        dlavm::ShapeError);
   CHECK_THROWS_AS(graph::packed_offsets({Kind::Activation, 1, 16}, std::vector<std::int64_t>{2, 3}),
                   dlavm::ShapeError);
+}
+
+TEST_CASE("relayout: a VTA result moved into the next VTA step; not a result, nor one read twice") {
+  // h = dense on VTA; t = h transposed on the host; y = dense of t on VTA
+  auto x = graph::input("x", {32, 48}, DType::int8());
+  auto w1 = graph::constant("w1", te::NDArray::random(DType::int8(), {32, 48}, 1, -8, 8));
+  auto w2 = graph::constant("w2", te::NDArray::random(DType::int8(), {16, 32}, 2, -8, 8));
+  auto t = graph::transpose(graph::requantize(graph::dense(x, w1), {.shift = 6}), {.perm = {1, 0}});
+  auto y = graph::requantize(graph::dense(t, w2), {.shift = 6});
+  const auto a = te::NDArray::random(DType::int8(), {32, 48}, 3);
+  // the chain (unpack, transpose, pack) moves as one copy; with t a result, or read by relu
+  // too, it is left to its steps
+  const std::vector<graph::Expr> results[] = {{y}, {y, t}, {y, graph::relu(t)}};
+  for (std::size_t k = 0; k < std::size(results); ++k) {
+    CAPTURE(k);
+    const auto fn = graph::function({x}, results[k]);
+    const auto mod = graph::build(fn, graph::Target{});
+    const auto chains = graph::relayout_chains(mod);
+    CHECK(chains.size() == (k == 0 ? 1 : 0));
+    vta::SimDevice dev;
+    graph::Executor exec(mod, dev);
+    const auto got = exec.run({{"x", a}});
+    const auto want = graph::evaluate(graph::infer_type(fn, graph::Target{}), {{"x", a}});
+    REQUIRE(got.size() == want.size());
+    for (std::size_t r = 0; r < got.size(); ++r) CHECK(got[r] == want[r]);
+    std::size_t relaid = 0;
+    for (const auto& st : exec.last_run().steps) relaid += st.relayout;
+    CHECK(relaid == (k == 0 ? 3 : 0));
+  }
 }
