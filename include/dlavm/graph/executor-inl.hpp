@@ -338,20 +338,20 @@ class Executor::Run {
     const std::size_t c = e_.chain_of_[i];
     const RelayoutChain& chain = e_.chains_[c];
     if (relaid_.size() <= c) relaid_.resize(e_.chains_.size());
-    auto& relaid = relaid_[c];
-    if (i == chain.unpack) relaid = this->relaid(chain);
-    if (!relaid) return false;
+    auto& moved = relaid_[c];
+    if (i == chain.unpack) moved = relaid(chain);
+    if (!moved) return false;
     if (i == chain.pack) {
       const auto out = m_.steps()[i].output;
       if (chain.append) {
         const std::size_t state = m_.appended_by(i);
-        e_.states_.appended[state]->append(relaid->bytes, relaid->shape);
+        e_.states_.appended[state]->append(moved->bytes, moved->shape);
         e_.to_device(state);
       } else {
-        r_.copy_in(m_.values()[out].storage, relaid->bytes.data(), relaid->bytes.size());
+        r_.copy_in(m_.values()[out].storage, moved->bytes.data(), moved->bytes.size());
       }
       arrays_[out].reset();  // in device memory
-      relaid.reset();
+      moved.reset();
     }
     return true;
   }
@@ -367,8 +367,7 @@ class Executor::Run {
     const auto dims = [&](const std::vector<ne::Expr>& shape, const ModuleValue& v) {
       return detail::concrete_dims(shape, bindings_, "value " + v.name);
     };
-    const auto elements = [&](const ModuleValue& v) {
-      const auto s = dims(v.shape, v);
+    const auto size = [](const std::vector<std::int64_t>& s) {
       return static_cast<std::size_t>(
           std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>{}));
     };
@@ -386,12 +385,8 @@ class Executor::Run {
     Relaid result{{}, map->shape()};
     const auto to = packed_offsets(chain.append ? Layout{} : out.layout, result.shape);
     if (!to) return std::nullopt;
-    std::vector<std::uint8_t> src(elements(in));
-    result.bytes.assign(chain.append ? static_cast<std::size_t>(
-                                           std::accumulate(result.shape.begin(), result.shape.end(),
-                                                           std::int64_t{1}, std::multiplies<>{}))
-                                     : elements(out),
-                        0);
+    std::vector<std::uint8_t> src(size(dims(in.shape, in)));
+    result.bytes.assign(chain.append ? size(result.shape) : size(dims(out.shape, out)), 0);
     r_.copy_out(in.storage, src.data(), src.size());
     copy_elements(src.data(), *map, result.bytes.data(), *to);
     return result;
