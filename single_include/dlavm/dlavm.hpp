@@ -21306,6 +21306,23 @@ struct SramSlot {
   std::uint32_t arm = 0;  // the arm of a condition on the dims it lives in (runtime::SramRegion)
 };
 
+// What re-instantiating a stream for other values of its dims needs (Program::reinstantiate),
+// recorded as Program::instantiate writes it: the DRAM addresses it was written for and, in the
+// order its replay meets them, the bounds of the loops and the conditions of the branches that
+// read the dims (their values) and the transfers whose fields read them (their instructions).
+// `valid` is false where a loop copy could not be followed.
+struct StreamTape {
+  struct Entry {
+    std::uint32_t op = 0;       // the replay plan's operation
+    std::int64_t a = 0, b = 0;  // a loop's min and extent, a branch's condition, or a transfer's
+                                // instruction (a)
+  };
+  std::vector<Entry> entries;
+  std::vector<std::uint64_t> phys;
+  std::vector<std::int64_t> dims;  // the dims' values it was written for
+  bool valid = false;
+};
+
 namespace detail {
 
 // What a replay plan is made from and writes with: the parts of a built vta::Program
@@ -21330,7 +21347,16 @@ class ReplayPlan {
   // memoized loops copy an iteration like the one before (runtime::LoopMemo); false writes
   // every call, the same words.
   void write(const ReplaySource& p, Builder& b, std::span<const ne::Binding> bindings,
-             std::span<const std::uint64_t> phys, bool copy_loops = true) const;
+             std::span<const std::uint64_t> phys, bool copy_loops = true,
+             StreamTape* tape = nullptr) const;
+
+  // Rewrites `insns`, written by write() with `tape` (into a builder of its own), for
+  // `bindings`: true where the replay meets the same loop bounds and branches that read the
+  // dims (the stream's shape, and so its kernels, micro-ops and dependency flags, unchanged),
+  // its transfers' fields then rewritten in place; false, changing nothing, where it does not
+  // or a new field is out of its range (write() then raises the error).
+  bool repatch(const ReplaySource& p, std::span<runtime::InsnWord> insns, const StreamTape& tape,
+               std::span<const ne::Binding> bindings) const;
 
   // A loop whose iterations may be copied (runtime::LoopMemo), as vta::replay_source memoizes
   // the same loops: outermost outside kernels, each value its body reads from its variable
@@ -21442,7 +21468,20 @@ class ReplayPlan {
                      const runtime::Replay<HostStreamStorage>& replay, const Op& op,
                      const std::int64_t* regs) const;
 
+  // The dims field k reads (a bit per dim, symbols_' order), given those of each register.
+  std::uint64_t dims_read(std::uint32_t k, const std::vector<std::uint64_t>& dims) const;
+  // After compiling: the dims each operation reads (reads_dims_), and the kernels.
+  void find_dim_reads();
+  // repatch's rewrite of the kernel at KernelBegin `at` (its micro-op loops).
+  bool kernel_loops(std::uint32_t at, const std::int64_t* r, const runtime::IsaLayout& layout,
+                    std::span<const runtime::InsnWord> insns, const StreamTape::Entry* e,
+                    std::vector<std::pair<std::size_t, runtime::InsnWord>>& patches) const;
+
   std::vector<Op> ops_;
+  // per operation: the dims a loop's bounds, a branch's condition or a transfer's fields read
+  // (StreamTape), and those any kernel reads
+  std::vector<std::uint64_t> reads_dims_;
+  std::uint64_t kernel_dims_ = 0;
   std::vector<Field> fields_;
   std::vector<Term> terms_;
   std::vector<std::uint32_t> args_;
@@ -22168,6 +22207,86 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
 
 DLAVM_INLINE ReplayPlan::ReplayPlan(const ReplaySource& p) {
   PlanCompiler(*this, p).visit(p.func.body);
+  find_dim_reads();
+}
+
+DLAVM_INLINE std::uint64_t ReplayPlan::dims_read(std::uint32_t k,
+                                                 const std::vector<std::uint64_t>& dims) const {
+  const Field& f = fields_[k];
+  std::uint64_t mask = 0;
+  for (std::uint32_t i = 0; i < f.count; ++i) {
+    if (f.general >= 0) {
+      mask |= dims[args_[f.first + i]];
+    } else {
+      const Term& t = terms_[f.first + i];
+      mask |= dims[t.a] | dims[t.b];
+    }
+  }
+  return mask;
+}
+
+DLAVM_INLINE void ReplayPlan::find_dim_reads() {
+  // per register, the dims it holds or is computed from (a dim past the 64th: every bit)
+  std::vector<std::uint64_t> dims(registers_, 0);
+  for (std::size_t k = 0; k < symbols_.size(); ++k)
+    dims[symbols_[k].slot] = k < 64 ? std::uint64_t{1} << k : ~std::uint64_t{0};
+  for (const auto& [f, reg] : invariants_) {
+    const Field& field = f;
+    for (std::uint32_t i = 0; i < field.count; ++i)
+      dims[reg] |= field.general >= 0
+                       ? dims[args_[field.first + i]]
+                       : dims[terms_[field.first + i].a] | dims[terms_[field.first + i].b];
+  }
+  const auto any = [&](std::uint32_t first, std::uint32_t count) {
+    std::uint64_t mask = 0;
+    for (std::uint32_t k = first; k < first + count; ++k) mask |= dims_read(k, dims);
+    return mask;
+  };
+  reads_dims_.assign(ops_.size(), 0);
+  kernel_dims_ = 0;
+  // A kernel's micro-ops (its pushes, and the host loops and branches around them) must not
+  // change; its micro-op loops' extents and factors are fields of its instruction, rewritten
+  // like a transfer's (on its KernelBegin) where the kernel's body is straight (its loops then
+  // each evaluated once, in order).
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    const Op& op = ops_[i];
+    switch (op.kind) {
+      case OpKind::For:
+        reads_dims_[i] = any(op.field, 2);
+        break;
+      case OpKind::If:
+        reads_dims_[i] = any(op.field, 1);
+        break;
+      case OpKind::Load:
+        reads_dims_[i] = any(op.field, 10);
+        break;
+      case OpKind::Store:
+        reads_dims_[i] = any(op.field, 5);
+        break;
+      case OpKind::KernelBegin: {
+        bool straight = true;
+        std::uint64_t loops = 0;
+        for (std::uint32_t k = static_cast<std::uint32_t>(i) + 1; k < op.jump; ++k) {
+          const Op& in = ops_[k];
+          if (in.kind == OpKind::LoopBegin) {
+            loops |= any(in.field, 4);
+          } else if (in.kind == OpKind::Push) {
+            kernel_dims_ |= any(in.field, in.micro == Micro::Alu    ? 5
+                                          : in.micro == Micro::Gemm ? 3
+                                                                    : 1);
+          } else if (in.kind == OpKind::For || in.kind == OpKind::If) {
+            straight = false;
+            kernel_dims_ |= any(in.field, in.kind == OpKind::For ? 2 : 1);
+          }
+        }
+        (straight ? reads_dims_[i] : kernel_dims_) |= loops;
+        i = op.jump;  // its KernelEnd
+        break;
+      }
+      default:
+        break;
+    }
+  }
 }
 
 DLAVM_INLINE std::int64_t ReplayPlan::general(const Field& f, const std::int64_t* regs) const {
@@ -22259,6 +22378,11 @@ struct ReplayWorkspace {
     std::vector<std::uint32_t> map_where;
     runtime::LoopTape tape;
     std::uint64_t replaced = 0;  // kernel memo entries replaced when its last iteration began
+    // for a StreamTape: where the iteration before began and ended (its entries, its words),
+    // whether there was one, and where this one began and whether it was copied whole
+    std::size_t last_entries = 0, last_entries_end = 0, last_word = 0, last_words = 0;
+    bool have_last = false, whole = false;
+    std::size_t entries = 0, word = 0;
     // A fresh tape, as the loop is entered.
     void start(const ReplayPlan::LoopMemo& m, std::size_t regions, std::uint64_t replaced_now) {
       replaced = replaced_now;
@@ -22305,12 +22429,50 @@ DLAVM_INLINE ReplayWorkspace& replay_workspace() {
 // (the registers, the replay, the kernel being recorded), which helpers would pass around.
 DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
                                     std::span<const ne::Binding> bindings,
-                                    std::span<const std::uint64_t> phys, bool copy_loops) const {
+                                    std::span<const std::uint64_t> phys, bool copy_loops,
+                                    StreamTape* tape) const {
   ReplayWorkspace& ws = replay_workspace();
+  bool tape_ok = true;  // every loop copy followed
+  // an operation that reads the dims, for the tape
+  const auto record = [&](std::uint32_t pc, std::int64_t a, std::int64_t b2) {
+    if (tape != nullptr && reads_dims_[pc] != 0) tape->entries.push_back({pc, a, b2});
+  };
+  // a memoized loop's iteration ends: one copied whole ran no operations, so its entries are
+  // those of the iteration before, its transfers' instructions moved by the words between
+  const auto iteration_entries = [&](ReplayWorkspace::Loop& loop) {
+    const std::size_t words = b.writer().size() - loop.word;
+    if (loop.whole) {
+      if (!loop.have_last || words != loop.last_words) {
+        tape_ok = false;
+      } else {
+        const auto shift = static_cast<std::int64_t>(loop.word - loop.last_word);
+        for (std::size_t e = loop.last_entries; e < loop.last_entries_end; ++e) {
+          StreamTape::Entry entry = tape->entries[e];
+          const OpKind kind = ops_[entry.op].kind;
+          const bool insn = kind == OpKind::Load || kind == OpKind::Store ||
+                            (kind == OpKind::KernelBegin && entry.a >= 0);
+          if (insn) entry.a += shift;
+          tape->entries.push_back(entry);
+        }
+      }
+    }
+    loop.have_last = true;
+    loop.last_entries = loop.entries;
+    loop.last_entries_end = tape->entries.size();
+    loop.last_word = loop.word;
+    loop.last_words = words;
+  };
   ws.regs.resize(2 * static_cast<std::size_t>(registers_));
   std::int64_t* const r = ws.regs.data();
   std::int64_t* const ends = r + registers_;  // a loop's end, by its variable's register
   bind(bindings, r);
+  if (tape != nullptr) {
+    tape->entries.clear();
+    tape->phys.assign(phys.begin(), phys.end());
+    tape->dims.clear();
+    for (const auto& s : symbols_) tape->dims.push_back(r[s.slot]);
+    tape->valid = false;  // until the stream is written
+  }
   ws.states.resize(p.regions.size());
   ws.uops.resize(p.max_kernel_ops);
   runtime::Replay<HostStreamStorage> replay(b.writer(), p.env.config.uop_depth(), p.elem_bytes,
@@ -22336,6 +22498,7 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
   }
   ws.replaced = 0;
   Memo* recording = nullptr;
+  std::uint32_t kernel_at = 0;  // the KernelBegin of the kernel being recorded
   const auto n = static_cast<std::uint32_t>(ops_.size());
   for (std::uint32_t pc = 0; pc < n;) {
     const Op& op = ops_[pc];
@@ -22343,14 +22506,17 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
     switch (op.kind) {
       case OpKind::For: {
         const std::int64_t lo = value(f, r), extent = value(f + 1, r);
+        record(pc, lo, extent);
         if (extent <= 0) {
           pc = op.jump;
           continue;
         }
         r[op.slot] = lo;
         ends[op.slot] = lo + extent;
-        if (op.memo != kNoMemo)
+        if (op.memo != kNoMemo) {
           ws.loops[op.memo].start(memos_[op.memo], p.regions.size(), ws.replaced);
+          ws.loops[op.memo].have_last = false;
+        }
         break;
       }
       case OpKind::Iteration: {
@@ -22367,25 +22533,34 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
           t.keys[k] = v;
         }
         t.have_keys = true;
-        if (!replay.iteration_begin(t, same, r[op.slot] + 1 < ends[op.slot], m.affine)) {
+        loop.entries = tape != nullptr ? tape->entries.size() : 0;
+        loop.word = b.writer().size();
+        loop.whole = !replay.iteration_begin(t, same, r[op.slot] + 1 < ends[op.slot], m.affine);
+        if (loop.whole) {
           pc = op.jump;  // copied whole, or failed: its EndFor
           continue;
         }
         break;
       }
       case OpKind::EndFor:
-        if (op.memo != kNoMemo && !replay.iteration_end(ws.loops[op.memo].tape)) check_copy();
+        if (op.memo != kNoMemo) {
+          if (!replay.iteration_end(ws.loops[op.memo].tape)) check_copy();
+          if (tape != nullptr) iteration_entries(ws.loops[op.memo]);
+        }
         if (++r[op.slot] < ends[op.slot]) {
           pc = op.jump;
           continue;
         }
         break;
-      case OpKind::If:
-        if (value(f, r) == 0) {
+      case OpKind::If: {
+        const bool taken = value(f, r) != 0;
+        record(pc, taken ? 1 : 0, 0);
+        if (!taken) {
           pc = op.jump;
           continue;
         }
         break;
+      }
       case OpKind::Else:
         pc = op.jump;
         continue;
@@ -22412,6 +22587,7 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
             replay.again(m.written, accesses, alu ? 2 : reset ? 1 : 3);
             check(last);
           }
+          record(pc, m.wrote ? static_cast<std::int64_t>(b.writer().size()) - 1 : -1, 0);
           pc = op.jump + 1;  // past its KernelEnd
           continue;
         }
@@ -22421,6 +22597,7 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
         m.valid = false;  // until its KernelEnd
         m.key = ws.key;
         recording = &m;
+        kernel_at = pc;
         break;
       }
       case OpKind::LoopBegin: {
@@ -22461,6 +22638,9 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
           recording->valid = true;
           recording = nullptr;
         }
+        record(kernel_at,
+               b.writer().size() != size ? static_cast<std::int64_t>(b.writer().size()) - 1 : -1,
+               0);
         break;
       }
       case OpKind::Load:
@@ -22468,15 +22648,213 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
                     op.param, value(f + 2, r), value(f + 3, r), value(f + 4, r), value(f + 5, r),
                     value(f + 6, r), value(f + 7, r), value(f + 8, r), value(f + 9, r));
         check(op);
+        record(pc, static_cast<std::int64_t>(b.writer().size()) - 1, 0);
         break;
       case OpKind::Store:
         replay.store(op.regions[0], op.sram[0] + value(f, r), op.param, value(f + 1, r),
                      value(f + 2, r), value(f + 3, r), value(f + 4, r));
         check(op);
+        record(pc, static_cast<std::int64_t>(b.writer().size()) - 1, 0);
         break;
     }
     ++pc;
   }
+  if (tape != nullptr) tape->valid = tape_ok;
+}
+
+// A straight kernel's micro-op loops for the registers `r`, over its instruction (`e`: the
+// tape's entry, its instruction or -1 where it wrote none): false where it would write one now
+// and not then, or the other way, or a field does not fit.
+DLAVM_INLINE bool ReplayPlan::kernel_loops(
+    std::uint32_t at, const std::int64_t* r, const runtime::IsaLayout& layout,
+    std::span<const runtime::InsnWord> insns, const StreamTape::Entry* e,
+    std::vector<std::pair<std::size_t, runtime::InsnWord>>& patches) const {
+  if (e == nullptr) return false;
+  runtime::KernelLoop loops[2];
+  std::size_t nloops = 0;
+  bool empty = false, pushes = false, alu = false;
+  for (std::uint32_t k = at + 1; k < ops_[at].jump; ++k) {
+    const Op& op = ops_[k];
+    if (op.kind == OpKind::Push) {
+      pushes = true;
+      alu = op.micro == Micro::Alu;
+    }
+    if (op.kind != OpKind::LoopBegin || empty) continue;
+    const std::int64_t extent = value(op.field, r);
+    if (extent < 1) {
+      empty = true;  // the kernel writes nothing
+    } else {
+      if (nloops == 2) return false;
+      loops[nloops++] = {extent, value(op.field + 1, r), value(op.field + 2, r),
+                         value(op.field + 3, r)};
+    }
+  }
+  const bool writes = pushes && !empty;
+  if (e->a < 0 || !writes) return e->a < 0 && !writes;
+  const auto at_word = static_cast<std::size_t>(e->a);
+  if (at_word >= insns.size()) return false;
+  runtime::InsnWord w = insns[at_word];
+  const runtime::Form form = alu ? runtime::Form::Alu : runtime::Form::Gemm;
+  const runtime::KernelLoop none{};
+  const runtime::KernelLoop& first = nloops > 0 ? loops[0] : none;
+  const runtime::KernelLoop& inner = nloops > 1 ? loops[1] : none;
+  using runtime::Field;
+  const std::pair<Field, std::int64_t> values[] = {
+      {Field::iter_out, first.extent},    {Field::iter_in, inner.extent},
+      {Field::dst_factor_out, first.dst}, {Field::dst_factor_in, inner.dst},
+      {Field::src_factor_out, first.src}, {Field::src_factor_in, inner.src},
+      {Field::wgt_factor_out, first.wgt}, {Field::wgt_factor_in, inner.wgt}};
+  for (const auto& [field, v] : values) {
+    if (alu && (field == Field::wgt_factor_out || field == Field::wgt_factor_in)) continue;
+    const runtime::FieldPos pos = layout.pos(form, field);
+    if (v < 0 || static_cast<std::uint64_t>(v) > runtime::low_mask(pos.width)) return false;
+    set_field(w, pos, static_cast<std::uint64_t>(v));
+  }
+  patches.emplace_back(at_word, w);
+  return true;
+}
+
+// The same walk as write(), without writing: every iteration runs (no copies) and kernels are
+// skipped (they read no dims where the tape is valid). A loop bound or branch that reads the dims
+// must meet the value the tape holds; a transfer that reads them is encoded again over its old
+// word, whose opcode, memory and dependency flags stay.
+DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::InsnWord> insns,
+                                      const StreamTape& tape,
+                                      std::span<const ne::Binding> bindings) const {
+  if (!tape.valid || tape.phys.size() != p.func.params.size()) return false;
+  ReplayWorkspace& ws = replay_workspace();
+  ws.regs.resize(2 * static_cast<std::size_t>(registers_));
+  std::int64_t* const r = ws.regs.data();
+  std::int64_t* const ends = r + registers_;
+  bind(bindings, r);
+  if (tape.dims.size() != symbols_.size()) return false;
+  std::uint64_t changed = 0;  // the dims whose values changed
+  for (std::size_t k = 0; k < symbols_.size(); ++k)
+    if (r[symbols_[k].slot] != tape.dims[k])
+      changed |= k < 64 ? std::uint64_t{1} << k : ~std::uint64_t{0};
+  if ((changed & kernel_dims_) != 0) return false;  // its kernels' micro-ops could change
+  thread_local std::vector<std::pair<std::size_t, runtime::InsnWord>> patches;
+  patches.clear();
+  const runtime::IsaLayout kernel_layout = p.env.config.layout();
+  const runtime::IsaLayout layout = runtime::IsaLayout::default_layout();  // Mem: every config's
+  using runtime::Field;
+  const auto pos = [&](Field x) { return layout.pos(runtime::Form::Mem, x); };
+  // a transfer's fields over its old word, or false where one does not fit
+  const auto encode = [&](std::size_t at, MemId mem, std::int64_t sram, std::size_t param,
+                          std::int64_t offset, std::span<const std::int64_t> rest) {
+    if (at >= insns.size()) return false;
+    runtime::InsnWord w = insns[at];
+    if (get_field(w, pos(Field::memory_type)) != static_cast<std::uint64_t>(mem)) return false;
+    const std::uint64_t elem = p.elem_bytes.of[static_cast<std::size_t>(mem)];
+    if (elem == 0 || tape.phys[param] % elem != 0) return false;
+    const std::int64_t y = rest[0], x = rest[1];
+    if (y < 0 || x < 1) return false;
+    const std::int64_t dram = static_cast<std::int64_t>(tape.phys[param] / elem) +
+                              (mem == MemId::Out || y > 0 ? offset : 0);
+    const std::int64_t stride = rest[2] == runtime::kDenseStride ? x : rest[2];
+    const std::pair<Field, std::int64_t> values[] = {{Field::sram_base, sram},
+                                                     {Field::dram_base, dram},
+                                                     {Field::y_size, y},
+                                                     {Field::x_size, x},
+                                                     {Field::x_stride, stride}};
+    for (const auto& [field, v] : values) {
+      if (v < 0 || static_cast<std::uint64_t>(v) > runtime::low_mask(pos(field).width))
+        return false;
+      set_field(w, pos(field), static_cast<std::uint64_t>(v));
+    }
+    const Field pads[] = {Field::y_pad_0, Field::y_pad_1, Field::x_pad_0, Field::x_pad_1};
+    for (std::size_t k = 3; k < rest.size(); ++k) {
+      const std::int64_t v = rest[k];
+      if (v < 0 || static_cast<std::uint64_t>(v) > runtime::low_mask(pos(pads[k - 3]).width))
+        return false;
+      set_field(w, pos(pads[k - 3]), static_cast<std::uint64_t>(v));
+    }
+    patches.emplace_back(at, w);
+    return true;
+  };
+  std::size_t next = 0;  // the tape's next entry
+  const auto entry = [&](std::uint32_t pc) -> const StreamTape::Entry* {
+    if (next == tape.entries.size() || tape.entries[next].op != pc) return nullptr;
+    return &tape.entries[next++];
+  };
+  const auto n = static_cast<std::uint32_t>(ops_.size());
+  for (std::uint32_t pc = 0; pc < n;) {
+    const Op& op = ops_[pc];
+    const std::uint32_t f = op.field;
+    switch (op.kind) {
+      case OpKind::For: {
+        const std::int64_t lo = value(f, r), extent = value(f + 1, r);
+        if (reads_dims_[pc] != 0) {
+          const auto* e = entry(pc);
+          if (e == nullptr || e->a != lo || e->b != extent) return false;
+        }
+        if (extent <= 0) {
+          pc = op.jump;
+          continue;
+        }
+        r[op.slot] = lo;
+        ends[op.slot] = lo + extent;
+        break;
+      }
+      case OpKind::Iteration:
+        break;
+      case OpKind::EndFor:
+        if (++r[op.slot] < ends[op.slot]) {
+          pc = op.jump;
+          continue;
+        }
+        break;
+      case OpKind::If: {
+        const bool taken = value(f, r) != 0;
+        if (reads_dims_[pc] != 0) {
+          const auto* e = entry(pc);
+          if (e == nullptr || e->a != (taken ? 1 : 0)) return false;
+        }
+        if (!taken) {
+          pc = op.jump;
+          continue;
+        }
+        break;
+      }
+      case OpKind::Else:
+        pc = op.jump;
+        continue;
+      case OpKind::KernelBegin:
+        if (reads_dims_[pc] != 0 && !kernel_loops(pc, r, kernel_layout, insns, entry(pc), patches))
+          return false;
+        pc = op.jump + 1;  // past its KernelEnd
+        continue;
+      case OpKind::LoopBegin:
+      case OpKind::Push:
+      case OpKind::KernelEnd:
+        break;
+      case OpKind::Load:
+        if (reads_dims_[pc] != 0) {
+          const auto* e = entry(pc);
+          const std::int64_t rest[] = {value(f + 3, r), value(f + 4, r), value(f + 5, r),
+                                       value(f + 6, r), value(f + 7, r), value(f + 8, r),
+                                       value(f + 9, r)};
+          if (e == nullptr ||
+              !encode(static_cast<std::size_t>(e->a), static_cast<MemId>(value(f, r)),
+                      op.sram[0] + value(f + 1, r), op.param, value(f + 2, r), rest))
+            return false;
+        }
+        break;
+      case OpKind::Store:
+        if (reads_dims_[pc] != 0) {
+          const auto* e = entry(pc);
+          const std::int64_t rest[] = {value(f + 2, r), value(f + 3, r), value(f + 4, r)};
+          if (e == nullptr || !encode(static_cast<std::size_t>(e->a), MemId::Out,
+                                      op.sram[0] + value(f, r), op.param, value(f + 1, r), rest))
+            return false;
+        }
+        break;
+    }
+    ++pc;
+  }
+  if (next != tape.entries.size()) return false;
+  for (const auto& [at, w] : patches) insns[at] = w;
+  return true;
 }
 
 }  // namespace dlavm::vta::detail
@@ -22530,6 +22908,17 @@ class Program {
   // DRAM address param_phys[k].
   Stream instantiate(std::span<const ne::Binding> bindings,
                      std::span<const std::uint64_t> param_phys) const;
+  // The same, recording in `tape` what reinstantiate needs.
+  Stream instantiate(std::span<const ne::Binding> bindings,
+                     std::span<const std::uint64_t> param_phys, StreamTape& tape) const;
+  // Rewrites `stream`, instantiated with `tape`, for new `bindings` at the same DRAM addresses,
+  // where the stream's shape stays: the same loop bounds and branches where they read the dims,
+  // so that only transfers' fields change (a decode step's softmax from one position to the
+  // next: the sizes of its last chunk of keys). Returns false, changing nothing, where the
+  // shape changes or the tape is not valid (StreamTape): instantiate then. The result is the
+  // stream instantiate would write, word for word.
+  bool reinstantiate(Stream& stream, const StreamTape& tape,
+                     std::span<const ne::Binding> bindings) const;
   // The same instructions written to `b`, without the closing FINISH: several programs can
   // share one stream (Builder::barrier between them). The loops that vta::replay_source
   // memoizes are memoized here too: an iteration like the one before it is copied, its DRAM
@@ -22844,6 +23233,26 @@ DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
   b.finish();
   plan_->set_last_size(b.size(), b.stream().uops.size());
   return b.take();
+}
+
+DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
+                                         std::span<const std::uint64_t> param_phys,
+                                         StreamTape& tape) const {
+  if (param_phys.size() != func_.params.size())
+    raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
+                      param_phys.size(), func_.params.size());
+  Builder b(env_.config);
+  const auto [insns, uops] = plan_->last_size();
+  b.reserve(insns, uops);
+  plan_->write(replay_source(), b, bindings, param_phys, true, &tape);
+  b.finish();
+  plan_->set_last_size(b.size(), b.stream().uops.size());
+  return b.take();
+}
+
+DLAVM_INLINE bool Program::reinstantiate(Stream& stream, const StreamTape& tape,
+                                         std::span<const ne::Binding> bindings) const {
+  return plan_->repatch(replay_source(), stream.insns, tape, bindings);
 }
 
 DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindings,
@@ -40969,7 +41378,9 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 // Symbolic dims stay expressions in the module: `run` takes their values, and each VTA program
 // is instantiated for a device and the packed shapes of its operands once (the program sees
 // the symbolic dims only through them): a run whose bindings give the shapes of the step's
-// previous run reuses its stream (StepStats::instantiated says which). Values VTA reads or
+// previous run reuses its stream (StepStats::instantiated says which), and one whose new
+// shapes leave the stream's shape as it was rewrites its fields in place
+// (StepStats::reinstantiated). Values VTA reads or
 // writes stay in device memory between VTA steps and cross to the host only where a host
 // step, a result or keep_values reads them; a VTA result that the host only unpacks,
 // permutes or reshapes and packs for another VTA step moves as one copy of its packed bytes
@@ -41665,8 +42076,11 @@ struct StepStats {
   std::int64_t macs = 0;          // VTA: MACs of the operation (padding excluded)
   double host_seconds = 0;        // host steps: wall time of the kernel
   // VTA: whether this run instantiated the step's stream (the first run, or new packed shapes
-  // of its operands), rather than reusing it
+  // of its operands), rather than reusing it; `reinstantiated`: by rewriting the stream before
+  // in place, its shape unchanged (vta::Program::reinstantiate: a decode step's softmax from
+  // one position to the next), rather than writing it anew
   bool instantiated = false;
+  bool reinstantiated = false;
   // Unpack, Pack and the host steps between them that only move elements: done as one copy
   // of packed bytes with the rest of its chain (graph/relayout.hpp), not one by one
   bool relayout = false;
@@ -42107,9 +42521,11 @@ class Executor::Resident {
   // The stream of VTA step `step` for `bindings`: its DRAM addresses are fixed on this device,
   // and the program sees the symbolic dims only through its operands' packed shapes, so the
   // stream of the last shapes a step ran with is kept and reused (a decode step whose new
-  // position stays within the last tile of keys instantiates nothing).
+  // position stays within the last tile of keys instantiates nothing); for new shapes it is
+  // rewritten in place where its shape stays (`reinstantiated`: vta::Program::reinstantiate).
   const vta::Stream& stream(const Module& m, std::size_t step,
-                            std::span<const ne::Binding> bindings, bool& instantiated) {
+                            std::span<const ne::Binding> bindings, bool& instantiated,
+                            bool& reinstantiated) {
     if (streams_.size() <= step) streams_.resize(step + 1);
     auto& cached = streams_[step];
     const auto& s = m.steps()[step];
@@ -42117,14 +42533,21 @@ class Executor::Resident {
     for (std::size_t i = 0; i <= s.inputs.size(); ++i)
       for (const auto& d : m.values()[i < s.inputs.size() ? s.inputs[i] : s.output].shape)
         key.push_back(d.is_const() ? *d.as_int() : ne::eval(d, bindings));
-    instantiated = !cached || cached->first != key;
-    if (instantiated) {
-      std::vector<std::uint64_t> phys;
-      for (const auto in : s.inputs) phys.push_back(this->phys(m.values()[in].storage));
-      phys.push_back(this->phys(m.values()[s.output].storage));
-      cached.emplace(std::move(key), s.program->instantiate(bindings, phys));
+    instantiated = !cached || cached->key != key;
+    reinstantiated = false;
+    if (!instantiated) return cached->stream;
+    if (cached && s.program->reinstantiate(cached->stream, cached->tape, bindings)) {
+      reinstantiated = true;
+      cached->key = std::move(key);
+      return cached->stream;
     }
-    return cached->second;
+    std::vector<std::uint64_t> phys;
+    for (const auto in : s.inputs) phys.push_back(this->phys(m.values()[in].storage));
+    phys.push_back(this->phys(m.values()[s.output].storage));
+    vta::StreamTape tape;
+    auto written = s.program->instantiate(bindings, phys, tape);
+    cached = CachedStream{std::move(key), std::move(written), std::move(tape)};
+    return cached->stream;
   }
   vta::Device& device() const { return *dev_; }
   // Whether the device still exists (the executor may outlive it).
@@ -42153,7 +42576,14 @@ class Executor::Resident {
   std::shared_ptr<const bool> alive_;
   vta::Buffer buffers_[kRegionCount]{};
   bool allocated_[kRegionCount]{};
-  std::vector<std::optional<std::pair<std::vector<std::int64_t>, vta::Stream>>> streams_;
+  // per VTA step: the packed shapes of its operands its stream was written for, and what
+  // rewriting it for others needs
+  struct CachedStream {
+    std::vector<std::int64_t> key;
+    vta::Stream stream;
+    vta::StreamTape tape;
+  };
+  std::vector<std::optional<CachedStream>> streams_;
 };
 
 // One run: the host copies of the values (a value VTA wrote stays in device memory until a
@@ -42450,8 +42880,8 @@ class Executor::Run {
 
   StepStats vta_step(std::size_t index) {
     const ModuleStep& step = m_.steps()[index];
-    bool instantiated = false;
-    const vta::Stream& stream = r_.stream(m_, index, bindings_, instantiated);
+    bool instantiated = false, reinstantiated = false;
+    const vta::Stream& stream = r_.stream(m_, index, bindings_, instantiated, reinstantiated);
     const std::string dir =
         options_.dump_dir.empty()
             ? std::string()
@@ -42473,7 +42903,9 @@ class Executor::Run {
     // the plan gives its bytes to later values after its last reader: keep it now
     arrays_[step.output].reset();
     if (options_.keep_values) host_array(step.output);
-    return vta_stats(step, stream, result, instantiated);
+    StepStats stats = vta_stats(step, stream, result, instantiated);
+    stats.reinstantiated = reinstantiated;
+    return stats;
   }
 
   // A dump of value v's slot: the parameters' as VTA reads them, the output's as it leaves it.

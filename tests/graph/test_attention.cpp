@@ -473,6 +473,68 @@ TEST_CASE("llm layer: instantiation copies loop iterations, the words of every c
   CHECK(streams > 0);
 }
 
+TEST_CASE("llm layer: decode steps rewrite the streams in place, the words instantiate writes") {
+  // a context of 1,024 positions: the integer softmax in chunks of 256 keys, whose stream
+  // changes with every position (its last chunk's sizes) and its shape once in 256
+  const models::LlmLayer net(128, 8, 128, 1024, 64, 21, llm::Softmax::Integer);
+  const graph::Target target;
+  const auto mod = graph::build(net.function(), target, {.name = "llm_rewrite"});
+  std::size_t rewritten = 0, softmax_rewritten = 0, compared = 0;
+  for (const auto& s : mod.steps()) {
+    if (s.kind != graph::ModuleStep::Kind::Vta) continue;
+    const auto& p = *s.program;
+    CAPTURE(p.name());
+    const std::vector<std::uint64_t> phys(s.inputs.size() + 1, 0x100000);
+    const auto at = [](std::int64_t last) {
+      return std::vector<ne::Binding>{{"token", 1}, {"last_token", last}};
+    };
+    vta::StreamTape tape;
+    auto stream = p.instantiate(at(240), phys, tape);
+    for (std::int64_t last = 241; last <= 290; ++last) {
+      CAPTURE(last);
+      const auto want = p.instantiate(at(last), phys);
+      if (p.reinstantiate(stream, tape, at(last))) {
+        ++rewritten;
+        softmax_rewritten += s.workload.op == "integer_softmax";
+      } else {
+        stream = p.instantiate(at(last), phys, tape);
+      }
+      CHECK(stream.insns == want.insns);
+      CHECK(stream.uops == want.uops);
+      CHECK(stream.uop_relocs == want.uop_relocs);
+      ++compared;
+    }
+  }
+  MESSAGE(rewritten, " of ", compared, " streams rewritten, ", softmax_rewritten,
+          " of them the softmax's");
+  CHECK(softmax_rewritten == 49);  // all but 255 -> 256, where a chunk starts
+
+  // the executor rewrites them too, and decodes as the reference does
+  vta::SimDevice dev(target.env.config);
+  graph::Executor exec(mod, dev);
+  LlmReference ref{constants_of(net.function()), 8, llm::Softmax::Integer};
+  std::size_t softmax_step = mod.steps().size(), steps_rewritten = 0, differ = 0;
+  for (std::size_t i = 0; i < mod.steps().size(); ++i)
+    if (mod.steps()[i].workload.op == "integer_softmax") softmax_step = i;
+  REQUIRE(softmax_step < mod.steps().size());
+  std::uint64_t seed = 120;
+  for (int step = 0; step < 12; ++step) {
+    const std::int64_t tokens = step == 0 ? 5 : 1;
+    const auto x = te::NDArray::random(DType::int8(), {1, tokens, 128}, seed++);
+    const graph::NamedArray inputs[] = {{"x", x}};
+    const ne::Binding bindings[] = {{"token", tokens}};
+    const auto out = exec.run(inputs, bindings).at(0);
+    const Mat want = ref.step(rows_of(x));
+    for (std::int64_t t = 0; t < tokens; ++t)
+      for (std::int64_t d = 0; d < 128; ++d) differ += out.at({0, t, d}) != want.at(t, d);
+    const auto& stats = exec.last_run().steps[softmax_step];
+    CHECK(stats.instantiated);  // a new position: the softmax's stream changes every step
+    steps_rewritten += stats.reinstantiated;
+  }
+  CHECK(differ == 0);
+  CHECK(steps_rewritten == 10);  // every decode step after the first (5 tokens -> 1)
+}
+
 TEST_CASE(
     "llm::Decoder: the user's weights from .npy files, a head size of 16, equal the reference") {
   // d_model 32 in 2 heads of 16: the scores scaled by 1/4; the weights written as .npy files

@@ -68,9 +68,11 @@ class Executor::Resident {
   // The stream of VTA step `step` for `bindings`: its DRAM addresses are fixed on this device,
   // and the program sees the symbolic dims only through its operands' packed shapes, so the
   // stream of the last shapes a step ran with is kept and reused (a decode step whose new
-  // position stays within the last tile of keys instantiates nothing).
+  // position stays within the last tile of keys instantiates nothing); for new shapes it is
+  // rewritten in place where its shape stays (`reinstantiated`: vta::Program::reinstantiate).
   const vta::Stream& stream(const Module& m, std::size_t step,
-                            std::span<const ne::Binding> bindings, bool& instantiated) {
+                            std::span<const ne::Binding> bindings, bool& instantiated,
+                            bool& reinstantiated) {
     if (streams_.size() <= step) streams_.resize(step + 1);
     auto& cached = streams_[step];
     const auto& s = m.steps()[step];
@@ -78,14 +80,21 @@ class Executor::Resident {
     for (std::size_t i = 0; i <= s.inputs.size(); ++i)
       for (const auto& d : m.values()[i < s.inputs.size() ? s.inputs[i] : s.output].shape)
         key.push_back(d.is_const() ? *d.as_int() : ne::eval(d, bindings));
-    instantiated = !cached || cached->first != key;
-    if (instantiated) {
-      std::vector<std::uint64_t> phys;
-      for (const auto in : s.inputs) phys.push_back(this->phys(m.values()[in].storage));
-      phys.push_back(this->phys(m.values()[s.output].storage));
-      cached.emplace(std::move(key), s.program->instantiate(bindings, phys));
+    instantiated = !cached || cached->key != key;
+    reinstantiated = false;
+    if (!instantiated) return cached->stream;
+    if (cached && s.program->reinstantiate(cached->stream, cached->tape, bindings)) {
+      reinstantiated = true;
+      cached->key = std::move(key);
+      return cached->stream;
     }
-    return cached->second;
+    std::vector<std::uint64_t> phys;
+    for (const auto in : s.inputs) phys.push_back(this->phys(m.values()[in].storage));
+    phys.push_back(this->phys(m.values()[s.output].storage));
+    vta::StreamTape tape;
+    auto written = s.program->instantiate(bindings, phys, tape);
+    cached = CachedStream{std::move(key), std::move(written), std::move(tape)};
+    return cached->stream;
   }
   vta::Device& device() const { return *dev_; }
   // Whether the device still exists (the executor may outlive it).
@@ -114,7 +123,14 @@ class Executor::Resident {
   std::shared_ptr<const bool> alive_;
   vta::Buffer buffers_[kRegionCount]{};
   bool allocated_[kRegionCount]{};
-  std::vector<std::optional<std::pair<std::vector<std::int64_t>, vta::Stream>>> streams_;
+  // per VTA step: the packed shapes of its operands its stream was written for, and what
+  // rewriting it for others needs
+  struct CachedStream {
+    std::vector<std::int64_t> key;
+    vta::Stream stream;
+    vta::StreamTape tape;
+  };
+  std::vector<std::optional<CachedStream>> streams_;
 };
 
 // One run: the host copies of the values (a value VTA wrote stays in device memory until a
@@ -411,8 +427,8 @@ class Executor::Run {
 
   StepStats vta_step(std::size_t index) {
     const ModuleStep& step = m_.steps()[index];
-    bool instantiated = false;
-    const vta::Stream& stream = r_.stream(m_, index, bindings_, instantiated);
+    bool instantiated = false, reinstantiated = false;
+    const vta::Stream& stream = r_.stream(m_, index, bindings_, instantiated, reinstantiated);
     const std::string dir =
         options_.dump_dir.empty()
             ? std::string()
@@ -434,7 +450,9 @@ class Executor::Run {
     // the plan gives its bytes to later values after its last reader: keep it now
     arrays_[step.output].reset();
     if (options_.keep_values) host_array(step.output);
-    return vta_stats(step, stream, result, instantiated);
+    StepStats stats = vta_stats(step, stream, result, instantiated);
+    stats.reinstantiated = reinstantiated;
+    return stats;
   }
 
   // A dump of value v's slot: the parameters' as VTA reads them, the output's as it leaves it.

@@ -11,7 +11,9 @@
 // Symbolic dims stay expressions in the module: `run` takes their values, and each VTA program
 // is instantiated for a device and the packed shapes of its operands once (the program sees
 // the symbolic dims only through them): a run whose bindings give the shapes of the step's
-// previous run reuses its stream (StepStats::instantiated says which). Values VTA reads or
+// previous run reuses its stream (StepStats::instantiated says which), and one whose new
+// shapes leave the stream's shape as it was rewrites its fields in place
+// (StepStats::reinstantiated). Values VTA reads or
 // writes stay in device memory between VTA steps and cross to the host only where a host
 // step, a result or keep_values reads them; a VTA result that the host only unpacks,
 // permutes or reshapes and packs for another VTA step moves as one copy of its packed bytes
@@ -61,8 +63,11 @@ struct StepStats {
   std::int64_t macs = 0;          // VTA: MACs of the operation (padding excluded)
   double host_seconds = 0;        // host steps: wall time of the kernel
   // VTA: whether this run instantiated the step's stream (the first run, or new packed shapes
-  // of its operands), rather than reusing it
+  // of its operands), rather than reusing it; `reinstantiated`: by rewriting the stream before
+  // in place, its shape unchanged (vta::Program::reinstantiate: a decode step's softmax from
+  // one position to the next), rather than writing it anew
   bool instantiated = false;
+  bool reinstantiated = false;
   // Unpack, Pack and the host steps between them that only move elements: done as one copy
   // of packed bytes with the rest of its chain (graph/relayout.hpp), not one by one
   bool relayout = false;

@@ -253,6 +253,26 @@ DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
   return b.take();
 }
 
+DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
+                                         std::span<const std::uint64_t> param_phys,
+                                         StreamTape& tape) const {
+  if (param_phys.size() != func_.params.size())
+    raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
+                      param_phys.size(), func_.params.size());
+  Builder b(env_.config);
+  const auto [insns, uops] = plan_->last_size();
+  b.reserve(insns, uops);
+  plan_->write(replay_source(), b, bindings, param_phys, true, &tape);
+  b.finish();
+  plan_->set_last_size(b.size(), b.stream().uops.size());
+  return b.take();
+}
+
+DLAVM_INLINE bool Program::reinstantiate(Stream& stream, const StreamTape& tape,
+                                         std::span<const ne::Binding> bindings) const {
+  return plan_->repatch(replay_source(), stream.insns, tape, bindings);
+}
+
 DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindings,
                                  std::span<const std::uint64_t> param_phys, bool copy_loops) const {
   if (param_phys.size() != func_.params.size())

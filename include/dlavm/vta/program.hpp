@@ -70,6 +70,17 @@ class Program {
   // DRAM address param_phys[k].
   Stream instantiate(std::span<const ne::Binding> bindings,
                      std::span<const std::uint64_t> param_phys) const;
+  // The same, recording in `tape` what reinstantiate needs.
+  Stream instantiate(std::span<const ne::Binding> bindings,
+                     std::span<const std::uint64_t> param_phys, StreamTape& tape) const;
+  // Rewrites `stream`, instantiated with `tape`, for new `bindings` at the same DRAM addresses,
+  // where the stream's shape stays: the same loop bounds and branches where they read the dims,
+  // so that only transfers' fields change (a decode step's softmax from one position to the
+  // next: the sizes of its last chunk of keys). Returns false, changing nothing, where the
+  // shape changes or the tape is not valid (StreamTape): instantiate then. The result is the
+  // stream instantiate would write, word for word.
+  bool reinstantiate(Stream& stream, const StreamTape& tape,
+                     std::span<const ne::Binding> bindings) const;
   // The same instructions written to `b`, without the closing FINISH: several programs can
   // share one stream (Builder::barrier between them). The loops that vta::replay_source
   // memoizes are memoized here too: an iteration like the one before it is copied, its DRAM

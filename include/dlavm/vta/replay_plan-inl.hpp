@@ -572,6 +572,86 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
 
 DLAVM_INLINE ReplayPlan::ReplayPlan(const ReplaySource& p) {
   PlanCompiler(*this, p).visit(p.func.body);
+  find_dim_reads();
+}
+
+DLAVM_INLINE std::uint64_t ReplayPlan::dims_read(std::uint32_t k,
+                                                 const std::vector<std::uint64_t>& dims) const {
+  const Field& f = fields_[k];
+  std::uint64_t mask = 0;
+  for (std::uint32_t i = 0; i < f.count; ++i) {
+    if (f.general >= 0) {
+      mask |= dims[args_[f.first + i]];
+    } else {
+      const Term& t = terms_[f.first + i];
+      mask |= dims[t.a] | dims[t.b];
+    }
+  }
+  return mask;
+}
+
+DLAVM_INLINE void ReplayPlan::find_dim_reads() {
+  // per register, the dims it holds or is computed from (a dim past the 64th: every bit)
+  std::vector<std::uint64_t> dims(registers_, 0);
+  for (std::size_t k = 0; k < symbols_.size(); ++k)
+    dims[symbols_[k].slot] = k < 64 ? std::uint64_t{1} << k : ~std::uint64_t{0};
+  for (const auto& [f, reg] : invariants_) {
+    const Field& field = f;
+    for (std::uint32_t i = 0; i < field.count; ++i)
+      dims[reg] |= field.general >= 0
+                       ? dims[args_[field.first + i]]
+                       : dims[terms_[field.first + i].a] | dims[terms_[field.first + i].b];
+  }
+  const auto any = [&](std::uint32_t first, std::uint32_t count) {
+    std::uint64_t mask = 0;
+    for (std::uint32_t k = first; k < first + count; ++k) mask |= dims_read(k, dims);
+    return mask;
+  };
+  reads_dims_.assign(ops_.size(), 0);
+  kernel_dims_ = 0;
+  // A kernel's micro-ops (its pushes, and the host loops and branches around them) must not
+  // change; its micro-op loops' extents and factors are fields of its instruction, rewritten
+  // like a transfer's (on its KernelBegin) where the kernel's body is straight (its loops then
+  // each evaluated once, in order).
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    const Op& op = ops_[i];
+    switch (op.kind) {
+      case OpKind::For:
+        reads_dims_[i] = any(op.field, 2);
+        break;
+      case OpKind::If:
+        reads_dims_[i] = any(op.field, 1);
+        break;
+      case OpKind::Load:
+        reads_dims_[i] = any(op.field, 10);
+        break;
+      case OpKind::Store:
+        reads_dims_[i] = any(op.field, 5);
+        break;
+      case OpKind::KernelBegin: {
+        bool straight = true;
+        std::uint64_t loops = 0;
+        for (std::uint32_t k = static_cast<std::uint32_t>(i) + 1; k < op.jump; ++k) {
+          const Op& in = ops_[k];
+          if (in.kind == OpKind::LoopBegin) {
+            loops |= any(in.field, 4);
+          } else if (in.kind == OpKind::Push) {
+            kernel_dims_ |= any(in.field, in.micro == Micro::Alu    ? 5
+                                          : in.micro == Micro::Gemm ? 3
+                                                                    : 1);
+          } else if (in.kind == OpKind::For || in.kind == OpKind::If) {
+            straight = false;
+            kernel_dims_ |= any(in.field, in.kind == OpKind::For ? 2 : 1);
+          }
+        }
+        (straight ? reads_dims_[i] : kernel_dims_) |= loops;
+        i = op.jump;  // its KernelEnd
+        break;
+      }
+      default:
+        break;
+    }
+  }
 }
 
 DLAVM_INLINE std::int64_t ReplayPlan::general(const Field& f, const std::int64_t* regs) const {
@@ -663,6 +743,11 @@ struct ReplayWorkspace {
     std::vector<std::uint32_t> map_where;
     runtime::LoopTape tape;
     std::uint64_t replaced = 0;  // kernel memo entries replaced when its last iteration began
+    // for a StreamTape: where the iteration before began and ended (its entries, its words),
+    // whether there was one, and where this one began and whether it was copied whole
+    std::size_t last_entries = 0, last_entries_end = 0, last_word = 0, last_words = 0;
+    bool have_last = false, whole = false;
+    std::size_t entries = 0, word = 0;
     // A fresh tape, as the loop is entered.
     void start(const ReplayPlan::LoopMemo& m, std::size_t regions, std::uint64_t replaced_now) {
       replaced = replaced_now;
@@ -709,12 +794,50 @@ DLAVM_INLINE ReplayWorkspace& replay_workspace() {
 // (the registers, the replay, the kernel being recorded), which helpers would pass around.
 DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
                                     std::span<const ne::Binding> bindings,
-                                    std::span<const std::uint64_t> phys, bool copy_loops) const {
+                                    std::span<const std::uint64_t> phys, bool copy_loops,
+                                    StreamTape* tape) const {
   ReplayWorkspace& ws = replay_workspace();
+  bool tape_ok = true;  // every loop copy followed
+  // an operation that reads the dims, for the tape
+  const auto record = [&](std::uint32_t pc, std::int64_t a, std::int64_t b2) {
+    if (tape != nullptr && reads_dims_[pc] != 0) tape->entries.push_back({pc, a, b2});
+  };
+  // a memoized loop's iteration ends: one copied whole ran no operations, so its entries are
+  // those of the iteration before, its transfers' instructions moved by the words between
+  const auto iteration_entries = [&](ReplayWorkspace::Loop& loop) {
+    const std::size_t words = b.writer().size() - loop.word;
+    if (loop.whole) {
+      if (!loop.have_last || words != loop.last_words) {
+        tape_ok = false;
+      } else {
+        const auto shift = static_cast<std::int64_t>(loop.word - loop.last_word);
+        for (std::size_t e = loop.last_entries; e < loop.last_entries_end; ++e) {
+          StreamTape::Entry entry = tape->entries[e];
+          const OpKind kind = ops_[entry.op].kind;
+          const bool insn = kind == OpKind::Load || kind == OpKind::Store ||
+                            (kind == OpKind::KernelBegin && entry.a >= 0);
+          if (insn) entry.a += shift;
+          tape->entries.push_back(entry);
+        }
+      }
+    }
+    loop.have_last = true;
+    loop.last_entries = loop.entries;
+    loop.last_entries_end = tape->entries.size();
+    loop.last_word = loop.word;
+    loop.last_words = words;
+  };
   ws.regs.resize(2 * static_cast<std::size_t>(registers_));
   std::int64_t* const r = ws.regs.data();
   std::int64_t* const ends = r + registers_;  // a loop's end, by its variable's register
   bind(bindings, r);
+  if (tape != nullptr) {
+    tape->entries.clear();
+    tape->phys.assign(phys.begin(), phys.end());
+    tape->dims.clear();
+    for (const auto& s : symbols_) tape->dims.push_back(r[s.slot]);
+    tape->valid = false;  // until the stream is written
+  }
   ws.states.resize(p.regions.size());
   ws.uops.resize(p.max_kernel_ops);
   runtime::Replay<HostStreamStorage> replay(b.writer(), p.env.config.uop_depth(), p.elem_bytes,
@@ -740,6 +863,7 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
   }
   ws.replaced = 0;
   Memo* recording = nullptr;
+  std::uint32_t kernel_at = 0;  // the KernelBegin of the kernel being recorded
   const auto n = static_cast<std::uint32_t>(ops_.size());
   for (std::uint32_t pc = 0; pc < n;) {
     const Op& op = ops_[pc];
@@ -747,14 +871,17 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
     switch (op.kind) {
       case OpKind::For: {
         const std::int64_t lo = value(f, r), extent = value(f + 1, r);
+        record(pc, lo, extent);
         if (extent <= 0) {
           pc = op.jump;
           continue;
         }
         r[op.slot] = lo;
         ends[op.slot] = lo + extent;
-        if (op.memo != kNoMemo)
+        if (op.memo != kNoMemo) {
           ws.loops[op.memo].start(memos_[op.memo], p.regions.size(), ws.replaced);
+          ws.loops[op.memo].have_last = false;
+        }
         break;
       }
       case OpKind::Iteration: {
@@ -771,25 +898,34 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
           t.keys[k] = v;
         }
         t.have_keys = true;
-        if (!replay.iteration_begin(t, same, r[op.slot] + 1 < ends[op.slot], m.affine)) {
+        loop.entries = tape != nullptr ? tape->entries.size() : 0;
+        loop.word = b.writer().size();
+        loop.whole = !replay.iteration_begin(t, same, r[op.slot] + 1 < ends[op.slot], m.affine);
+        if (loop.whole) {
           pc = op.jump;  // copied whole, or failed: its EndFor
           continue;
         }
         break;
       }
       case OpKind::EndFor:
-        if (op.memo != kNoMemo && !replay.iteration_end(ws.loops[op.memo].tape)) check_copy();
+        if (op.memo != kNoMemo) {
+          if (!replay.iteration_end(ws.loops[op.memo].tape)) check_copy();
+          if (tape != nullptr) iteration_entries(ws.loops[op.memo]);
+        }
         if (++r[op.slot] < ends[op.slot]) {
           pc = op.jump;
           continue;
         }
         break;
-      case OpKind::If:
-        if (value(f, r) == 0) {
+      case OpKind::If: {
+        const bool taken = value(f, r) != 0;
+        record(pc, taken ? 1 : 0, 0);
+        if (!taken) {
           pc = op.jump;
           continue;
         }
         break;
+      }
       case OpKind::Else:
         pc = op.jump;
         continue;
@@ -816,6 +952,7 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
             replay.again(m.written, accesses, alu ? 2 : reset ? 1 : 3);
             check(last);
           }
+          record(pc, m.wrote ? static_cast<std::int64_t>(b.writer().size()) - 1 : -1, 0);
           pc = op.jump + 1;  // past its KernelEnd
           continue;
         }
@@ -825,6 +962,7 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
         m.valid = false;  // until its KernelEnd
         m.key = ws.key;
         recording = &m;
+        kernel_at = pc;
         break;
       }
       case OpKind::LoopBegin: {
@@ -865,6 +1003,9 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
           recording->valid = true;
           recording = nullptr;
         }
+        record(kernel_at,
+               b.writer().size() != size ? static_cast<std::int64_t>(b.writer().size()) - 1 : -1,
+               0);
         break;
       }
       case OpKind::Load:
@@ -872,15 +1013,213 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
                     op.param, value(f + 2, r), value(f + 3, r), value(f + 4, r), value(f + 5, r),
                     value(f + 6, r), value(f + 7, r), value(f + 8, r), value(f + 9, r));
         check(op);
+        record(pc, static_cast<std::int64_t>(b.writer().size()) - 1, 0);
         break;
       case OpKind::Store:
         replay.store(op.regions[0], op.sram[0] + value(f, r), op.param, value(f + 1, r),
                      value(f + 2, r), value(f + 3, r), value(f + 4, r));
         check(op);
+        record(pc, static_cast<std::int64_t>(b.writer().size()) - 1, 0);
         break;
     }
     ++pc;
   }
+  if (tape != nullptr) tape->valid = tape_ok;
+}
+
+// A straight kernel's micro-op loops for the registers `r`, over its instruction (`e`: the
+// tape's entry, its instruction or -1 where it wrote none): false where it would write one now
+// and not then, or the other way, or a field does not fit.
+DLAVM_INLINE bool ReplayPlan::kernel_loops(
+    std::uint32_t at, const std::int64_t* r, const runtime::IsaLayout& layout,
+    std::span<const runtime::InsnWord> insns, const StreamTape::Entry* e,
+    std::vector<std::pair<std::size_t, runtime::InsnWord>>& patches) const {
+  if (e == nullptr) return false;
+  runtime::KernelLoop loops[2];
+  std::size_t nloops = 0;
+  bool empty = false, pushes = false, alu = false;
+  for (std::uint32_t k = at + 1; k < ops_[at].jump; ++k) {
+    const Op& op = ops_[k];
+    if (op.kind == OpKind::Push) {
+      pushes = true;
+      alu = op.micro == Micro::Alu;
+    }
+    if (op.kind != OpKind::LoopBegin || empty) continue;
+    const std::int64_t extent = value(op.field, r);
+    if (extent < 1) {
+      empty = true;  // the kernel writes nothing
+    } else {
+      if (nloops == 2) return false;
+      loops[nloops++] = {extent, value(op.field + 1, r), value(op.field + 2, r),
+                         value(op.field + 3, r)};
+    }
+  }
+  const bool writes = pushes && !empty;
+  if (e->a < 0 || !writes) return e->a < 0 && !writes;
+  const auto at_word = static_cast<std::size_t>(e->a);
+  if (at_word >= insns.size()) return false;
+  runtime::InsnWord w = insns[at_word];
+  const runtime::Form form = alu ? runtime::Form::Alu : runtime::Form::Gemm;
+  const runtime::KernelLoop none{};
+  const runtime::KernelLoop& first = nloops > 0 ? loops[0] : none;
+  const runtime::KernelLoop& inner = nloops > 1 ? loops[1] : none;
+  using runtime::Field;
+  const std::pair<Field, std::int64_t> values[] = {
+      {Field::iter_out, first.extent},    {Field::iter_in, inner.extent},
+      {Field::dst_factor_out, first.dst}, {Field::dst_factor_in, inner.dst},
+      {Field::src_factor_out, first.src}, {Field::src_factor_in, inner.src},
+      {Field::wgt_factor_out, first.wgt}, {Field::wgt_factor_in, inner.wgt}};
+  for (const auto& [field, v] : values) {
+    if (alu && (field == Field::wgt_factor_out || field == Field::wgt_factor_in)) continue;
+    const runtime::FieldPos pos = layout.pos(form, field);
+    if (v < 0 || static_cast<std::uint64_t>(v) > runtime::low_mask(pos.width)) return false;
+    set_field(w, pos, static_cast<std::uint64_t>(v));
+  }
+  patches.emplace_back(at_word, w);
+  return true;
+}
+
+// The same walk as write(), without writing: every iteration runs (no copies) and kernels are
+// skipped (they read no dims where the tape is valid). A loop bound or branch that reads the dims
+// must meet the value the tape holds; a transfer that reads them is encoded again over its old
+// word, whose opcode, memory and dependency flags stay.
+DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::InsnWord> insns,
+                                      const StreamTape& tape,
+                                      std::span<const ne::Binding> bindings) const {
+  if (!tape.valid || tape.phys.size() != p.func.params.size()) return false;
+  ReplayWorkspace& ws = replay_workspace();
+  ws.regs.resize(2 * static_cast<std::size_t>(registers_));
+  std::int64_t* const r = ws.regs.data();
+  std::int64_t* const ends = r + registers_;
+  bind(bindings, r);
+  if (tape.dims.size() != symbols_.size()) return false;
+  std::uint64_t changed = 0;  // the dims whose values changed
+  for (std::size_t k = 0; k < symbols_.size(); ++k)
+    if (r[symbols_[k].slot] != tape.dims[k])
+      changed |= k < 64 ? std::uint64_t{1} << k : ~std::uint64_t{0};
+  if ((changed & kernel_dims_) != 0) return false;  // its kernels' micro-ops could change
+  thread_local std::vector<std::pair<std::size_t, runtime::InsnWord>> patches;
+  patches.clear();
+  const runtime::IsaLayout kernel_layout = p.env.config.layout();
+  const runtime::IsaLayout layout = runtime::IsaLayout::default_layout();  // Mem: every config's
+  using runtime::Field;
+  const auto pos = [&](Field x) { return layout.pos(runtime::Form::Mem, x); };
+  // a transfer's fields over its old word, or false where one does not fit
+  const auto encode = [&](std::size_t at, MemId mem, std::int64_t sram, std::size_t param,
+                          std::int64_t offset, std::span<const std::int64_t> rest) {
+    if (at >= insns.size()) return false;
+    runtime::InsnWord w = insns[at];
+    if (get_field(w, pos(Field::memory_type)) != static_cast<std::uint64_t>(mem)) return false;
+    const std::uint64_t elem = p.elem_bytes.of[static_cast<std::size_t>(mem)];
+    if (elem == 0 || tape.phys[param] % elem != 0) return false;
+    const std::int64_t y = rest[0], x = rest[1];
+    if (y < 0 || x < 1) return false;
+    const std::int64_t dram = static_cast<std::int64_t>(tape.phys[param] / elem) +
+                              (mem == MemId::Out || y > 0 ? offset : 0);
+    const std::int64_t stride = rest[2] == runtime::kDenseStride ? x : rest[2];
+    const std::pair<Field, std::int64_t> values[] = {{Field::sram_base, sram},
+                                                     {Field::dram_base, dram},
+                                                     {Field::y_size, y},
+                                                     {Field::x_size, x},
+                                                     {Field::x_stride, stride}};
+    for (const auto& [field, v] : values) {
+      if (v < 0 || static_cast<std::uint64_t>(v) > runtime::low_mask(pos(field).width))
+        return false;
+      set_field(w, pos(field), static_cast<std::uint64_t>(v));
+    }
+    const Field pads[] = {Field::y_pad_0, Field::y_pad_1, Field::x_pad_0, Field::x_pad_1};
+    for (std::size_t k = 3; k < rest.size(); ++k) {
+      const std::int64_t v = rest[k];
+      if (v < 0 || static_cast<std::uint64_t>(v) > runtime::low_mask(pos(pads[k - 3]).width))
+        return false;
+      set_field(w, pos(pads[k - 3]), static_cast<std::uint64_t>(v));
+    }
+    patches.emplace_back(at, w);
+    return true;
+  };
+  std::size_t next = 0;  // the tape's next entry
+  const auto entry = [&](std::uint32_t pc) -> const StreamTape::Entry* {
+    if (next == tape.entries.size() || tape.entries[next].op != pc) return nullptr;
+    return &tape.entries[next++];
+  };
+  const auto n = static_cast<std::uint32_t>(ops_.size());
+  for (std::uint32_t pc = 0; pc < n;) {
+    const Op& op = ops_[pc];
+    const std::uint32_t f = op.field;
+    switch (op.kind) {
+      case OpKind::For: {
+        const std::int64_t lo = value(f, r), extent = value(f + 1, r);
+        if (reads_dims_[pc] != 0) {
+          const auto* e = entry(pc);
+          if (e == nullptr || e->a != lo || e->b != extent) return false;
+        }
+        if (extent <= 0) {
+          pc = op.jump;
+          continue;
+        }
+        r[op.slot] = lo;
+        ends[op.slot] = lo + extent;
+        break;
+      }
+      case OpKind::Iteration:
+        break;
+      case OpKind::EndFor:
+        if (++r[op.slot] < ends[op.slot]) {
+          pc = op.jump;
+          continue;
+        }
+        break;
+      case OpKind::If: {
+        const bool taken = value(f, r) != 0;
+        if (reads_dims_[pc] != 0) {
+          const auto* e = entry(pc);
+          if (e == nullptr || e->a != (taken ? 1 : 0)) return false;
+        }
+        if (!taken) {
+          pc = op.jump;
+          continue;
+        }
+        break;
+      }
+      case OpKind::Else:
+        pc = op.jump;
+        continue;
+      case OpKind::KernelBegin:
+        if (reads_dims_[pc] != 0 && !kernel_loops(pc, r, kernel_layout, insns, entry(pc), patches))
+          return false;
+        pc = op.jump + 1;  // past its KernelEnd
+        continue;
+      case OpKind::LoopBegin:
+      case OpKind::Push:
+      case OpKind::KernelEnd:
+        break;
+      case OpKind::Load:
+        if (reads_dims_[pc] != 0) {
+          const auto* e = entry(pc);
+          const std::int64_t rest[] = {value(f + 3, r), value(f + 4, r), value(f + 5, r),
+                                       value(f + 6, r), value(f + 7, r), value(f + 8, r),
+                                       value(f + 9, r)};
+          if (e == nullptr ||
+              !encode(static_cast<std::size_t>(e->a), static_cast<MemId>(value(f, r)),
+                      op.sram[0] + value(f + 1, r), op.param, value(f + 2, r), rest))
+            return false;
+        }
+        break;
+      case OpKind::Store:
+        if (reads_dims_[pc] != 0) {
+          const auto* e = entry(pc);
+          const std::int64_t rest[] = {value(f + 2, r), value(f + 3, r), value(f + 4, r)};
+          if (e == nullptr || !encode(static_cast<std::size_t>(e->a), MemId::Out,
+                                      op.sram[0] + value(f, r), op.param, value(f + 1, r), rest))
+            return false;
+        }
+        break;
+    }
+    ++pc;
+  }
+  if (next != tape.entries.size()) return false;
+  for (const auto& [at, w] : patches) insns[at] = w;
+  return true;
 }
 
 }  // namespace dlavm::vta::detail

@@ -39,6 +39,23 @@ struct SramSlot {
   std::uint32_t arm = 0;  // the arm of a condition on the dims it lives in (runtime::SramRegion)
 };
 
+// What re-instantiating a stream for other values of its dims needs (Program::reinstantiate),
+// recorded as Program::instantiate writes it: the DRAM addresses it was written for and, in the
+// order its replay meets them, the bounds of the loops and the conditions of the branches that
+// read the dims (their values) and the transfers whose fields read them (their instructions).
+// `valid` is false where a loop copy could not be followed.
+struct StreamTape {
+  struct Entry {
+    std::uint32_t op = 0;       // the replay plan's operation
+    std::int64_t a = 0, b = 0;  // a loop's min and extent, a branch's condition, or a transfer's
+                                // instruction (a)
+  };
+  std::vector<Entry> entries;
+  std::vector<std::uint64_t> phys;
+  std::vector<std::int64_t> dims;  // the dims' values it was written for
+  bool valid = false;
+};
+
 namespace detail {
 
 // What a replay plan is made from and writes with: the parts of a built vta::Program
@@ -63,7 +80,16 @@ class ReplayPlan {
   // memoized loops copy an iteration like the one before (runtime::LoopMemo); false writes
   // every call, the same words.
   void write(const ReplaySource& p, Builder& b, std::span<const ne::Binding> bindings,
-             std::span<const std::uint64_t> phys, bool copy_loops = true) const;
+             std::span<const std::uint64_t> phys, bool copy_loops = true,
+             StreamTape* tape = nullptr) const;
+
+  // Rewrites `insns`, written by write() with `tape` (into a builder of its own), for
+  // `bindings`: true where the replay meets the same loop bounds and branches that read the
+  // dims (the stream's shape, and so its kernels, micro-ops and dependency flags, unchanged),
+  // its transfers' fields then rewritten in place; false, changing nothing, where it does not
+  // or a new field is out of its range (write() then raises the error).
+  bool repatch(const ReplaySource& p, std::span<runtime::InsnWord> insns, const StreamTape& tape,
+               std::span<const ne::Binding> bindings) const;
 
   // A loop whose iterations may be copied (runtime::LoopMemo), as vta::replay_source memoizes
   // the same loops: outermost outside kernels, each value its body reads from its variable
@@ -175,7 +201,20 @@ class ReplayPlan {
                      const runtime::Replay<HostStreamStorage>& replay, const Op& op,
                      const std::int64_t* regs) const;
 
+  // The dims field k reads (a bit per dim, symbols_' order), given those of each register.
+  std::uint64_t dims_read(std::uint32_t k, const std::vector<std::uint64_t>& dims) const;
+  // After compiling: the dims each operation reads (reads_dims_), and the kernels.
+  void find_dim_reads();
+  // repatch's rewrite of the kernel at KernelBegin `at` (its micro-op loops).
+  bool kernel_loops(std::uint32_t at, const std::int64_t* r, const runtime::IsaLayout& layout,
+                    std::span<const runtime::InsnWord> insns, const StreamTape::Entry* e,
+                    std::vector<std::pair<std::size_t, runtime::InsnWord>>& patches) const;
+
   std::vector<Op> ops_;
+  // per operation: the dims a loop's bounds, a branch's condition or a transfer's fields read
+  // (StreamTape), and those any kernel reads
+  std::vector<std::uint64_t> reads_dims_;
+  std::uint64_t kernel_dims_ = 0;
   std::vector<Field> fields_;
   std::vector<Term> terms_;
   std::vector<std::uint32_t> args_;
