@@ -218,6 +218,42 @@ TEST_CASE("integer softmax kernel: causal blocks of several query rows each") {
   }
 }
 
+TEST_CASE("integer softmax kernel: a causal softmax's max and sum skip the chunks it masks") {
+  // 64 queries after no keys, chunks of 16: query p sees ceil((p + 1) / 16) of the 4 chunks,
+  // 160 of the 256 chunk iterations of each of the first two passes; the third stores them all
+  const vta::Env env;
+  const auto products = ne::var("products", 1, 64);
+  const auto last = ne::var("last", 0, 64);
+  std::size_t insns[2] = {};
+  std::uint64_t cycles[2] = {};
+  for (const bool causal : {false, true}) {
+    const graph::IntegerSoftmaxShape shape{.products = products,
+                                           .keys = ne::Expr(last) + products,
+                                           .lanes = 16,
+                                           .queries = causal ? ne::Expr(products) : 0,
+                                           .fixed = host::integer_exp_for(0.125)};
+    const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "sm");
+    auto s = kernel.schedule();
+    const auto prog = vta::build(s, kernel.args(), env, "sm");
+    vta::SimDevice dev(env.config);
+    auto a = te::NDArray::random(DType::int8(), {64, 64, 1, 1, 16}, 81);
+    te::NDArray r(DType::int8(), {64, 64, 1, 1, 16});
+    te::NDArray* arrays[] = {&a, &r};
+    const ne::Binding bindings[] = {{"products", 64}, {"last", 0}};
+    const auto run = prog.run(dev, arrays, bindings);
+    CHECK(run.result.finished);
+    te::NDArray want(DType::int8(), {64, 64, 1, 1, 16});
+    runtime::integer_softmax(a.data().data(), want.data().data(), 64, 64, 16,
+                             host::integer_exp_for(0.125), causal ? 64 : 0, false);
+    CHECK(r == want);
+    insns[causal] = run.instructions;
+    cycles[causal] = run.result.timing.total_cycles;
+  }
+  // the chunks skipped: 96 of 256 in passes 1 and 2, each tens of instructions
+  CHECK(insns[1] + 96 * 20 < insns[0]);
+  CHECK(cycles[1] < cycles[0]);
+}
+
 TEST_CASE("integer softmax kernel: what it cannot run is an error naming the kernel") {
   const vta::Env env;
   const auto fixed = host::integer_exp_for(0.125);

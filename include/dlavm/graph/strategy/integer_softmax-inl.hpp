@@ -91,13 +91,15 @@ class SoftmaxStageWriter {
       return max ? te::max(t(k.var(), l), {k}) : te::sum(t(k.var(), l), {k});
     });
   }
-  // The max or the sum of rows t [lead..., 1, lanes] over the last leading dim (`extent`
-  // blocks): a [lead[:-1]..., 1, lanes] window reduction, one instruction per block.
-  BlockTensor reduce_blocks(const std::string& what, const te::Tensor& t, const ne::Expr& extent,
+  // The max or the sum of rows t [lead..., 1, lanes] over the first `extent` of the last
+  // leading dim (a block's rows: extent(its leading indices)): a [lead[:-1]..., 1, lanes]
+  // window reduction, one instruction per block.
+  BlockTensor reduce_blocks(const std::string& what, const te::Tensor& t,
+                            const std::function<ne::Expr(std::span<const ne::Var>)>& extent,
                             bool max) {
-    const auto b = te::reduce_axis({0, extent}, fmt::format("{}.{}.b", name_, what));
     std::vector<ne::Expr> lead(lead_.begin(), lead_.end() - 1);
     return stage(what, std::move(lead), 1, [&](const ne::Var&, const ne::Var& l) {
+      const auto b = te::reduce_axis({0, extent(at_)}, fmt::format("{}.{}.b", name_, what));
       std::vector<ne::Expr> index(at_.begin(), at_.end());
       index.insert(index.end(), {b.var(), 0, l});
       const te::Expr v = t.read(std::move(index));
@@ -358,7 +360,13 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   max_chunk_.pop_back();
   SoftmaxStageWriter rows(name, rows_);
   rows.blocks({products, tiles, chunks}, 1, lanes);
-  const auto m = rows.reduce_blocks("max", max_rows_, chunks, true);
+  // the chunks a block's query sees: a causal softmax's later ones are wholly masked (every
+  // key -32768, whose exponential is 0: no part of the max or the sum), and passes 1 and 2
+  // skip them
+  const auto seen = [&](std::span<const ne::Var> at) {
+    return ne::simplify(ne::ceildiv(visible(at[0]), chunk));
+  };
+  const auto m = rows.reduce_blocks("max", max_rows_, seen, true);
 
   // pass 2: the sum of each chunk's exponentials, then of the block's
   SoftmaxStageWriter sum_pass(name + ".sum", sum_chunk_);
@@ -369,7 +377,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
       detail::exponential_stages(sum_pass, sum_pass.wrap(s2), sum_pass.wrap(m.tensor), shape.fixed);
   sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
   sum_chunk_.pop_back();
-  const auto total = rows.reduce_blocks("sum", sum_rows_, chunks, false);
+  const auto total = rows.reduce_blocks("sum", sum_rows_, seen, false);
   rows.blocks({products, tiles}, 1, lanes);
   const auto reciprocal = detail::reciprocal_stages(rows, total);
 

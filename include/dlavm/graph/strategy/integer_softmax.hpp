@@ -69,7 +69,10 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 //   3. the probabilities: the exponentials again, times the reciprocal of the sum, stored.
 // Keys at N and after, and those after N - M + q for a causal softmax (query q: the product
 // index modulo M, the queries the last batch dim), load as -32768, whose exponential is 0: a
-// padded copy (an ALU fill and a clipped load), no mask in DRAM.
+// padded copy (an ALU fill and a clipped load), no mask in DRAM. A causal softmax's passes 1
+// and 2 run over the chunks that hold a key its query sees, ceil((N - M + q + 1) / chunk) of
+// them: the others add nothing to the max or the sum (a prefill of 2,048 tokens skips 7 of 16
+// chunk iterations of 256 keys); pass 3 stores every chunk.
 struct IntegerSoftmaxShape {
   ne::Expr products = 1;   // prod(B): may be symbolic
   ne::Expr keys = 1;       // N: may be symbolic
