@@ -218,40 +218,54 @@ TEST_CASE("integer softmax kernel: causal blocks of several query rows each") {
   }
 }
 
-TEST_CASE("integer softmax kernel: a causal softmax's max and sum skip the chunks it masks") {
+TEST_CASE("integer softmax kernel: a causal softmax skips the work of the chunks it masks") {
   // 64 queries after no keys, chunks of 16: query p sees ceil((p + 1) / 16) of the 4 chunks,
-  // 160 of the 256 chunk iterations of each of the first two passes; the third stores them all
+  // 160 of the 256 chunk iterations of each pass: passes 1 and 2 skip the others, and pass 3,
+  // rewritten (skip_masked_chunks), stores them as the epilogue of 0 (a fill of 0, or of 3
+  // after `+ 3, min 120`)
   const vta::Env env;
   const auto products = ne::var("products", 1, 64);
   const auto last = ne::var("last", 0, 64);
-  std::size_t insns[2] = {};
-  std::uint64_t cycles[2] = {};
-  for (const bool causal : {false, true}) {
-    const graph::IntegerSoftmaxShape shape{.products = products,
-                                           .keys = ne::Expr(last) + products,
-                                           .lanes = 16,
-                                           .queries = causal ? ne::Expr(products) : 0,
-                                           .fixed = host::integer_exp_for(0.125)};
-    const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "sm");
-    auto s = kernel.schedule();
-    const auto prog = vta::build(s, kernel.args(), env, "sm");
-    vta::SimDevice dev(env.config);
-    auto a = te::NDArray::random(DType::int8(), {64, 64, 1, 1, 16}, 81);
-    te::NDArray r(DType::int8(), {64, 64, 1, 1, 16});
-    te::NDArray* arrays[] = {&a, &r};
-    const ne::Binding bindings[] = {{"products", 64}, {"last", 0}};
-    const auto run = prog.run(dev, arrays, bindings);
-    CHECK(run.result.finished);
-    te::NDArray want(DType::int8(), {64, 64, 1, 1, 16});
-    runtime::integer_softmax(a.data().data(), want.data().data(), 64, 64, 16,
-                             host::integer_exp_for(0.125), causal ? 64 : 0, false);
-    CHECK(r == want);
-    insns[causal] = run.instructions;
-    cycles[causal] = run.result.timing.total_cycles;
+  const auto fixed = host::integer_exp_for(0.125);
+  graph::Epilogue plus3;
+  plus3.steps = {{graph::EpilogueStep::Kind::Add, 3}, {graph::EpilogueStep::Kind::Min, 120}};
+  for (const auto& epilogue : {graph::Epilogue{}, plus3}) {
+    CAPTURE(epilogue.steps.size());
+    // non-causal, causal as lowered, causal rewritten
+    std::size_t insns[3] = {};
+    for (int k = 0; k < 3; ++k) {
+      CAPTURE(k);
+      const bool causal = k > 0;
+      const graph::IntegerSoftmaxShape shape{.products = products,
+                                             .keys = ne::Expr(last) + products,
+                                             .lanes = 16,
+                                             .queries = causal ? ne::Expr(products) : 0,
+                                             .fixed = fixed};
+      const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "sm", epilogue);
+      auto s = kernel.schedule();
+      const auto rewrite = kernel.skip_masked_chunks(s);
+      auto f = vta::lower(s, kernel.args(), env, "sm");
+      if (k == 2) f = rewrite(f);
+      const vta::Program prog(env, f);
+      vta::SimDevice dev(env.config);
+      auto a = te::NDArray::random(DType::int8(), {64, 64, 1, 1, 16}, 81);
+      te::NDArray r(DType::int8(), {64, 64, 1, 1, 16});
+      te::NDArray* arrays[] = {&a, &r};
+      const ne::Binding bindings[] = {{"products", 64}, {"last", 0}};
+      const auto run = prog.run(dev, arrays, bindings);
+      CHECK(run.result.finished);
+      te::NDArray want(DType::int8(), {64, 64, 1, 1, 16});
+      runtime::integer_softmax(a.data().data(), want.data().data(), 64, 64, 16, fixed,
+                               causal ? 64 : 0, false);
+      if (!epilogue.steps.empty())
+        for (auto& v : want.data()) v = std::min<std::int64_t>(v + 3, 120);
+      CHECK(r == want);
+      insns[k] = run.instructions;
+    }
+    // the chunks skipped: 96 of 256 in each pass, each tens of instructions
+    CHECK(insns[1] + 96 * 20 < insns[0]);
+    CHECK(insns[2] + 96 * 20 < insns[1]);
   }
-  // the chunks skipped: 96 of 256 in passes 1 and 2, each tens of instructions
-  CHECK(insns[1] + 96 * 20 < insns[0]);
-  CHECK(cycles[1] < cycles[0]);
 }
 
 TEST_CASE("integer softmax kernel: what it cannot run is an error naming the kernel") {

@@ -452,8 +452,10 @@ inline AnchorStrategy integer_softmax_strategy() {
     const auto shape = integer_softmax_shape(w);
     const std::int64_t chunk = knobs.at("keys");
     const IntegerSoftmaxKernel kernel(env, shape, chunk, name, w.epilogue);
-    return VtaKernel{kernel.schedule(), kernel.args(), fmt::format("keys {}", chunk),
-                     softmax_traffic(env, shape), ne::Expr(0)};
+    auto schedule = kernel.schedule();
+    auto rewrite = kernel.skip_masked_chunks(schedule);
+    return VtaKernel{std::move(schedule),         kernel.args(), fmt::format("keys {}", chunk),
+                     softmax_traffic(env, shape), ne::Expr(0),   std::move(rewrite)};
   };
   return s;
 }

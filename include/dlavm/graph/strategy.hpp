@@ -33,6 +33,7 @@
 #include <dlavm/graph/strategy/workload.hpp>
 #include <dlavm/schedule/schedule.hpp>
 #include <dlavm/te/tensor.hpp>
+#include <dlavm/tir/stmt.hpp>
 #include <dlavm/vta/lower/env.hpp>
 
 #include <cstdint>
@@ -54,6 +55,9 @@ struct VtaKernel {
   std::string tiling;  // the chosen knobs as the strategy prints them ("oc 2, h 7, ..., 2 threads")
   ne::Expr traffic;    // DRAM bytes the tiling must move, in the symbolic dims
   ne::Expr macs;       // multiply-accumulates of the operation (padding excluded)
+  // A rewrite of the lowered function, applied before the program is made (what te stages
+  // cannot say: the integer softmax's store of a constant chunk), or none.
+  std::function<tir::PrimFunc(const tir::PrimFunc&)> rewrite{};
 };
 
 // What a strategy's support rule sees of the anchor call: its type rule's view (argument types

@@ -11,6 +11,9 @@
 #include <dlavm/ne/simplify.hpp>
 #include <dlavm/te/ops.hpp>
 #include <dlavm/te/tensor.hpp>
+#include <dlavm/tir/functor.hpp>
+#include <dlavm/tir/rewrite.hpp>
+#include <dlavm/vta/lower/env.hpp>
 
 #include <fmt/format.h>
 
@@ -270,6 +273,21 @@ inline std::int64_t softmax_chunks(const IntegerSoftmaxShape& shape, std::int64_
   return ne::ceil_div(std::max<std::int64_t>(ne::bounds(shape.keys).max, 1), chunk);
 }
 
+// Whether the softmax is causal (a query sees fewer keys than there are).
+inline bool softmax_causal(const IntegerSoftmaxShape& shape) {
+  return shape.queries.defined() && !ne::can_prove(shape.queries <= 1);
+}
+
+// The keys the query of product `p` sees: all N, or N - M + q + 1 (q = p: the products are
+// the queries).
+inline ne::Expr softmax_visible(const IntegerSoftmaxShape& shape, const ne::Var& p) {
+  if (!softmax_causal(shape)) return shape.keys;
+  const ne::Expr q = ne::can_prove(ne::simplify(shape.products - shape.queries) == 0)
+                         ? ne::Expr(p)
+                         : ne::floormod(p, shape.queries);
+  return ne::simplify(shape.keys - shape.queries + q + 1);
+}
+
 // The tiles of BLOCK_OUT lanes the last dim fills.
 inline std::int64_t lane_tiles(const vta::Env& env, const IntegerSoftmaxShape& shape) {
   return ne::ceil_div(shape.lanes, env.block_out);
@@ -318,7 +336,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
                                                         const IntegerSoftmaxShape& shape,
                                                         std::int64_t chunk, const std::string& name,
                                                         const Epilogue& epilogue)
-    : env_(env), chunk_(chunk) {
+    : env_(env), shape_(shape), epilogue_(epilogue), chunk_(chunk) {
   detail::check_softmax_kernel(env, shape, chunk, name, epilogue);
   using detail::SoftmaxStageWriter;
   const ne::Expr& products = shape.products;
@@ -328,14 +346,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   const ne::Expr lanes = env.block_out;
   data_ = te::placeholder({products, keys, tiles, env.batch, env.block_out}, env.inp_dtype,
                           name + "_s");
-  // the keys query `p` sees: all N, or N - M + q + 1 (q = p: the products are the queries)
-  const auto visible = [&](const ne::Var& p) -> ne::Expr {
-    if (!shape.queries.defined() || ne::can_prove(shape.queries <= 1)) return keys;
-    const ne::Expr q = ne::can_prove(ne::simplify(products - shape.queries) == 0)
-                           ? ne::Expr(p)
-                           : ne::floormod(p, shape.queries);
-    return ne::simplify(keys - shape.queries + q + 1);
-  };
+  const auto visible = [&](const ne::Var& p) { return detail::softmax_visible(shape, p); };
   // the scores of key `key` of block (p, t) as int32, a masked key -32768 (the padded copy)
   const auto score = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& t,
                          const ne::Var& l) {
@@ -432,6 +443,120 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
   for (const auto& t : out_chunk_) place(t, res_, c, t == out_chunk_.front());
   s[res_].pragma(k, env_.dma_copy);
   return s;
+}
+
+namespace detail {
+
+// The first call of `s` (an intrinsic evaluated inside, at any depth), or null.
+inline const te::CallNode* first_call(const tir::Stmt& s, std::string_view name) {
+  struct Finder : tir::StmtVisitor<Finder> {
+    std::string_view name;
+    const te::CallNode* found = nullptr;
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      const auto* c = n.value.as<te::CallNode>();
+      if (found == nullptr && c != nullptr && c->name == name) found = c;
+    }
+  } f;
+  f.name = name;
+  f.visit(s);
+  return f.found;
+}
+
+// The integer value of an intrinsic's argument, if constant.
+inline std::optional<std::int64_t> constant_arg(const te::Expr& e) {
+  if (const auto* c = e.as<te::IntImmNode>()) return c->value;
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE std::function<tir::PrimFunc(const tir::PrimFunc&)>
+IntegerSoftmaxKernel::skip_masked_chunks(te::Schedule& s) const {
+  const auto& leaf = s[res_].leaf_iter_vars();  // product, tile, chunk, key, batch, lane
+  return [kernel = *this, product = leaf[0].var(), chunk = leaf[2].var()](const tir::PrimFunc& f) {
+    return kernel.skip_masked(f, product, chunk);
+  };
+}
+
+DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(const tir::PrimFunc& f,
+                                                             const ne::Var& product,
+                                                             const ne::Var& chunk) const {
+  if (!detail::softmax_causal(shape_)) return f;
+  // the epilogue of 0, as the ALU computes it (an immediate of its 16 bits)
+  std::int64_t fill = 0;
+  for (const auto& step : epilogue_.steps) {
+    using K = EpilogueStep::Kind;
+    fill = step.kind == K::Add   ? fill + step.imm
+           : step.kind == K::Shr ? (step.imm >= 0 ? fill >> step.imm : fill << -step.imm)
+           : step.kind == K::Max ? std::max(fill, step.imm)
+                                 : std::min(fill, step.imm);
+  }
+  if (fill < -32768 || fill > 32767) return f;
+  const ne::Expr seen = ne::simplify(ne::ceildiv(detail::softmax_visible(shape_, product), chunk_));
+  struct ChunkLoop : tir::StmtMutator<ChunkLoop> {
+    ChunkLoop(ne::Var c, ne::Expr s, std::int64_t f)
+        : chunk(std::move(c)), seen(std::move(s)), fill(f) {}
+    ne::Var chunk;
+    ne::Expr seen;
+    std::int64_t fill = 0;
+    bool done = false;
+    tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
+      if (n.var.id() != chunk.id()) return tir::StmtMutator<ChunkLoop>::visit_for(n, s);
+      const auto body = masked(n.body);
+      if (!body) return s;
+      done = true;
+      return tir::make_for(n.var, n.min, n.extent, n.for_kind, *body);
+    }
+    // the body: its allocations around `if (chunk < seen) {its statements} else {fill, store}`,
+    // where its statements are the load's fill (a reset and an ADD of -32768 over the chunk's
+    // rows), the load, ..., the store
+    std::optional<tir::Stmt> masked(const tir::Stmt& body) const {
+      std::vector<tir::Buffer> allocated;
+      tir::Stmt inner = body;
+      while (const auto* a = inner.as<tir::AllocateNode>()) {
+        allocated.push_back(a->buffer);
+        inner = a->body;
+      }
+      const auto* seq = inner.as<tir::SeqNode>();
+      if (seq == nullptr || seq->seq.size() < 4) return std::nullopt;
+      const auto& parts = seq->seq;
+      const auto* store = detail::first_call(parts.back(), vta::intrin::store);
+      const auto* reset = detail::first_call(parts[0], vta::intrin::gemm_reset);
+      const auto* add = detail::first_call(parts[1], vta::intrin::alu);
+      const auto* load = detail::first_call(parts[2], vta::intrin::load);
+      if (store == nullptr || reset == nullptr || add == nullptr || load == nullptr ||
+          parts.back().as<tir::EvaluateNode>() == nullptr || add->args.size() != 5 ||
+          detail::constant_arg(add->args[0]) != static_cast<std::int64_t>(runtime::AluOp::Add) ||
+          detail::constant_arg(add->args[1]) != 1 || detail::constant_arg(add->args[2]) != -32768 ||
+          !reset->buffers[0].same_as(load->buffers[0]) ||
+          !add->buffers[0].same_as(load->buffers[0]))
+        return std::nullopt;
+      // the fill, of the stored buffer with the constant
+      const tir::Buffer filled = load->buffers[0], stored = store->buffers[0];
+      tir::BufferMap to_stored{{filled.get(), stored}};
+      struct Imm : tir::StmtMutator<Imm> {
+        std::int64_t value = 0;
+        tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& s) {
+          const auto* c = n.value.as<te::CallNode>();
+          if (c == nullptr || c->name != vta::intrin::alu) return s;
+          auto args = c->args;
+          args[2] = te::make_const(value, args[2].dtype());
+          return tir::make_evaluate(te::call(c->name, c->dtype(), std::move(args), c->buffers));
+        }
+      } imm;
+      imm.value = fill;
+      std::vector<tir::Stmt> constant{tir::rewrite(parts[0], {}, to_stored),
+                                      imm.visit(tir::rewrite(parts[1], {}, to_stored)),
+                                      parts.back()};
+      tir::Stmt out = tir::make_if(ne::Expr(chunk) < seen, inner, tir::make_seq(constant));
+      for (auto it = allocated.rbegin(); it != allocated.rend(); ++it)
+        out = tir::make_allocate(*it, out);
+      return out;
+    }
+  } loop(chunk, seen, fill);
+  tir::PrimFunc out = f;
+  out.body = loop.visit(f.body);
+  return loop.done ? out : f;
 }
 
 DLAVM_INLINE std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue) {

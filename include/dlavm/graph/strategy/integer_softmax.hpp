@@ -39,9 +39,11 @@
 #include <dlavm/runtime/kernels.hpp>
 #include <dlavm/schedule/schedule.hpp>
 #include <dlavm/te/tensor.hpp>
+#include <dlavm/tir/stmt.hpp>
 #include <dlavm/vta/lower/env.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,7 +74,8 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // padded copy (an ALU fill and a clipped load), no mask in DRAM. A causal softmax's passes 1
 // and 2 run over the chunks that hold a key its query sees, ceil((N - M + q + 1) / chunk) of
 // them: the others add nothing to the max or the sum (a prefill of 2,048 tokens skips 7 of 16
-// chunk iterations of 256 keys); pass 3 stores every chunk.
+// chunk iterations of 256 keys); pass 3, rewritten by skip_masked_chunks, stores each other
+// chunk from a fill of the epilogue of 0.
 struct IntegerSoftmaxShape {
   ne::Expr products = 1;   // prod(B): may be symbolic
   ne::Expr keys = 1;       // N: may be symbolic
@@ -91,9 +94,21 @@ class IntegerSoftmaxKernel {
   // The scores and the probabilities, both int8 in the packed layout.
   std::vector<te::Tensor> args() const { return {data_, res_}; }
   te::Schedule schedule() const;
+  // For the function lowered from schedule() `s`: pass 3 of a causal softmax skipping the
+  // chunks its block's query sees none of. Such a chunk's probabilities are all the epilogue
+  // of 0 (each exponential is 0), so its stored buffer is filled with that constant and
+  // stored, in place of its exponentials. The function is returned as it is where the softmax
+  // is not causal, the constant is no ALU immediate, or the chunk loop is not as the lowering
+  // writes it.
+  std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_chunks(te::Schedule& s) const;
 
  private:
+  tir::PrimFunc skip_masked(const tir::PrimFunc& f, const ne::Var& product,
+                            const ne::Var& chunk) const;
+
   vta::Env env_;
+  IntegerSoftmaxShape shape_;
+  Epilogue epilogue_;
   std::int64_t chunk_;
   te::Tensor data_, res_;
   // the stages of pass 1 and 2 computed per chunk (the load first), each pass's chunk rows,
