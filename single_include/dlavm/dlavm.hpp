@@ -21310,13 +21310,17 @@ struct SramSlot {
 // recorded as Program::instantiate writes it: the DRAM addresses it was written for and, in the
 // order its replay meets them, the bounds of the loops and the conditions of the branches that
 // read the dims (their values) and the transfers whose fields read them (their instructions).
-// `valid` is false where a loop copy could not be followed.
+// `valid` is false where a loop copy could not be followed or the entries would be too many.
 struct StreamTape {
   struct Entry {
-    std::uint32_t op = 0;       // the replay plan's operation
-    std::int64_t a = 0, b = 0;  // a loop's min and extent, a branch's condition, or a transfer's
-                                // instruction (a)
+    std::uint32_t op = 0;  // the replay plan's operation
+    // a loop's min, a branch's condition (0 or 1), or the instruction of a transfer or a
+    // kernel (-1: a kernel that wrote none)
+    std::int64_t value = 0;
+    std::int64_t extent = 0;  // a loop's extent
   };
+  // more entries than this (a long prefill's stream): not valid, none kept
+  static constexpr std::size_t kMaxEntries = std::size_t{1} << 16;
   std::vector<Entry> entries;
   std::vector<std::uint64_t> phys;
   std::vector<std::int64_t> dims;  // the dims' values it was written for
@@ -21468,8 +21472,8 @@ class ReplayPlan {
                      const runtime::Replay<HostStreamStorage>& replay, const Op& op,
                      const std::int64_t* regs) const;
 
-  // The dims field k reads (a bit per dim, symbols_' order), given those of each register.
-  std::uint64_t dims_read(std::uint32_t k, const std::vector<std::uint64_t>& dims) const;
+  // The dims a field reads (a bit per dim, symbols_' order), given those of each register.
+  std::uint64_t dims_read(const Field& f, const std::vector<std::uint64_t>& dims) const;
   // After compiling: the dims each operation reads (reads_dims_), and the kernels.
   void find_dim_reads();
   // repatch's rewrite of the kernel at KernelBegin `at` (its micro-op loops).
@@ -22210,9 +22214,8 @@ DLAVM_INLINE ReplayPlan::ReplayPlan(const ReplaySource& p) {
   find_dim_reads();
 }
 
-DLAVM_INLINE std::uint64_t ReplayPlan::dims_read(std::uint32_t k,
+DLAVM_INLINE std::uint64_t ReplayPlan::dims_read(const Field& f,
                                                  const std::vector<std::uint64_t>& dims) const {
-  const Field& f = fields_[k];
   std::uint64_t mask = 0;
   for (std::uint32_t i = 0; i < f.count; ++i) {
     if (f.general >= 0) {
@@ -22230,16 +22233,10 @@ DLAVM_INLINE void ReplayPlan::find_dim_reads() {
   std::vector<std::uint64_t> dims(registers_, 0);
   for (std::size_t k = 0; k < symbols_.size(); ++k)
     dims[symbols_[k].slot] = k < 64 ? std::uint64_t{1} << k : ~std::uint64_t{0};
-  for (const auto& [f, reg] : invariants_) {
-    const Field& field = f;
-    for (std::uint32_t i = 0; i < field.count; ++i)
-      dims[reg] |= field.general >= 0
-                       ? dims[args_[field.first + i]]
-                       : dims[terms_[field.first + i].a] | dims[terms_[field.first + i].b];
-  }
+  for (const auto& [f, reg] : invariants_) dims[reg] = dims_read(f, dims);
   const auto any = [&](std::uint32_t first, std::uint32_t count) {
     std::uint64_t mask = 0;
-    for (std::uint32_t k = first; k < first + count; ++k) mask |= dims_read(k, dims);
+    for (std::uint32_t k = first; k < first + count; ++k) mask |= dims_read(fields_[k], dims);
     return mask;
   };
   reads_dims_.assign(ops_.size(), 0);
@@ -22434,8 +22431,13 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
   ReplayWorkspace& ws = replay_workspace();
   bool tape_ok = true;  // every loop copy followed
   // an operation that reads the dims, for the tape
-  const auto record = [&](std::uint32_t pc, std::int64_t a, std::int64_t b2) {
-    if (tape != nullptr && reads_dims_[pc] != 0) tape->entries.push_back({pc, a, b2});
+  const auto record = [&](std::uint32_t pc, std::int64_t value, std::int64_t extent) {
+    if (tape == nullptr || reads_dims_[pc] == 0) return;
+    if (tape->entries.size() == StreamTape::kMaxEntries) {
+      tape_ok = false;  // (a prefill's long stream: written anew when its dims change)
+      return;
+    }
+    tape->entries.push_back({pc, value, extent});
   };
   // a memoized loop's iteration ends: one copied whole ran no operations, so its entries are
   // those of the iteration before, its transfers' instructions moved by the words between
@@ -22450,8 +22452,12 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
           StreamTape::Entry entry = tape->entries[e];
           const OpKind kind = ops_[entry.op].kind;
           const bool insn = kind == OpKind::Load || kind == OpKind::Store ||
-                            (kind == OpKind::KernelBegin && entry.a >= 0);
-          if (insn) entry.a += shift;
+                            (kind == OpKind::KernelBegin && entry.value >= 0);
+          if (insn) entry.value += shift;
+          if (tape->entries.size() == StreamTape::kMaxEntries) {
+            tape_ok = false;
+            break;
+          }
           tape->entries.push_back(entry);
         }
       }
@@ -22659,7 +22665,10 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
     }
     ++pc;
   }
-  if (tape != nullptr) tape->valid = tape_ok;
+  if (tape != nullptr) {
+    tape->valid = tape_ok;
+    if (!tape_ok) tape->entries = {};
+  }
 }
 
 // A straight kernel's micro-op loops for the registers `r`, over its instruction (`e`: the
@@ -22679,19 +22688,21 @@ DLAVM_INLINE bool ReplayPlan::kernel_loops(
       pushes = true;
       alu = op.micro == Micro::Alu;
     }
-    if (op.kind != OpKind::LoopBegin || empty) continue;
-    const std::int64_t extent = value(op.field, r);
-    if (extent < 1) {
+    if (op.kind != OpKind::LoopBegin) continue;
+    // (every loop's fields evaluated, as write() does: one may raise for these dims)
+    const runtime::KernelLoop loop{value(op.field, r), value(op.field + 1, r),
+                                   value(op.field + 2, r), value(op.field + 3, r)};
+    if (empty) continue;
+    if (loop.extent < 1) {
       empty = true;  // the kernel writes nothing
     } else {
       if (nloops == 2) return false;
-      loops[nloops++] = {extent, value(op.field + 1, r), value(op.field + 2, r),
-                         value(op.field + 3, r)};
+      loops[nloops++] = loop;
     }
   }
   const bool writes = pushes && !empty;
-  if (e->a < 0 || !writes) return e->a < 0 && !writes;
-  const auto at_word = static_cast<std::size_t>(e->a);
+  if (e->value < 0 || !writes) return e->value < 0 && !writes;
+  const auto at_word = static_cast<std::size_t>(e->value);
   if (at_word >= insns.size()) return false;
   runtime::InsnWord w = insns[at_word];
   const runtime::Form form = alu ? runtime::Form::Alu : runtime::Form::Gemm;
@@ -22786,7 +22797,7 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
         const std::int64_t lo = value(f, r), extent = value(f + 1, r);
         if (reads_dims_[pc] != 0) {
           const auto* e = entry(pc);
-          if (e == nullptr || e->a != lo || e->b != extent) return false;
+          if (e == nullptr || e->value != lo || e->extent != extent) return false;
         }
         if (extent <= 0) {
           pc = op.jump;
@@ -22808,7 +22819,7 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
         const bool taken = value(f, r) != 0;
         if (reads_dims_[pc] != 0) {
           const auto* e = entry(pc);
-          if (e == nullptr || e->a != (taken ? 1 : 0)) return false;
+          if (e == nullptr || e->value != (taken ? 1 : 0)) return false;
         }
         if (!taken) {
           pc = op.jump;
@@ -22835,7 +22846,7 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
                                        value(f + 6, r), value(f + 7, r), value(f + 8, r),
                                        value(f + 9, r)};
           if (e == nullptr ||
-              !encode(static_cast<std::size_t>(e->a), static_cast<MemId>(value(f, r)),
+              !encode(static_cast<std::size_t>(e->value), static_cast<MemId>(value(f, r)),
                       op.sram[0] + value(f + 1, r), op.param, value(f + 2, r), rest))
             return false;
         }
@@ -22844,7 +22855,7 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
         if (reads_dims_[pc] != 0) {
           const auto* e = entry(pc);
           const std::int64_t rest[] = {value(f + 2, r), value(f + 3, r), value(f + 4, r)};
-          if (e == nullptr || !encode(static_cast<std::size_t>(e->a), MemId::Out,
+          if (e == nullptr || !encode(static_cast<std::size_t>(e->value), MemId::Out,
                                       op.sram[0] + value(f, r), op.param, value(f + 1, r), rest))
             return false;
         }
@@ -22954,6 +22965,11 @@ class Program {
                  const RunOptions& options = {}) const;
 
  private:
+  Stream instantiate_with(std::span<const ne::Binding> bindings,
+                          std::span<const std::uint64_t> param_phys, StreamTape* tape) const;
+  // ValueError unless there is one address per parameter.
+  void check_phys(std::span<const std::uint64_t> param_phys) const;
+
   Env env_;
   tir::PrimFunc func_;
   std::unordered_map<const te::BufferNode*, SramSlot> sram_;
@@ -23226,25 +23242,23 @@ namespace dlavm::vta {
 
 DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
                                          std::span<const std::uint64_t> param_phys) const {
-  Builder b(env_.config);
-  const auto [insns, uops] = plan_->last_size();
-  b.reserve(insns, uops);
-  write(b, bindings, param_phys);
-  b.finish();
-  plan_->set_last_size(b.size(), b.stream().uops.size());
-  return b.take();
+  return instantiate_with(bindings, param_phys, nullptr);
 }
 
 DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
                                          std::span<const std::uint64_t> param_phys,
                                          StreamTape& tape) const {
-  if (param_phys.size() != func_.params.size())
-    raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
-                      param_phys.size(), func_.params.size());
+  return instantiate_with(bindings, param_phys, &tape);
+}
+
+DLAVM_INLINE Stream Program::instantiate_with(std::span<const ne::Binding> bindings,
+                                              std::span<const std::uint64_t> param_phys,
+                                              StreamTape* tape) const {
+  check_phys(param_phys);
   Builder b(env_.config);
   const auto [insns, uops] = plan_->last_size();
   b.reserve(insns, uops);
-  plan_->write(replay_source(), b, bindings, param_phys, true, &tape);
+  plan_->write(replay_source(), b, bindings, param_phys, true, tape);
   b.finish();
   plan_->set_last_size(b.size(), b.stream().uops.size());
   return b.take();
@@ -23255,11 +23269,15 @@ DLAVM_INLINE bool Program::reinstantiate(Stream& stream, const StreamTape& tape,
   return plan_->repatch(replay_source(), stream.insns, tape, bindings);
 }
 
-DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindings,
-                                 std::span<const std::uint64_t> param_phys, bool copy_loops) const {
+DLAVM_INLINE void Program::check_phys(std::span<const std::uint64_t> param_phys) const {
   if (param_phys.size() != func_.params.size())
     raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
                       param_phys.size(), func_.params.size());
+}
+
+DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindings,
+                                 std::span<const std::uint64_t> param_phys, bool copy_loops) const {
+  check_phys(param_phys);
   plan_->write(replay_source(), b, bindings, param_phys, copy_loops);
 }
 
@@ -36579,16 +36597,23 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(const tir::PrimFunc
                                                              const ne::Var& product,
                                                              const ne::Var& chunk) const {
   if (!detail::softmax_causal(shape_)) return f;
-  // the epilogue of 0, as the ALU computes it (an immediate of its 16 bits)
+  // the epilogue of 0 in the ALU's 32-bit arithmetic (the steps fusion writes: adds, right
+  // shifts by 0 to 31, bounds), an ADD immediate; any other step: no rewrite
   std::int64_t fill = 0;
   for (const auto& step : epilogue_.steps) {
     using K = EpilogueStep::Kind;
-    fill = step.kind == K::Add   ? fill + step.imm
-           : step.kind == K::Shr ? (step.imm >= 0 ? fill >> step.imm : fill << -step.imm)
-           : step.kind == K::Max ? std::max(fill, step.imm)
-                                 : std::min(fill, step.imm);
+    if (step.kind == K::Add)
+      fill = static_cast<std::int32_t>(static_cast<std::uint32_t>(fill) +
+                                       static_cast<std::uint32_t>(step.imm));
+    else if (step.kind == K::Shr && step.imm >= 0 && step.imm <= 31)
+      fill >>= step.imm;
+    else if (step.kind == K::Max || step.kind == K::Min)
+      fill = step.kind == K::Max ? std::max(fill, step.imm) : std::min(fill, step.imm);
+    else
+      return f;
   }
-  if (fill < -32768 || fill > 32767) return f;
+  const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Add, env_.config);
+  if (fill < lo || fill > hi) return f;
   const ne::Expr seen = ne::simplify(ne::ceildiv(detail::softmax_visible(shape_, product), chunk_));
   struct ChunkLoop : tir::StmtMutator<ChunkLoop> {
     ChunkLoop(ne::Var c, ne::Expr s, std::int64_t f)
@@ -37153,6 +37178,10 @@ struct VtaKernel {
   std::function<tir::PrimFunc(const tir::PrimFunc&)> rewrite{};
 };
 
+// The kernel lowered for VTA (vta::lower), then its rewrite applied: what graph::build and the
+// tuner both build a program from.
+tir::PrimFunc lower_kernel(VtaKernel& kernel, const vta::Env& env, const std::string& name);
+
 // What a strategy's support rule sees of the anchor call: its type rule's view (argument types
 // and names, normalized attributes, the label naming the node) and its result type.
 struct AnchorCall {
@@ -37249,6 +37278,8 @@ VtaStrategies default_vta_strategies();
 // end dlavm/ne/simplify.hpp
 // begin dlavm/vta/hw/config.hpp
 // end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/lower/passes.hpp
+// end dlavm/vta/lower/passes.hpp
 
 #include <fmt/format.h>
 
@@ -37698,6 +37729,12 @@ inline AnchorStrategy integer_softmax_strategy() {
 }
 
 }  // namespace detail
+
+DLAVM_INLINE tir::PrimFunc lower_kernel(VtaKernel& kernel, const vta::Env& env,
+                                        const std::string& name) {
+  tir::PrimFunc f = vta::lower(kernel.schedule, kernel.args, env, name);
+  return kernel.rewrite ? kernel.rewrite(f) : f;
+}
 
 DLAVM_INLINE VtaStrategies default_vta_strategies() {
   VtaStrategies s;
@@ -40656,16 +40693,12 @@ class ModuleBuilder {
     const KnobSpace space = strategy.space(workload, env);
     Knobs knobs = options_.chooser->choose(workload, space);
     VtaKernel declared = strategy.declare(workload, env, knobs, name);
-    const auto lowered = [&](VtaKernel& k) {
-      tir::PrimFunc f = vta::lower(k.schedule, k.args, env, name);
-      return k.rewrite ? k.rewrite(f) : f;
-    };
-    tir::PrimFunc func = lowered(declared);
+    tir::PrimFunc func = lower_kernel(declared, env, name);
     std::string tiling = declared.tiling;
     ne::Expr traffic = declared.traffic;
     if (const auto few = min_rows_tiling(strategy, workload, space, knobs)) {
       VtaKernel second = strategy.declare(workload, env, few->knobs, name);
-      func = tir::specialize(func, few->at, lowered(second));
+      func = tir::specialize(func, few->at, lower_kernel(second, env, name));
       const ne::Expr when = tir::specialized_when(few->at);
       tiling = fmt::format("{}; {}: {}", tiling, when, second.tiling);
       traffic = ne::simplify(ne::select(when, second.traffic, traffic));
@@ -46581,7 +46614,7 @@ struct BuiltCandidate {
 inline BuiltCandidate build_candidate(const Task& task, const graph::Knobs& knobs,
                                       const vta::Env& env, const std::string& name) {
   auto kernel = task.strategy->declare(task.workload, env, knobs, name);
-  auto program = vta::build(kernel.schedule, kernel.args, env, name);
+  vta::Program program(env, graph::lower_kernel(kernel, env, name));
   auto bindings = maximal_bindings(kernel);
   return {std::move(kernel), std::move(program), std::move(bindings)};
 }

@@ -218,16 +218,12 @@ class ModuleBuilder {
     const KnobSpace space = strategy.space(workload, env);
     Knobs knobs = options_.chooser->choose(workload, space);
     VtaKernel declared = strategy.declare(workload, env, knobs, name);
-    const auto lowered = [&](VtaKernel& k) {
-      tir::PrimFunc f = vta::lower(k.schedule, k.args, env, name);
-      return k.rewrite ? k.rewrite(f) : f;
-    };
-    tir::PrimFunc func = lowered(declared);
+    tir::PrimFunc func = lower_kernel(declared, env, name);
     std::string tiling = declared.tiling;
     ne::Expr traffic = declared.traffic;
     if (const auto few = min_rows_tiling(strategy, workload, space, knobs)) {
       VtaKernel second = strategy.declare(workload, env, few->knobs, name);
-      func = tir::specialize(func, few->at, lowered(second));
+      func = tir::specialize(func, few->at, lower_kernel(second, env, name));
       const ne::Expr when = tir::specialized_when(few->at);
       tiling = fmt::format("{}; {}: {}", tiling, when, second.tiling);
       traffic = ne::simplify(ne::select(when, second.traffic, traffic));

@@ -12,6 +12,7 @@
 #include <dlavm/ne/eval.hpp>
 #include <dlavm/ne/simplify.hpp>
 #include <dlavm/vta/hw/config.hpp>
+#include <dlavm/vta/lower/passes.hpp>
 
 #include <fmt/format.h>
 
@@ -461,6 +462,12 @@ inline AnchorStrategy integer_softmax_strategy() {
 }
 
 }  // namespace detail
+
+DLAVM_INLINE tir::PrimFunc lower_kernel(VtaKernel& kernel, const vta::Env& env,
+                                        const std::string& name) {
+  tir::PrimFunc f = vta::lower(kernel.schedule, kernel.args, env, name);
+  return kernel.rewrite ? kernel.rewrite(f) : f;
+}
 
 DLAVM_INLINE VtaStrategies default_vta_strategies() {
   VtaStrategies s;

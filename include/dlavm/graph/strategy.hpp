@@ -60,6 +60,10 @@ struct VtaKernel {
   std::function<tir::PrimFunc(const tir::PrimFunc&)> rewrite{};
 };
 
+// The kernel lowered for VTA (vta::lower), then its rewrite applied: what graph::build and the
+// tuner both build a program from.
+tir::PrimFunc lower_kernel(VtaKernel& kernel, const vta::Env& env, const std::string& name);
+
 // What a strategy's support rule sees of the anchor call: its type rule's view (argument types
 // and names, normalized attributes, the label naming the node) and its result type.
 struct AnchorCall {

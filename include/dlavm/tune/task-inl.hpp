@@ -135,7 +135,7 @@ struct BuiltCandidate {
 inline BuiltCandidate build_candidate(const Task& task, const graph::Knobs& knobs,
                                       const vta::Env& env, const std::string& name) {
   auto kernel = task.strategy->declare(task.workload, env, knobs, name);
-  auto program = vta::build(kernel.schedule, kernel.args, env, name);
+  vta::Program program(env, graph::lower_kernel(kernel, env, name));
   auto bindings = maximal_bindings(kernel);
   return {std::move(kernel), std::move(program), std::move(bindings)};
 }

@@ -244,25 +244,23 @@ namespace dlavm::vta {
 
 DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
                                          std::span<const std::uint64_t> param_phys) const {
-  Builder b(env_.config);
-  const auto [insns, uops] = plan_->last_size();
-  b.reserve(insns, uops);
-  write(b, bindings, param_phys);
-  b.finish();
-  plan_->set_last_size(b.size(), b.stream().uops.size());
-  return b.take();
+  return instantiate_with(bindings, param_phys, nullptr);
 }
 
 DLAVM_INLINE Stream Program::instantiate(std::span<const ne::Binding> bindings,
                                          std::span<const std::uint64_t> param_phys,
                                          StreamTape& tape) const {
-  if (param_phys.size() != func_.params.size())
-    raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
-                      param_phys.size(), func_.params.size());
+  return instantiate_with(bindings, param_phys, &tape);
+}
+
+DLAVM_INLINE Stream Program::instantiate_with(std::span<const ne::Binding> bindings,
+                                              std::span<const std::uint64_t> param_phys,
+                                              StreamTape* tape) const {
+  check_phys(param_phys);
   Builder b(env_.config);
   const auto [insns, uops] = plan_->last_size();
   b.reserve(insns, uops);
-  plan_->write(replay_source(), b, bindings, param_phys, true, &tape);
+  plan_->write(replay_source(), b, bindings, param_phys, true, tape);
   b.finish();
   plan_->set_last_size(b.size(), b.stream().uops.size());
   return b.take();
@@ -273,11 +271,15 @@ DLAVM_INLINE bool Program::reinstantiate(Stream& stream, const StreamTape& tape,
   return plan_->repatch(replay_source(), stream.insns, tape, bindings);
 }
 
-DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindings,
-                                 std::span<const std::uint64_t> param_phys, bool copy_loops) const {
+DLAVM_INLINE void Program::check_phys(std::span<const std::uint64_t> param_phys) const {
   if (param_phys.size() != func_.params.size())
     raise<ValueError>("program '{}': {} DRAM addresses given for {} parameters", name(),
                       param_phys.size(), func_.params.size());
+}
+
+DLAVM_INLINE void Program::write(Builder& b, std::span<const ne::Binding> bindings,
+                                 std::span<const std::uint64_t> param_phys, bool copy_loops) const {
+  check_phys(param_phys);
   plan_->write(replay_source(), b, bindings, param_phys, copy_loops);
 }
 

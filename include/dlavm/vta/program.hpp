@@ -116,6 +116,11 @@ class Program {
                  const RunOptions& options = {}) const;
 
  private:
+  Stream instantiate_with(std::span<const ne::Binding> bindings,
+                          std::span<const std::uint64_t> param_phys, StreamTape* tape) const;
+  // ValueError unless there is one address per parameter.
+  void check_phys(std::span<const std::uint64_t> param_phys) const;
+
   Env env_;
   tir::PrimFunc func_;
   std::unordered_map<const te::BufferNode*, SramSlot> sram_;

@@ -575,9 +575,8 @@ DLAVM_INLINE ReplayPlan::ReplayPlan(const ReplaySource& p) {
   find_dim_reads();
 }
 
-DLAVM_INLINE std::uint64_t ReplayPlan::dims_read(std::uint32_t k,
+DLAVM_INLINE std::uint64_t ReplayPlan::dims_read(const Field& f,
                                                  const std::vector<std::uint64_t>& dims) const {
-  const Field& f = fields_[k];
   std::uint64_t mask = 0;
   for (std::uint32_t i = 0; i < f.count; ++i) {
     if (f.general >= 0) {
@@ -595,16 +594,10 @@ DLAVM_INLINE void ReplayPlan::find_dim_reads() {
   std::vector<std::uint64_t> dims(registers_, 0);
   for (std::size_t k = 0; k < symbols_.size(); ++k)
     dims[symbols_[k].slot] = k < 64 ? std::uint64_t{1} << k : ~std::uint64_t{0};
-  for (const auto& [f, reg] : invariants_) {
-    const Field& field = f;
-    for (std::uint32_t i = 0; i < field.count; ++i)
-      dims[reg] |= field.general >= 0
-                       ? dims[args_[field.first + i]]
-                       : dims[terms_[field.first + i].a] | dims[terms_[field.first + i].b];
-  }
+  for (const auto& [f, reg] : invariants_) dims[reg] = dims_read(f, dims);
   const auto any = [&](std::uint32_t first, std::uint32_t count) {
     std::uint64_t mask = 0;
-    for (std::uint32_t k = first; k < first + count; ++k) mask |= dims_read(k, dims);
+    for (std::uint32_t k = first; k < first + count; ++k) mask |= dims_read(fields_[k], dims);
     return mask;
   };
   reads_dims_.assign(ops_.size(), 0);
@@ -799,8 +792,13 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
   ReplayWorkspace& ws = replay_workspace();
   bool tape_ok = true;  // every loop copy followed
   // an operation that reads the dims, for the tape
-  const auto record = [&](std::uint32_t pc, std::int64_t a, std::int64_t b2) {
-    if (tape != nullptr && reads_dims_[pc] != 0) tape->entries.push_back({pc, a, b2});
+  const auto record = [&](std::uint32_t pc, std::int64_t value, std::int64_t extent) {
+    if (tape == nullptr || reads_dims_[pc] == 0) return;
+    if (tape->entries.size() == StreamTape::kMaxEntries) {
+      tape_ok = false;  // (a prefill's long stream: written anew when its dims change)
+      return;
+    }
+    tape->entries.push_back({pc, value, extent});
   };
   // a memoized loop's iteration ends: one copied whole ran no operations, so its entries are
   // those of the iteration before, its transfers' instructions moved by the words between
@@ -815,8 +813,12 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
           StreamTape::Entry entry = tape->entries[e];
           const OpKind kind = ops_[entry.op].kind;
           const bool insn = kind == OpKind::Load || kind == OpKind::Store ||
-                            (kind == OpKind::KernelBegin && entry.a >= 0);
-          if (insn) entry.a += shift;
+                            (kind == OpKind::KernelBegin && entry.value >= 0);
+          if (insn) entry.value += shift;
+          if (tape->entries.size() == StreamTape::kMaxEntries) {
+            tape_ok = false;
+            break;
+          }
           tape->entries.push_back(entry);
         }
       }
@@ -1024,7 +1026,10 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
     }
     ++pc;
   }
-  if (tape != nullptr) tape->valid = tape_ok;
+  if (tape != nullptr) {
+    tape->valid = tape_ok;
+    if (!tape_ok) tape->entries = {};
+  }
 }
 
 // A straight kernel's micro-op loops for the registers `r`, over its instruction (`e`: the
@@ -1044,19 +1049,21 @@ DLAVM_INLINE bool ReplayPlan::kernel_loops(
       pushes = true;
       alu = op.micro == Micro::Alu;
     }
-    if (op.kind != OpKind::LoopBegin || empty) continue;
-    const std::int64_t extent = value(op.field, r);
-    if (extent < 1) {
+    if (op.kind != OpKind::LoopBegin) continue;
+    // (every loop's fields evaluated, as write() does: one may raise for these dims)
+    const runtime::KernelLoop loop{value(op.field, r), value(op.field + 1, r),
+                                   value(op.field + 2, r), value(op.field + 3, r)};
+    if (empty) continue;
+    if (loop.extent < 1) {
       empty = true;  // the kernel writes nothing
     } else {
       if (nloops == 2) return false;
-      loops[nloops++] = {extent, value(op.field + 1, r), value(op.field + 2, r),
-                         value(op.field + 3, r)};
+      loops[nloops++] = loop;
     }
   }
   const bool writes = pushes && !empty;
-  if (e->a < 0 || !writes) return e->a < 0 && !writes;
-  const auto at_word = static_cast<std::size_t>(e->a);
+  if (e->value < 0 || !writes) return e->value < 0 && !writes;
+  const auto at_word = static_cast<std::size_t>(e->value);
   if (at_word >= insns.size()) return false;
   runtime::InsnWord w = insns[at_word];
   const runtime::Form form = alu ? runtime::Form::Alu : runtime::Form::Gemm;
@@ -1151,7 +1158,7 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
         const std::int64_t lo = value(f, r), extent = value(f + 1, r);
         if (reads_dims_[pc] != 0) {
           const auto* e = entry(pc);
-          if (e == nullptr || e->a != lo || e->b != extent) return false;
+          if (e == nullptr || e->value != lo || e->extent != extent) return false;
         }
         if (extent <= 0) {
           pc = op.jump;
@@ -1173,7 +1180,7 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
         const bool taken = value(f, r) != 0;
         if (reads_dims_[pc] != 0) {
           const auto* e = entry(pc);
-          if (e == nullptr || e->a != (taken ? 1 : 0)) return false;
+          if (e == nullptr || e->value != (taken ? 1 : 0)) return false;
         }
         if (!taken) {
           pc = op.jump;
@@ -1200,7 +1207,7 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
                                        value(f + 6, r), value(f + 7, r), value(f + 8, r),
                                        value(f + 9, r)};
           if (e == nullptr ||
-              !encode(static_cast<std::size_t>(e->a), static_cast<MemId>(value(f, r)),
+              !encode(static_cast<std::size_t>(e->value), static_cast<MemId>(value(f, r)),
                       op.sram[0] + value(f + 1, r), op.param, value(f + 2, r), rest))
             return false;
         }
@@ -1209,7 +1216,7 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
         if (reads_dims_[pc] != 0) {
           const auto* e = entry(pc);
           const std::int64_t rest[] = {value(f + 2, r), value(f + 3, r), value(f + 4, r)};
-          if (e == nullptr || !encode(static_cast<std::size_t>(e->a), MemId::Out,
+          if (e == nullptr || !encode(static_cast<std::size_t>(e->value), MemId::Out,
                                       op.sram[0] + value(f, r), op.param, value(f + 1, r), rest))
             return false;
         }

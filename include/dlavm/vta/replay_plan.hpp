@@ -43,13 +43,17 @@ struct SramSlot {
 // recorded as Program::instantiate writes it: the DRAM addresses it was written for and, in the
 // order its replay meets them, the bounds of the loops and the conditions of the branches that
 // read the dims (their values) and the transfers whose fields read them (their instructions).
-// `valid` is false where a loop copy could not be followed.
+// `valid` is false where a loop copy could not be followed or the entries would be too many.
 struct StreamTape {
   struct Entry {
-    std::uint32_t op = 0;       // the replay plan's operation
-    std::int64_t a = 0, b = 0;  // a loop's min and extent, a branch's condition, or a transfer's
-                                // instruction (a)
+    std::uint32_t op = 0;  // the replay plan's operation
+    // a loop's min, a branch's condition (0 or 1), or the instruction of a transfer or a
+    // kernel (-1: a kernel that wrote none)
+    std::int64_t value = 0;
+    std::int64_t extent = 0;  // a loop's extent
   };
+  // more entries than this (a long prefill's stream): not valid, none kept
+  static constexpr std::size_t kMaxEntries = std::size_t{1} << 16;
   std::vector<Entry> entries;
   std::vector<std::uint64_t> phys;
   std::vector<std::int64_t> dims;  // the dims' values it was written for
@@ -201,8 +205,8 @@ class ReplayPlan {
                      const runtime::Replay<HostStreamStorage>& replay, const Op& op,
                      const std::int64_t* regs) const;
 
-  // The dims field k reads (a bit per dim, symbols_' order), given those of each register.
-  std::uint64_t dims_read(std::uint32_t k, const std::vector<std::uint64_t>& dims) const;
+  // The dims a field reads (a bit per dim, symbols_' order), given those of each register.
+  std::uint64_t dims_read(const Field& f, const std::vector<std::uint64_t>& dims) const;
   // After compiling: the dims each operation reads (reads_dims_), and the kernels.
   void find_dim_reads();
   // repatch's rewrite of the kernel at KernelBegin `at` (its micro-op loops).

@@ -482,16 +482,23 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(const tir::PrimFunc
                                                              const ne::Var& product,
                                                              const ne::Var& chunk) const {
   if (!detail::softmax_causal(shape_)) return f;
-  // the epilogue of 0, as the ALU computes it (an immediate of its 16 bits)
+  // the epilogue of 0 in the ALU's 32-bit arithmetic (the steps fusion writes: adds, right
+  // shifts by 0 to 31, bounds), an ADD immediate; any other step: no rewrite
   std::int64_t fill = 0;
   for (const auto& step : epilogue_.steps) {
     using K = EpilogueStep::Kind;
-    fill = step.kind == K::Add   ? fill + step.imm
-           : step.kind == K::Shr ? (step.imm >= 0 ? fill >> step.imm : fill << -step.imm)
-           : step.kind == K::Max ? std::max(fill, step.imm)
-                                 : std::min(fill, step.imm);
+    if (step.kind == K::Add)
+      fill = static_cast<std::int32_t>(static_cast<std::uint32_t>(fill) +
+                                       static_cast<std::uint32_t>(step.imm));
+    else if (step.kind == K::Shr && step.imm >= 0 && step.imm <= 31)
+      fill >>= step.imm;
+    else if (step.kind == K::Max || step.kind == K::Min)
+      fill = step.kind == K::Max ? std::max(fill, step.imm) : std::min(fill, step.imm);
+    else
+      return f;
   }
-  if (fill < -32768 || fill > 32767) return f;
+  const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Add, env_.config);
+  if (fill < lo || fill > hi) return f;
   const ne::Expr seen = ne::simplify(ne::ceildiv(detail::softmax_visible(shape_, product), chunk_));
   struct ChunkLoop : tir::StmtMutator<ChunkLoop> {
     ChunkLoop(ne::Var c, ne::Expr s, std::int64_t f)
