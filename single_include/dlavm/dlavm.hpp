@@ -36037,8 +36037,8 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // padded copy (an ALU fill and a clipped load), no mask in DRAM. A causal softmax's passes 1
 // and 2 run over the chunks that hold a key its query sees, ceil((N - M + q + 1) / chunk) of
 // them: the others add nothing to the max or the sum (a prefill of 2,048 tokens skips 7 of 16
-// chunk iterations of 256 keys); pass 3, rewritten by skip_masked_chunks, stores each other
-// chunk from a fill of the epilogue of 0.
+// chunk iterations of 256 keys); pass 3, rewritten by skip_masked_work, stores each other
+// chunk from a fill of the epilogue of 0. Each pass fills only the last chunk its query sees.
 struct IntegerSoftmaxShape {
   ne::Expr products = 1;   // prod(B): may be symbolic
   ne::Expr keys = 1;       // N: may be symbolic
@@ -36057,17 +36057,20 @@ class IntegerSoftmaxKernel {
   // The scores and the probabilities, both int8 in the packed layout.
   std::vector<te::Tensor> args() const { return {data_, res_}; }
   te::Schedule schedule() const;
-  // For the function lowered from schedule() `s`: pass 3 of a causal softmax skipping the
-  // chunks its block's query sees none of. Such a chunk's probabilities are all the epilogue
-  // of 0 (each exponential is 0), so its stored buffer is filled with that constant and
-  // stored, in place of its exponentials. The function is returned as it is where the softmax
-  // is not causal, the constant is no ALU immediate, or the chunk loop is not as the lowering
-  // writes it.
-  std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_chunks(te::Schedule& s) const;
+  // For the function lowered from schedule() `s`, the work on keys no query sees skipped,
+  // which te stages cannot say:
+  //   - each pass fills a chunk with -32768 before its load only where the chunk may hold a key
+  //     the block's query does not see (the last chunk it sees); those before it are loaded
+  //     whole;
+  //   - pass 3 of a causal softmax, over a chunk its query sees none of, fills the stored buffer
+  //     with the epilogue of 0 (each exponential there is 0) and stores it, in place of the
+  //     exponentials; not where that constant is no ALU immediate.
+  // A chunk loop not as the lowering writes it is left as it is.
+  std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
 
  private:
   tir::PrimFunc skip_masked(const tir::PrimFunc& f, const ne::Var& product,
-                            const ne::Var& chunk) const;
+                            const std::vector<ne::Var>& chunks) const;
 
   vta::Env env_;
   IntegerSoftmaxShape shape_;
@@ -36586,99 +36589,135 @@ inline std::optional<std::int64_t> constant_arg(const te::Expr& e) {
 }  // namespace detail
 
 DLAVM_INLINE std::function<tir::PrimFunc(const tir::PrimFunc&)>
-IntegerSoftmaxKernel::skip_masked_chunks(te::Schedule& s) const {
+IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
+  // the chunk loops: passes 1 and 2 at their rows' chunk axis, pass 3 at the result's
+  std::vector<ne::Var> chunks{s[max_rows_].leaf_iter_vars()[2].var(),
+                              s[sum_rows_].leaf_iter_vars()[2].var()};
   const auto& leaf = s[res_].leaf_iter_vars();  // product, tile, chunk, key, batch, lane
-  return [kernel = *this, product = leaf[0].var(), chunk = leaf[2].var()](const tir::PrimFunc& f) {
-    return kernel.skip_masked(f, product, chunk);
+  chunks.push_back(leaf[2].var());
+  return [kernel = *this, product = leaf[0].var(), chunks](const tir::PrimFunc& f) {
+    return kernel.skip_masked(f, product, chunks);
   };
 }
 
-DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(const tir::PrimFunc& f,
-                                                             const ne::Var& product,
-                                                             const ne::Var& chunk) const {
-  if (!detail::softmax_causal(shape_)) return f;
-  // the epilogue of 0 in the ALU's 32-bit arithmetic (the steps fusion writes: adds, right
-  // shifts by 0 to 31, bounds), an ADD immediate; any other step: no rewrite
-  std::int64_t fill = 0;
-  for (const auto& step : epilogue_.steps) {
+namespace detail {
+
+// The epilogue of 0 in the ALU's 32-bit arithmetic (the steps fusion writes: adds, right shifts
+// by 0 to 31, bounds), if an ADD immediate of `config`.
+inline std::optional<std::int64_t> epilogue_of_zero(const Epilogue& epilogue,
+                                                    const vta::Config& config) {
+  std::int64_t v = 0;
+  for (const auto& step : epilogue.steps) {
     using K = EpilogueStep::Kind;
     if (step.kind == K::Add)
-      fill = static_cast<std::int32_t>(static_cast<std::uint32_t>(fill) +
-                                       static_cast<std::uint32_t>(step.imm));
+      v = static_cast<std::int32_t>(static_cast<std::uint32_t>(v) +
+                                    static_cast<std::uint32_t>(step.imm));
     else if (step.kind == K::Shr && step.imm >= 0 && step.imm <= 31)
-      fill >>= step.imm;
+      v >>= step.imm;
     else if (step.kind == K::Max || step.kind == K::Min)
-      fill = step.kind == K::Max ? std::max(fill, step.imm) : std::min(fill, step.imm);
+      v = step.kind == K::Max ? std::max(v, step.imm) : std::min(v, step.imm);
     else
-      return f;
+      return std::nullopt;
   }
-  const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Add, env_.config);
-  if (fill < lo || fill > hi) return f;
+  const auto [lo, hi] = vta::alu_imm_range(runtime::AluOp::Add, config);
+  if (v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+// A chunk loop's body as the lowering writes it: allocations around the load's fill (a reset
+// and an ADD of -32768 over the chunk's rows), the load, and the rest (pass 3: ending in the
+// store).
+struct ChunkBody {
+  std::vector<tir::Buffer> allocated;
+  std::vector<tir::Stmt> parts;
+  const te::CallNode* load = nullptr;
+  const te::CallNode* store = nullptr;  // pass 3's, or null
+
+  static std::optional<ChunkBody> of(const tir::Stmt& body) {
+    ChunkBody b;
+    tir::Stmt inner = body;
+    while (const auto* a = inner.as<tir::AllocateNode>()) {
+      b.allocated.push_back(a->buffer);
+      inner = a->body;
+    }
+    const auto* seq = inner.as<tir::SeqNode>();
+    if (seq == nullptr || seq->seq.size() < 3) return std::nullopt;
+    b.parts = seq->seq;
+    const auto* reset = first_call(b.parts[0], vta::intrin::gemm_reset);
+    const auto* add = first_call(b.parts[1], vta::intrin::alu);
+    b.load = first_call(b.parts[2], vta::intrin::load);
+    if (reset == nullptr || add == nullptr || b.load == nullptr || add->args.size() != 5 ||
+        constant_arg(add->args[0]) != static_cast<std::int64_t>(runtime::AluOp::Add) ||
+        constant_arg(add->args[1]) != 1 || constant_arg(add->args[2]) != -32768 ||
+        !reset->buffers[0].same_as(b.load->buffers[0]) ||
+        !add->buffers[0].same_as(b.load->buffers[0]))
+      return std::nullopt;
+    if (b.parts.back().as<tir::EvaluateNode>() != nullptr)
+      b.store = first_call(b.parts.back(), vta::intrin::store);
+    return b;
+  }
+  tir::Stmt allocations_around(tir::Stmt s) const {
+    for (auto it = allocated.rbegin(); it != allocated.rend(); ++it) s = tir::make_allocate(*it, s);
+    return s;
+  }
+};
+
+}  // namespace detail
+
+DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
+    const tir::PrimFunc& f, const ne::Var& product, const std::vector<ne::Var>& chunks) const {
+  // the chunks the block's query sees (all of them where the softmax is not causal)
   const ne::Expr seen = ne::simplify(ne::ceildiv(detail::softmax_visible(shape_, product), chunk_));
-  struct ChunkLoop : tir::StmtMutator<ChunkLoop> {
-    ChunkLoop(ne::Var c, ne::Expr s, std::int64_t f)
-        : chunk(std::move(c)), seen(std::move(s)), fill(f) {}
-    ne::Var chunk;
+  struct ChunkLoops : tir::StmtMutator<ChunkLoops> {
+    std::vector<ne::Var> chunks;
     ne::Expr seen;
-    std::int64_t fill = 0;
-    bool done = false;
+    std::optional<std::int64_t> constant;  // pass 3's masked chunks' value, if causal
+    int rewritten = 0;
     tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
-      if (n.var.id() != chunk.id()) return tir::StmtMutator<ChunkLoop>::visit_for(n, s);
-      const auto body = masked(n.body);
+      std::size_t pass = chunks.size();
+      for (std::size_t k = 0; k < chunks.size(); ++k)
+        if (n.var.id() == chunks[k].id()) pass = k;
+      if (pass == chunks.size()) return tir::StmtMutator<ChunkLoops>::visit_for(n, s);
+      const auto body = detail::ChunkBody::of(n.body);
       if (!body) return s;
-      done = true;
-      return tir::make_for(n.var, n.min, n.extent, n.for_kind, *body);
-    }
-    // the body: its allocations around `if (chunk < seen) {its statements} else {fill, store}`,
-    // where its statements are the load's fill (a reset and an ADD of -32768 over the chunk's
-    // rows), the load, ..., the store
-    std::optional<tir::Stmt> masked(const tir::Stmt& body) const {
-      std::vector<tir::Buffer> allocated;
-      tir::Stmt inner = body;
-      while (const auto* a = inner.as<tir::AllocateNode>()) {
-        allocated.push_back(a->buffer);
-        inner = a->body;
+      const ne::Expr c = n.var;
+      // the fill only where the chunk may hold a key the query does not see: the last it sees
+      // (those before it are loaded whole)
+      std::vector<tir::Stmt> parts{
+          tir::make_if(c + 1 >= seen, tir::make_seq({body->parts[0], body->parts[1]}))};
+      parts.insert(parts.end(), body->parts.begin() + 2, body->parts.end());
+      tir::Stmt inner = tir::make_seq(parts);
+      if (pass == 2 && constant && body->store != nullptr) {
+        // a chunk the query sees none of: its stored buffer filled with the constant, stored
+        const tir::BufferMap to_stored{{body->load->buffers[0].get(), body->store->buffers[0]}};
+        struct Imm : tir::StmtMutator<Imm> {
+          std::int64_t value = 0;
+          tir::Stmt visit_evaluate(const tir::EvaluateNode& e, const tir::Stmt& st) {
+            const auto* call = e.value.as<te::CallNode>();
+            if (call == nullptr || call->name != vta::intrin::alu) return st;
+            auto args = call->args;
+            args[2] = te::make_const(value, args[2].dtype());
+            return tir::make_evaluate(
+                te::call(call->name, call->dtype(), std::move(args), call->buffers));
+          }
+        } imm;
+        imm.value = *constant;
+        const std::vector<tir::Stmt> fill{tir::rewrite(body->parts[0], {}, to_stored),
+                                          imm.visit(tir::rewrite(body->parts[1], {}, to_stored)),
+                                          body->parts.back()};
+        inner = tir::make_if(c < seen, inner, tir::make_seq(fill));
       }
-      const auto* seq = inner.as<tir::SeqNode>();
-      if (seq == nullptr || seq->seq.size() < 4) return std::nullopt;
-      const auto& parts = seq->seq;
-      const auto* store = detail::first_call(parts.back(), vta::intrin::store);
-      const auto* reset = detail::first_call(parts[0], vta::intrin::gemm_reset);
-      const auto* add = detail::first_call(parts[1], vta::intrin::alu);
-      const auto* load = detail::first_call(parts[2], vta::intrin::load);
-      if (store == nullptr || reset == nullptr || add == nullptr || load == nullptr ||
-          parts.back().as<tir::EvaluateNode>() == nullptr || add->args.size() != 5 ||
-          detail::constant_arg(add->args[0]) != static_cast<std::int64_t>(runtime::AluOp::Add) ||
-          detail::constant_arg(add->args[1]) != 1 || detail::constant_arg(add->args[2]) != -32768 ||
-          !reset->buffers[0].same_as(load->buffers[0]) ||
-          !add->buffers[0].same_as(load->buffers[0]))
-        return std::nullopt;
-      // the fill, of the stored buffer with the constant
-      const tir::Buffer filled = load->buffers[0], stored = store->buffers[0];
-      tir::BufferMap to_stored{{filled.get(), stored}};
-      struct Imm : tir::StmtMutator<Imm> {
-        std::int64_t value = 0;
-        tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& s) {
-          const auto* c = n.value.as<te::CallNode>();
-          if (c == nullptr || c->name != vta::intrin::alu) return s;
-          auto args = c->args;
-          args[2] = te::make_const(value, args[2].dtype());
-          return tir::make_evaluate(te::call(c->name, c->dtype(), std::move(args), c->buffers));
-        }
-      } imm;
-      imm.value = fill;
-      std::vector<tir::Stmt> constant{tir::rewrite(parts[0], {}, to_stored),
-                                      imm.visit(tir::rewrite(parts[1], {}, to_stored)),
-                                      parts.back()};
-      tir::Stmt out = tir::make_if(ne::Expr(chunk) < seen, inner, tir::make_seq(constant));
-      for (auto it = allocated.rbegin(); it != allocated.rend(); ++it)
-        out = tir::make_allocate(*it, out);
-      return out;
+      ++rewritten;
+      return tir::make_for(n.var, n.min, n.extent, n.for_kind, body->allocations_around(inner));
     }
-  } loop(chunk, seen, fill);
+  } loops;
+  loops.chunks = chunks;
+  loops.seen = seen;
+  if (detail::softmax_causal(shape_))
+    loops.constant = detail::epilogue_of_zero(epilogue_, env_.config);
   tir::PrimFunc out = f;
-  out.body = loop.visit(f.body);
-  return loop.done ? out : f;
+  out.body = loops.visit(f.body);
+  return loops.rewritten > 0 ? out : f;
 }
 
 DLAVM_INLINE std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue) {
@@ -37721,7 +37760,7 @@ inline AnchorStrategy integer_softmax_strategy() {
     const std::int64_t chunk = knobs.at("keys");
     const IntegerSoftmaxKernel kernel(env, shape, chunk, name, w.epilogue);
     auto schedule = kernel.schedule();
-    auto rewrite = kernel.skip_masked_chunks(schedule);
+    auto rewrite = kernel.skip_masked_work(schedule);
     return VtaKernel{std::move(schedule),         kernel.args(), fmt::format("keys {}", chunk),
                      softmax_traffic(env, shape), ne::Expr(0),   std::move(rewrite)};
   };

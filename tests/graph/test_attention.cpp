@@ -511,7 +511,7 @@ TEST_CASE("llm layer: decode steps rewrite the streams in place, the words insta
 
   // the executor rewrites them too, and decodes as the reference does, after a prefill of 300
   // tokens whose first 256 queries see one chunk of keys of the two (the softmax's passes skip
-  // the other: graph::IntegerSoftmaxKernel::skip_masked_chunks)
+  // the other: graph::IntegerSoftmaxKernel::skip_masked_work)
   vta::SimDevice dev(target.env.config);
   graph::Executor exec(mod, dev);
   LlmReference ref{constants_of(net.function()), 8, llm::Softmax::Integer};

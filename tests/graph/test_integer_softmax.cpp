@@ -218,11 +218,12 @@ TEST_CASE("integer softmax kernel: causal blocks of several query rows each") {
   }
 }
 
-TEST_CASE("integer softmax kernel: a causal softmax skips the work of the chunks it masks") {
+TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
   // 64 queries after no keys, chunks of 16: query p sees ceil((p + 1) / 16) of the 4 chunks,
   // 160 of the 256 chunk iterations of each pass: passes 1 and 2 skip the others, and pass 3,
-  // rewritten (skip_masked_chunks), stores them as the epilogue of 0 (a fill of 0, or of 3
-  // after `+ 3, min 120`)
+  // rewritten (skip_masked_work), stores them as the epilogue of 0 (a fill of 0, or of 3
+  // after `+ 3, min 120`). Rewritten, each pass fills with -32768 only the last chunk a query
+  // sees, causal or not: a softmax of 64 keys that is not causal fills 1 of its 4 chunks.
   const vta::Env env;
   const auto products = ne::var("products", 1, 64);
   const auto last = ne::var("last", 0, 64);
@@ -231,11 +232,11 @@ TEST_CASE("integer softmax kernel: a causal softmax skips the work of the chunks
   plus3.steps = {{graph::EpilogueStep::Kind::Add, 3}, {graph::EpilogueStep::Kind::Min, 120}};
   for (const auto& epilogue : {graph::Epilogue{}, plus3}) {
     CAPTURE(epilogue.steps.size());
-    // non-causal, causal as lowered, causal rewritten
-    std::size_t insns[3] = {};
-    for (int k = 0; k < 3; ++k) {
+    // non-causal, causal as lowered, causal rewritten, non-causal rewritten
+    std::size_t insns[4] = {};
+    for (int k = 0; k < 4; ++k) {
       CAPTURE(k);
-      const bool causal = k > 0;
+      const bool causal = k == 1 || k == 2;
       const graph::IntegerSoftmaxShape shape{.products = products,
                                              .keys = ne::Expr(last) + products,
                                              .lanes = 16,
@@ -243,9 +244,9 @@ TEST_CASE("integer softmax kernel: a causal softmax skips the work of the chunks
                                              .fixed = fixed};
       const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "sm", epilogue);
       auto s = kernel.schedule();
-      const auto rewrite = kernel.skip_masked_chunks(s);
+      const auto rewrite = kernel.skip_masked_work(s);
       auto f = vta::lower(s, kernel.args(), env, "sm");
-      if (k == 2) f = rewrite(f);
+      if (k >= 2) f = rewrite(f);
       const vta::Program prog(env, f);
       vta::SimDevice dev(env.config);
       auto a = te::NDArray::random(DType::int8(), {64, 64, 1, 1, 16}, 81);
@@ -265,6 +266,9 @@ TEST_CASE("integer softmax kernel: a causal softmax skips the work of the chunks
     // the chunks skipped: 96 of 256 in each pass, each tens of instructions
     CHECK(insns[1] + 96 * 20 < insns[0]);
     CHECK(insns[2] + 96 * 20 < insns[1]);
+    // the fills skipped: a reset and an ADD in 3 of 4 chunks of passes 1 and 2, for each of 64
+    // products (pass 3 of a softmax that is not causal computes only the keys it loads)
+    CHECK(insns[3] + 64 * 3 * 2 * 2 == insns[0]);
   }
 }
 

@@ -454,7 +454,7 @@ inline AnchorStrategy integer_softmax_strategy() {
     const std::int64_t chunk = knobs.at("keys");
     const IntegerSoftmaxKernel kernel(env, shape, chunk, name, w.epilogue);
     auto schedule = kernel.schedule();
-    auto rewrite = kernel.skip_masked_chunks(schedule);
+    auto rewrite = kernel.skip_masked_work(schedule);
     return VtaKernel{std::move(schedule),         kernel.args(), fmt::format("keys {}", chunk),
                      softmax_traffic(env, shape), ne::Expr(0),   std::move(rewrite)};
   };

@@ -74,8 +74,8 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // padded copy (an ALU fill and a clipped load), no mask in DRAM. A causal softmax's passes 1
 // and 2 run over the chunks that hold a key its query sees, ceil((N - M + q + 1) / chunk) of
 // them: the others add nothing to the max or the sum (a prefill of 2,048 tokens skips 7 of 16
-// chunk iterations of 256 keys); pass 3, rewritten by skip_masked_chunks, stores each other
-// chunk from a fill of the epilogue of 0.
+// chunk iterations of 256 keys); pass 3, rewritten by skip_masked_work, stores each other
+// chunk from a fill of the epilogue of 0. Each pass fills only the last chunk its query sees.
 struct IntegerSoftmaxShape {
   ne::Expr products = 1;   // prod(B): may be symbolic
   ne::Expr keys = 1;       // N: may be symbolic
@@ -94,17 +94,20 @@ class IntegerSoftmaxKernel {
   // The scores and the probabilities, both int8 in the packed layout.
   std::vector<te::Tensor> args() const { return {data_, res_}; }
   te::Schedule schedule() const;
-  // For the function lowered from schedule() `s`: pass 3 of a causal softmax skipping the
-  // chunks its block's query sees none of. Such a chunk's probabilities are all the epilogue
-  // of 0 (each exponential is 0), so its stored buffer is filled with that constant and
-  // stored, in place of its exponentials. The function is returned as it is where the softmax
-  // is not causal, the constant is no ALU immediate, or the chunk loop is not as the lowering
-  // writes it.
-  std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_chunks(te::Schedule& s) const;
+  // For the function lowered from schedule() `s`, the work on keys no query sees skipped,
+  // which te stages cannot say:
+  //   - each pass fills a chunk with -32768 before its load only where the chunk may hold a key
+  //     the block's query does not see (the last chunk it sees); those before it are loaded
+  //     whole;
+  //   - pass 3 of a causal softmax, over a chunk its query sees none of, fills the stored buffer
+  //     with the epilogue of 0 (each exponential there is 0) and stores it, in place of the
+  //     exponentials; not where that constant is no ALU immediate.
+  // A chunk loop not as the lowering writes it is left as it is.
+  std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
 
  private:
   tir::PrimFunc skip_masked(const tir::PrimFunc& f, const ne::Var& product,
-                            const ne::Var& chunk) const;
+                            const std::vector<ne::Var>& chunks) const;
 
   vta::Env env_;
   IntegerSoftmaxShape shape_;
