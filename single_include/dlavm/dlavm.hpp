@@ -8959,6 +8959,14 @@ DLAVM_RUNTIME_INLINE constexpr void set_field(InsnWord& w, FieldPos p, std::uint
   w.word[p.offset / 64] &= ~(low_mask(p.width) << (p.offset % 64));
   put_field(w, p, value);
 }
+// Replaces a field's value with v, or returns false, leaving the word as it was, where v is
+// negative or wider than the field (a rewritten instruction's field: vta::Program::
+// reinstantiate).
+constexpr bool replace_field(InsnWord& w, FieldPos p, std::int64_t v) {
+  if (v < 0 || static_cast<std::uint64_t>(v) > low_mask(p.width)) return false;
+  set_field(w, p, static_cast<std::uint64_t>(v));
+  return true;
+}
 // Moves an address field by `delta` (a relocation: a stream placed elsewhere than planned).
 // Returns false, leaving the word as it was, when the moved value leaves the field's range.
 constexpr bool add_to_field(InsnWord& w, FieldPos p, std::int64_t delta) {
@@ -22717,9 +22725,7 @@ DLAVM_INLINE bool ReplayPlan::kernel_loops(
       {Field::wgt_factor_out, first.wgt}, {Field::wgt_factor_in, inner.wgt}};
   for (const auto& [field, v] : values) {
     if (alu && (field == Field::wgt_factor_out || field == Field::wgt_factor_in)) continue;
-    const runtime::FieldPos pos = layout.pos(form, field);
-    if (v < 0 || static_cast<std::uint64_t>(v) > runtime::low_mask(pos.width)) return false;
-    set_field(w, pos, static_cast<std::uint64_t>(v));
+    if (!runtime::replace_field(w, layout.pos(form, field), v)) return false;
   }
   patches.emplace_back(at_word, w);
   return true;
@@ -22746,8 +22752,7 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
   if ((changed & kernel_dims_) != 0) return false;  // its kernels' micro-ops could change
   thread_local std::vector<std::pair<std::size_t, runtime::InsnWord>> patches;
   patches.clear();
-  const runtime::IsaLayout kernel_layout = p.env.config.layout();
-  const runtime::IsaLayout layout = runtime::IsaLayout::default_layout();  // Mem: every config's
+  const runtime::IsaLayout layout = p.env.config.layout();
   using runtime::Field;
   const auto pos = [&](Field x) { return layout.pos(runtime::Form::Mem, x); };
   // a transfer's fields over its old word, or false where one does not fit
@@ -22768,18 +22773,12 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
                                                      {Field::y_size, y},
                                                      {Field::x_size, x},
                                                      {Field::x_stride, stride}};
-    for (const auto& [field, v] : values) {
-      if (v < 0 || static_cast<std::uint64_t>(v) > runtime::low_mask(pos(field).width))
-        return false;
-      set_field(w, pos(field), static_cast<std::uint64_t>(v));
-    }
+    for (const auto& [field, v] : values)
+      if (!runtime::replace_field(w, pos(field), v)) return false;
+    // a load's paddings, after its y, x and stride
     const Field pads[] = {Field::y_pad_0, Field::y_pad_1, Field::x_pad_0, Field::x_pad_1};
-    for (std::size_t k = 3; k < rest.size(); ++k) {
-      const std::int64_t v = rest[k];
-      if (v < 0 || static_cast<std::uint64_t>(v) > runtime::low_mask(pos(pads[k - 3]).width))
-        return false;
-      set_field(w, pos(pads[k - 3]), static_cast<std::uint64_t>(v));
-    }
+    for (std::size_t k = 3; k < rest.size(); ++k)
+      if (!runtime::replace_field(w, pos(pads[k - 3]), rest[k])) return false;
     patches.emplace_back(at, w);
     return true;
   };
@@ -22831,7 +22830,7 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
         pc = op.jump;
         continue;
       case OpKind::KernelBegin:
-        if (reads_dims_[pc] != 0 && !kernel_loops(pc, r, kernel_layout, insns, entry(pc), patches))
+        if (reads_dims_[pc] != 0 && !kernel_loops(pc, r, layout, insns, entry(pc), patches))
           return false;
         pc = op.jump + 1;  // past its KernelEnd
         continue;
@@ -36406,6 +36405,12 @@ inline ne::Expr softmax_visible(const IntegerSoftmaxShape& shape, const ne::Var&
   return ne::simplify(shape.keys - shape.queries + q + 1);
 }
 
+// The chunks of `chunk` keys that hold a key the query of product `p` sees.
+inline ne::Expr softmax_seen(const IntegerSoftmaxShape& shape, const ne::Var& p,
+                             std::int64_t chunk) {
+  return ne::simplify(ne::ceildiv(softmax_visible(shape, p), chunk));
+}
+
 // The tiles of BLOCK_OUT lanes the last dim fills.
 inline std::int64_t lane_tiles(const vta::Env& env, const IntegerSoftmaxShape& shape) {
   return ne::ceil_div(shape.lanes, env.block_out);
@@ -36493,7 +36498,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   // key -32768, whose exponential is 0: no part of the max or the sum), and passes 1 and 2
   // skip them
   const auto seen = [&](std::span<const ne::Var> at) {
-    return ne::simplify(ne::ceildiv(visible(at[0]), chunk));
+    return detail::softmax_seen(shape, at[0], chunk);
   };
   const auto m = rows.reduce_blocks("max", max_rows_, seen, true);
 
@@ -36667,7 +36672,7 @@ struct ChunkBody {
 DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     const tir::PrimFunc& f, const ne::Var& product, const std::vector<ne::Var>& chunks) const {
   // the chunks the block's query sees (all of them where the softmax is not causal)
-  const ne::Expr seen = ne::simplify(ne::ceildiv(detail::softmax_visible(shape_, product), chunk_));
+  const ne::Expr seen = detail::softmax_seen(shape_, product, chunk_);
   struct ChunkLoops : tir::StmtMutator<ChunkLoops> {
     std::vector<ne::Var> chunks;
     ne::Expr seen;

@@ -580,6 +580,14 @@ DLAVM_RUNTIME_INLINE constexpr void set_field(InsnWord& w, FieldPos p, std::uint
   w.word[p.offset / 64] &= ~(low_mask(p.width) << (p.offset % 64));
   put_field(w, p, value);
 }
+// Replaces a field's value with v, or returns false, leaving the word as it was, where v is
+// negative or wider than the field (a rewritten instruction's field: vta::Program::
+// reinstantiate).
+constexpr bool replace_field(InsnWord& w, FieldPos p, std::int64_t v) {
+  if (v < 0 || static_cast<std::uint64_t>(v) > low_mask(p.width)) return false;
+  set_field(w, p, static_cast<std::uint64_t>(v));
+  return true;
+}
 // Moves an address field by `delta` (a relocation: a stream placed elsewhere than planned).
 // Returns false, leaving the word as it was, when the moved value leaves the field's range.
 constexpr bool add_to_field(InsnWord& w, FieldPos p, std::int64_t delta) {

@@ -1078,9 +1078,7 @@ DLAVM_INLINE bool ReplayPlan::kernel_loops(
       {Field::wgt_factor_out, first.wgt}, {Field::wgt_factor_in, inner.wgt}};
   for (const auto& [field, v] : values) {
     if (alu && (field == Field::wgt_factor_out || field == Field::wgt_factor_in)) continue;
-    const runtime::FieldPos pos = layout.pos(form, field);
-    if (v < 0 || static_cast<std::uint64_t>(v) > runtime::low_mask(pos.width)) return false;
-    set_field(w, pos, static_cast<std::uint64_t>(v));
+    if (!runtime::replace_field(w, layout.pos(form, field), v)) return false;
   }
   patches.emplace_back(at_word, w);
   return true;
@@ -1107,8 +1105,7 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
   if ((changed & kernel_dims_) != 0) return false;  // its kernels' micro-ops could change
   thread_local std::vector<std::pair<std::size_t, runtime::InsnWord>> patches;
   patches.clear();
-  const runtime::IsaLayout kernel_layout = p.env.config.layout();
-  const runtime::IsaLayout layout = runtime::IsaLayout::default_layout();  // Mem: every config's
+  const runtime::IsaLayout layout = p.env.config.layout();
   using runtime::Field;
   const auto pos = [&](Field x) { return layout.pos(runtime::Form::Mem, x); };
   // a transfer's fields over its old word, or false where one does not fit
@@ -1129,18 +1126,12 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
                                                      {Field::y_size, y},
                                                      {Field::x_size, x},
                                                      {Field::x_stride, stride}};
-    for (const auto& [field, v] : values) {
-      if (v < 0 || static_cast<std::uint64_t>(v) > runtime::low_mask(pos(field).width))
-        return false;
-      set_field(w, pos(field), static_cast<std::uint64_t>(v));
-    }
+    for (const auto& [field, v] : values)
+      if (!runtime::replace_field(w, pos(field), v)) return false;
+    // a load's paddings, after its y, x and stride
     const Field pads[] = {Field::y_pad_0, Field::y_pad_1, Field::x_pad_0, Field::x_pad_1};
-    for (std::size_t k = 3; k < rest.size(); ++k) {
-      const std::int64_t v = rest[k];
-      if (v < 0 || static_cast<std::uint64_t>(v) > runtime::low_mask(pos(pads[k - 3]).width))
-        return false;
-      set_field(w, pos(pads[k - 3]), static_cast<std::uint64_t>(v));
-    }
+    for (std::size_t k = 3; k < rest.size(); ++k)
+      if (!runtime::replace_field(w, pos(pads[k - 3]), rest[k])) return false;
     patches.emplace_back(at, w);
     return true;
   };
@@ -1192,7 +1183,7 @@ DLAVM_INLINE bool ReplayPlan::repatch(const ReplaySource& p, std::span<runtime::
         pc = op.jump;
         continue;
       case OpKind::KernelBegin:
-        if (reads_dims_[pc] != 0 && !kernel_loops(pc, r, kernel_layout, insns, entry(pc), patches))
+        if (reads_dims_[pc] != 0 && !kernel_loops(pc, r, layout, insns, entry(pc), patches))
           return false;
         pc = op.jump + 1;  // past its KernelEnd
         continue;

@@ -288,6 +288,12 @@ inline ne::Expr softmax_visible(const IntegerSoftmaxShape& shape, const ne::Var&
   return ne::simplify(shape.keys - shape.queries + q + 1);
 }
 
+// The chunks of `chunk` keys that hold a key the query of product `p` sees.
+inline ne::Expr softmax_seen(const IntegerSoftmaxShape& shape, const ne::Var& p,
+                             std::int64_t chunk) {
+  return ne::simplify(ne::ceildiv(softmax_visible(shape, p), chunk));
+}
+
 // The tiles of BLOCK_OUT lanes the last dim fills.
 inline std::int64_t lane_tiles(const vta::Env& env, const IntegerSoftmaxShape& shape) {
   return ne::ceil_div(shape.lanes, env.block_out);
@@ -375,7 +381,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   // key -32768, whose exponential is 0: no part of the max or the sum), and passes 1 and 2
   // skip them
   const auto seen = [&](std::span<const ne::Var> at) {
-    return ne::simplify(ne::ceildiv(visible(at[0]), chunk));
+    return detail::softmax_seen(shape, at[0], chunk);
   };
   const auto m = rows.reduce_blocks("max", max_rows_, seen, true);
 
@@ -549,7 +555,7 @@ struct ChunkBody {
 DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     const tir::PrimFunc& f, const ne::Var& product, const std::vector<ne::Var>& chunks) const {
   // the chunks the block's query sees (all of them where the softmax is not causal)
-  const ne::Expr seen = ne::simplify(ne::ceildiv(detail::softmax_visible(shape_, product), chunk_));
+  const ne::Expr seen = detail::softmax_seen(shape_, product, chunk_);
   struct ChunkLoops : tir::StmtMutator<ChunkLoops> {
     std::vector<ne::Var> chunks;
     ne::Expr seen;
