@@ -12088,6 +12088,7 @@ DLAVM_INLINE Attrs normalize_attrs(std::span<const AttrSpec> specs, const Attrs&
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12124,6 +12125,10 @@ struct Epilogue {
   // Appends `+ operand` for a new input; returns the input's index.
   std::size_t add_channel(DType dtype = DType::int32());
   std::size_t add_tensor(DType dtype);
+  // The step whose Tensor operand a GEMM anchor's kernel loads into its accumulator in place of
+  // the reset (vta::load_acc_init): the first AddTensor, when only additions come before it
+  // (adding commutes with the GEMMs' sums); nullopt otherwise.
+  std::optional<std::size_t> init_tensor() const;
   // How many ALU passes the epilogue costs per output tile: one per step; the byte planes'
   // copies (a reset and an ADD each) and shifts (8, then 15 + 1, then 15 + 9) add 13.
   std::size_t alu_passes() const { return steps.size() + (int32_result ? 13 : 0); }
@@ -12169,7 +12174,9 @@ struct EpilogueStages {
   void schedule(te::Schedule& s, const vta::Env& env, const te::IterVar& attach) const;
   // Accumulator entries (tiles) the operands' copies need besides the anchor's block of
   // `block_tiles`: a block per virtual thread for each Tensor operand and for the planes,
-  // `channel_tiles` once for each Channel operand.
+  // `channel_tiles` once for each Channel operand. An upper bound: where vta::load_acc_init
+  // loads a GEMM anchor's init_tensor() operand into the anchor's block, that operand needs
+  // none.
   static std::int64_t acc_entries(const Epilogue& e, std::int64_t block_tiles,
                                   std::int64_t channel_tiles, int vthreads);
 };
@@ -12272,6 +12279,15 @@ DLAVM_INLINE std::size_t Epilogue::add_tensor(DType dtype) {
   inputs.push_back({EpilogueInput::Kind::Tensor, dtype});
   steps.push_back({EpilogueStep::Kind::AddTensor, 0, inputs.size() - 1});
   return inputs.size() - 1;
+}
+
+DLAVM_INLINE std::optional<std::size_t> Epilogue::init_tensor() const {
+  using K = EpilogueStep::Kind;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    if (steps[k].kind == K::AddTensor) return k;
+    if (steps[k].kind != K::Add && steps[k].kind != K::AddChannel) return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 DLAVM_INLINE std::string to_string(const Epilogue& e) {
@@ -19097,6 +19113,8 @@ DLAVM_INLINE void Manifest::save(const std::string& path) const {
 //   inject_alu        nests under `pragma_alu` -> vta.alu per accumulator tile (element-wise,
 //                     constant fills, max/min/sum reductions one instruction per element)
 //   fold_uops         nests of GEMM / ALU calls -> micro-op kernels with two loop levels
+//   load_acc_init     a block loaded only to be added to an accumulator -> loaded into it in
+//                     place of its reset
 //   inject_vthread    virtual-thread loops -> interleaved threads with their own buffers
 // Every step is printable (vta::lower_passes returns each function in turn). Mistakes raise a
 // dlavm::Error naming the stage or buffer and the numbers: a copy VTA cannot express, an ALU
@@ -21062,6 +21080,428 @@ DLAVM_INLINE tir::Stmt inject_dma(const tir::Stmt& body, const Env& env) {
 // end dlavm/vta/lower/inject_dma-inl.hpp
 #endif
 // end dlavm/vta/lower/inject_dma.hpp
+// begin dlavm/vta/lower/load_acc_init.hpp
+// Loading an addend as the accumulator's initial value. A kernel that resets an accumulator
+// block, accumulates into it (GEMMs, ADDs of other operands) and then adds a block it loaded
+// for that purpose alone (a residual: an epilogue's Tensor operand) pays for the reset and the
+// ADD, two of the compute module's micro-op slots per tile. The load can go into the
+// accumulator in place of the reset instead: the block starts as the addend and the GEMMs
+// accumulate onto it. Integer addition wraps at 32 bits in the GEMM core and the ALU alike, so
+// the sum is the same whatever the order of its terms.
+//
+//   attr [gemm_reset] { acc[i] = 0 }            @vta.load(acc, res; 5, ...)   // into acc
+//   for (ic.outer ...) { gemm(acc, ...) }        for (ic.outer ...) { gemm(acc, ...) }
+//   attr [alu.add] { acc += bias }          ->   attr [alu.add] { acc += bias }
+//   @vta.load(res_buf, res; 5, ...)
+//   attr [alu.add] { acc += res_buf }
+//
+// The rewrite applies to statements of one sequence where:
+//   - a micro-op kernel only resets accumulator `acc`;
+//   - a later ALU ADD kernel adds buffer `b` (not `acc`, no immediate) into `acc`, and a
+//     statement between them loads `b` (one load, or loads in serial loops: a block the 2-D
+//     DMA moves in several transfers), which nothing else in the function reads or writes;
+//   - every statement between the reset and that ADD touches `acc` only by accumulating into
+//     it: GEMMs, ADDs of an immediate or another buffer;
+//   - the ADD maps the loaded entries one to one onto the reset ones at a constant distance,
+//     every extent, factor, offset and size a constant.
+// The loaded buffer's allocation goes with it. Anything else is left as it is: a block whose
+// size reads a symbolic dim (the partial last block of a symbolic height) keeps its reset and
+// ADD.
+
+// begin dlavm/core/api.hpp
+// end dlavm/core/api.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+namespace dlavm::vta {
+
+// Runs after fold_uops (it reads micro-op kernels), before inject_vthread.
+tir::Stmt load_acc_init(const tir::Stmt& body);
+
+}  // namespace dlavm::vta
+
+#ifndef DLAVM_COMPILED_LIB
+// begin dlavm/vta/lower/load_acc_init-inl.hpp
+// Definitions for dlavm/vta/lower/load_acc_init.hpp (see core/api.hpp).
+
+// begin dlavm/ne.hpp
+// end dlavm/ne.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/te.hpp
+// end dlavm/te.hpp
+// begin dlavm/tir.hpp
+// end dlavm/tir.hpp
+// begin dlavm/vta/lower/env.hpp
+// end dlavm/vta/lower/env.hpp
+// begin dlavm/vta/lower/load_acc_init.hpp
+// end dlavm/vta/lower/load_acc_init.hpp
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace dlavm::vta {
+
+namespace detail {
+
+// A call argument as an index expression (fields are IndexNode or IntImm).
+inline std::optional<ne::Expr> index_arg(const te::Expr& e) {
+  if (const auto* i = e.as<te::IndexNode>()) return i->index;
+  if (const auto* c = e.as<te::IntImmNode>()) return ne::Expr(c->value);
+  return std::nullopt;
+}
+
+inline std::optional<std::int64_t> constant_index(const te::Expr& e,
+                                                  std::span<const ne::Substitution> values = {}) {
+  const auto i = index_arg(e);
+  if (!i) return std::nullopt;
+  return ne::simplify(values.empty() ? *i : ne::substitute(*i, values)).as_int();
+}
+
+// The call a statement evaluates, or null.
+inline const te::CallNode* call_of(const tir::Stmt& s) {
+  const auto* e = s.as<tir::EvaluateNode>();
+  return e ? e->value.as<te::CallNode>() : nullptr;
+}
+
+// Every call under a statement.
+inline std::vector<const te::CallNode*> calls_in(const tir::Stmt& s) {
+  struct Calls : tir::StmtVisitor<Calls> {
+    std::vector<const te::CallNode*> found;
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      if (const auto* c = n.value.as<te::CallNode>()) found.push_back(c);
+    }
+  } v;
+  v.visit(s);
+  return v.found;
+}
+
+// The micro-op calls of a kernel (its loop markers left out).
+inline std::vector<const te::CallNode*> uop_calls(const tir::AttrNode& kernel) {
+  auto calls = calls_in(kernel.body);
+  std::erase_if(calls, [](const te::CallNode* c) {
+    return c->name == intrin::uop_loop_begin || c->name == intrin::uop_loop_end;
+  });
+  return calls;
+}
+
+inline bool mentions(const te::CallNode& c, const te::BufferNode* b) {
+  return std::any_of(c.buffers.begin(), c.buffers.end(),
+                     [&](const te::Buffer& x) { return x.get() == b; });
+}
+
+// The (dst, src) entries of every micro-op a kernel (an uop_kernel attr) runs, in order, or
+// nullopt where a loop extent, factor or operand is not a constant.
+inline std::optional<std::vector<std::pair<std::int64_t, std::int64_t>>> kernel_operands(
+    const tir::AttrNode& kernel) {
+  struct Level {
+    std::int64_t extent, dst, src;
+  };
+  std::vector<Level> levels;
+  std::vector<std::pair<std::int64_t, std::int64_t>> uops;
+  std::vector<ne::Substitution> values;
+  bool constant = true;
+  constexpr std::size_t kMostUops = 1 << 16;
+  struct Walk : tir::StmtVisitor<Walk> {
+    std::vector<Level>* levels;
+    std::vector<std::pair<std::int64_t, std::int64_t>>* uops;
+    std::vector<ne::Substitution>* values;
+    bool* constant;
+    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+      const auto extent = ne::simplify(n.extent).as_int();
+      if (!extent || !ne::simplify(n.min).is_const() ||
+          *extent * (std::ssize(*uops) + 1) > static_cast<std::int64_t>(kMostUops)) {
+        *constant = false;
+        return;
+      }
+      for (std::int64_t k = 0; k < *extent && *constant; ++k) {
+        values->emplace_back(n.var, ne::Expr(*ne::simplify(n.min).as_int() + k));
+        visit(n.body);
+        values->pop_back();
+      }
+    }
+    void visit_if(const tir::IfThenElseNode&, const tir::Stmt&) { *constant = false; }
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      const auto* c = n.value.as<te::CallNode>();
+      if (c == nullptr) return;
+      if (c->name == intrin::uop_loop_end) return;
+      if (c->name == intrin::uop_loop_begin) {
+        const auto e = constant_index(c->args[0]), d = constant_index(c->args[1]),
+                   s = constant_index(c->args[2]);
+        if (!e || !d || !s)
+          *constant = false;
+        else
+          levels->push_back({*e, *d, *s});
+        return;
+      }
+      std::optional<std::int64_t> dst, src = 0;
+      if (c->name == intrin::gemm_reset) {
+        dst = constant_index(c->args[0], *values);
+      } else if (c->name == intrin::alu) {
+        dst = constant_index(c->args[3], *values);
+        src = constant_index(c->args[4], *values);
+      }
+      if (!dst || !src)
+        *constant = false;
+      else
+        uops->emplace_back(*dst, *src);
+    }
+  } walk;
+  walk.levels = &levels;
+  walk.uops = &uops;
+  walk.values = &values;
+  walk.constant = &constant;
+  walk.visit(kernel.body);
+  if (!constant || levels.size() > 2) return std::nullopt;
+  std::int64_t runs = static_cast<std::int64_t>(uops.size());
+  for (const auto& l : levels) {
+    if (l.extent < 0 ||
+        runs > static_cast<std::int64_t>(kMostUops) / std::max<std::int64_t>(l.extent, 1))
+      return std::nullopt;
+    runs *= l.extent;
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  out.reserve(static_cast<std::size_t>(runs));
+  const Level none{1, 0, 0};
+  const Level& outer = levels.empty() ? none : levels[0];
+  const Level& inner = levels.size() < 2 ? none : levels[1];
+  for (std::int64_t i = 0; i < outer.extent; ++i)
+    for (std::int64_t j = 0; j < inner.extent; ++j)
+      for (const auto& [d, s] : uops)
+        out.emplace_back(d + i * outer.dst + j * inner.dst, s + i * outer.src + j * inner.src);
+  return out;
+}
+
+// The kernel a statement is, if it is one whose micro-ops all call `name`.
+inline const tir::AttrNode* kernel_of(const tir::Stmt& s, std::string_view name) {
+  const auto* a = s.as<tir::AttrNode>();
+  if (a == nullptr || a->key != intrin::uop_kernel) return nullptr;
+  const auto calls = uop_calls(*a);
+  if (calls.empty()) return nullptr;
+  for (const auto* c : calls)
+    if (c->name != name || c->buffers.empty()) return nullptr;
+  return a;
+}
+
+inline bool is_alu_add(const te::CallNode& c) {
+  return c.name == intrin::alu &&
+         constant_index(c.args[0]) == static_cast<std::int64_t>(runtime::AluOp::Add);
+}
+
+// Whether a statement touches accumulator `acc` only by accumulating into it.
+inline bool accumulates_only(const tir::Stmt& s, const te::BufferNode* acc) {
+  for (const auto* c : calls_in(s)) {
+    if (!mentions(*c, acc)) continue;
+    if (c->name == intrin::gemm && c->buffers[0].get() == acc &&
+        std::none_of(c->buffers.begin() + 1, c->buffers.end(),
+                     [&](const te::Buffer& b) { return b.get() == acc; }))
+      continue;
+    if (is_alu_add(*c) && c->buffers[0].get() == acc &&
+        (constant_index(c->args[1]) == 1 || c->buffers[1].get() != acc))
+      continue;
+    return false;
+  }
+  return true;
+}
+
+class LoadAccInit : public tir::StmtMutator<LoadAccInit> {
+ public:
+  explicit LoadAccInit(const tir::Stmt& body) {
+    for (const auto* c : calls_in(body))
+      for (const auto& b : c->buffers) ++uses_[b.get()];
+  }
+
+  tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
+    tir::Stmt out = tir::StmtMutator<LoadAccInit>::visit_allocate(n, s);
+    if (!removed_.contains(n.buffer.get())) return out;
+    return out.as<tir::AllocateNode>()->body;
+  }
+
+  tir::Stmt visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
+    tir::Stmt visited = tir::StmtMutator<LoadAccInit>::visit_seq(n, s);
+    const auto* seq = visited.as<tir::SeqNode>();
+    if (seq == nullptr) return visited;
+    std::vector<tir::Stmt> parts = seq->seq;
+    bool changed = false;
+    for (std::size_t r = 0; r < parts.size(); ++r)
+      if (fold_at(parts, r)) changed = true;
+    return changed ? tir::make_seq(parts) : visited;
+  }
+
+ private:
+  // Folds the load of the addend that the reset at parts[r] may take the place of.
+  bool fold_at(std::vector<tir::Stmt>& parts, std::size_t r) {
+    const auto* reset = kernel_of(parts[r], intrin::gemm_reset);
+    if (reset == nullptr) return false;
+    const te::Buffer acc_buffer = uop_calls(*reset).front()->buffers[0];
+    const te::BufferNode* acc = acc_buffer.get();
+    for (const auto* c : uop_calls(*reset))
+      if (c->buffers[0].get() != acc) return false;
+    // the loads since the reset, by the buffer they fill
+    std::unordered_map<const te::BufferNode*, std::size_t> loaded;
+    for (std::size_t a = r + 1; a < parts.size(); ++a) {
+      if (const auto* c = load_of(parts[a]); c && !mentions(*c, acc)) {
+        loaded[c->buffers[0].get()] = a;
+        continue;
+      }
+      if (const auto* add = kernel_of(parts[a], intrin::alu)) {
+        const auto* call = uop_calls(*add).front();
+        const te::BufferNode* src = call->buffers.size() > 1 ? call->buffers[1].get() : nullptr;
+        const auto it = loaded.find(src);
+        // the loaded buffer read by this kernel's micro-ops and written by the load alone
+        if (is_alu_add(*call) && call->buffers[0].get() == acc && src != acc &&
+            constant_index(call->args[1]) == 0 && it != loaded.end() && same_calls(*add, *call) &&
+            uses_[src] == 1 + uses_in(*add, src)) {
+          if (auto init = init_load(*reset, *add, parts[it->second], acc_buffer)) {
+            parts[r] = *init;
+            parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(a));
+            parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(it->second));
+            removed_.insert(src);
+            return true;
+          }
+        }
+      }
+      if (!accumulates_only(parts[a], acc)) return false;
+    }
+    return false;
+  }
+
+  static int uses_in(const tir::AttrNode& kernel, const te::BufferNode* b) {
+    int n = 0;
+    for (const auto* c : calls_in(kernel.body)) n += mentions(*c, b) ? 1 : 0;
+    return n;
+  }
+
+  // Whether every micro-op of the kernel is `call`'s operation on its buffers.
+  static bool same_calls(const tir::AttrNode& kernel, const te::CallNode& call) {
+    for (const auto* c : uop_calls(kernel)) {
+      if (c->buffers.size() != call.buffers.size() ||
+          !std::equal(
+              c->buffers.begin(), c->buffers.end(), call.buffers.begin(),
+              [](const te::Buffer& x, const te::Buffer& y) { return x.get() == y.get(); }) ||
+          constant_index(c->args[0]) != constant_index(call.args[0]) ||
+          constant_index(c->args[1]) != constant_index(call.args[1]))
+        return false;
+    }
+    return true;
+  }
+
+  // The load into `acc` that replaces the reset, if the ADD maps the loaded entries one to one
+  // onto the reset ones at a constant distance.
+  static std::optional<tir::Stmt> init_load(const tir::AttrNode& reset, const tir::AttrNode& add,
+                                            const tir::Stmt& load, const te::Buffer& acc) {
+    const auto reset_ops = kernel_operands(reset);
+    const auto add_ops = kernel_operands(add);
+    auto filled = load_entries(load);
+    if (!reset_ops || !add_ops || add_ops->empty() || !filled) return std::nullopt;
+    const std::int64_t distance = add_ops->front().first - add_ops->front().second;
+    std::vector<std::int64_t> dst, src, zeroed;
+    for (const auto& [d, s] : *add_ops) {
+      if (d - s != distance) return std::nullopt;
+      dst.push_back(d);
+      src.push_back(s);
+    }
+    for (const auto& op : *reset_ops) zeroed.push_back(op.first);
+    for (auto* v : {&dst, &src, &zeroed, &*filled}) std::sort(v->begin(), v->end());
+    // each entry once: the ADD's, the reset's and the load's; the ADD reads what the load fills
+    // and writes what the reset zeroed
+    for (const auto* v : {&dst, &zeroed, &*filled})
+      if (std::adjacent_find(v->begin(), v->end()) != v->end()) return std::nullopt;
+    if (src != *filled || dst != zeroed) return std::nullopt;
+    // the same transfers, into acc, `distance` entries on
+    struct Retarget : tir::StmtMutator<Retarget> {
+      te::Buffer acc;
+      std::int64_t distance = 0;
+      tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+        const auto& c = *n.value.as<te::CallNode>();
+        auto args = c.args;
+        args[1] = te::index_value(ne::simplify(*index_arg(args[1]) + distance));
+        std::vector<te::Buffer> buffers = c.buffers;
+        buffers[0] = acc;
+        return tir::make_evaluate(te::call(c.name, c.dtype(), std::move(args), buffers));
+      }
+    } retarget;
+    retarget.acc = acc;
+    retarget.distance = distance;
+    return retarget.visit(load);
+  }
+
+  // The load a statement is: one, or one in serial loops (a block the 2-D DMA moves in several
+  // transfers), or null.
+  static const te::CallNode* load_of(const tir::Stmt& s) {
+    tir::Stmt inner = s;
+    while (const auto* f = inner.as<tir::ForNode>()) {
+      if (f->for_kind != tir::ForKind::Serial) return nullptr;
+      inner = f->body;
+    }
+    const auto* c = call_of(inner);
+    return c != nullptr && c->name == intrin::load && c->args.size() >= 10 ? c : nullptr;
+  }
+
+  // The SRAM entries the loads of `s` (load_of) fill, in order, or nullopt where a loop extent,
+  // an offset or a size is not a constant.
+  static std::optional<std::vector<std::int64_t>> load_entries(const tir::Stmt& s) {
+    constexpr std::size_t kMostEntries = 1 << 16;
+    std::vector<std::int64_t> out;
+    std::vector<ne::Substitution> values;
+    bool constant = true;
+    const auto walk = [&](auto&& self, const tir::Stmt& st) -> void {
+      if (!constant) return;
+      if (const auto* f = st.as<tir::ForNode>()) {
+        const auto lo = ne::simplify(f->min).as_int(), extent = ne::simplify(f->extent).as_int();
+        if (!lo || !extent) {
+          constant = false;
+          return;
+        }
+        for (std::int64_t k = 0; k < *extent && constant; ++k) {
+          values.emplace_back(f->var, ne::Expr(*lo + k));
+          self(self, f->body);
+          values.pop_back();
+        }
+        return;
+      }
+      const auto& c = *call_of(st);
+      std::array<std::optional<std::int64_t>, 7> f;
+      const std::size_t fields[] = {1, 3, 4, 6, 7, 8, 9};
+      for (std::size_t k = 0; k < f.size(); ++k) f[k] = constant_index(c.args[fields[k]], values);
+      for (const auto& v : f)
+        if (!v || *v < 0) constant = false;
+      if (!constant) return;
+      const std::int64_t count = (*f[3] + *f[1] + *f[4]) * (*f[5] + *f[2] + *f[6]);
+      if (out.size() + static_cast<std::size_t>(count) > kMostEntries) {
+        constant = false;
+        return;
+      }
+      for (std::int64_t k = 0; k < count; ++k) out.push_back(*f[0] + k);
+    };
+    walk(walk, s);
+    if (!constant) return std::nullopt;
+    return out;
+  }
+
+  // calls that name each buffer, in the whole function
+  std::unordered_map<const te::BufferNode*, int> uses_;
+  std::unordered_set<const te::BufferNode*> removed_;
+};
+
+}  // namespace detail
+
+DLAVM_INLINE tir::Stmt load_acc_init(const tir::Stmt& body) {
+  return detail::LoadAccInit(body).visit(body);
+}
+
+}  // namespace dlavm::vta
+// end dlavm/vta/lower/load_acc_init-inl.hpp
+#endif
+// end dlavm/vta/lower/load_acc_init.hpp
 // begin dlavm/vta/lower/nest.hpp
 // end dlavm/vta/lower/nest.hpp
 // begin dlavm/vta/lower/passes.hpp
@@ -21251,6 +21691,7 @@ DLAVM_INLINE std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
   step("inject_dma", [&](const tir::Stmt& b) { return inject_dma(b, env); });
   step("inject_alu", [&](const tir::Stmt& b) { return inject_alu(b, env); });
   step("fold_uops", [&](const tir::Stmt& b) { return fold_uops(b, env); });
+  step("load_acc_init", [](const tir::Stmt& b) { return load_acc_init(b); });
   step("inject_vthread", [](const tir::Stmt& b) { return inject_vthread(b); });
   return steps;
 }
@@ -49987,6 +50428,8 @@ DLAVM_INLINE RunResult SimDevice::run_decoded(std::span<const InsnFields> prog) 
 // end dlavm/vta/lower/inject_alu.hpp
 // begin dlavm/vta/lower/inject_dma.hpp
 // end dlavm/vta/lower/inject_dma.hpp
+// begin dlavm/vta/lower/load_acc_init.hpp
+// end dlavm/vta/lower/load_acc_init.hpp
 // begin dlavm/vta/lower/passes.hpp
 // end dlavm/vta/lower/passes.hpp
 // end dlavm/vta/lower.hpp

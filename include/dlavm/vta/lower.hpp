@@ -7,4 +7,5 @@
 #include <dlavm/vta/lower/fold_uop.hpp>
 #include <dlavm/vta/lower/inject_alu.hpp>
 #include <dlavm/vta/lower/inject_dma.hpp>
+#include <dlavm/vta/lower/load_acc_init.hpp>
 #include <dlavm/vta/lower/passes.hpp>

@@ -68,6 +68,15 @@ DLAVM_INLINE std::size_t Epilogue::add_tensor(DType dtype) {
   return inputs.size() - 1;
 }
 
+DLAVM_INLINE std::optional<std::size_t> Epilogue::init_tensor() const {
+  using K = EpilogueStep::Kind;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    if (steps[k].kind == K::AddTensor) return k;
+    if (steps[k].kind != K::Add && steps[k].kind != K::AddChannel) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 DLAVM_INLINE std::string to_string(const Epilogue& e) {
   std::vector<std::string> parts;
   for (const auto& s : e.steps) {

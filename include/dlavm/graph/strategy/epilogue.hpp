@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,10 @@ struct Epilogue {
   // Appends `+ operand` for a new input; returns the input's index.
   std::size_t add_channel(DType dtype = DType::int32());
   std::size_t add_tensor(DType dtype);
+  // The step whose Tensor operand a GEMM anchor's kernel loads into its accumulator in place of
+  // the reset (vta::load_acc_init): the first AddTensor, when only additions come before it
+  // (adding commutes with the GEMMs' sums); nullopt otherwise.
+  std::optional<std::size_t> init_tensor() const;
   // How many ALU passes the epilogue costs per output tile: one per step; the byte planes'
   // copies (a reset and an ADD each) and shifts (8, then 15 + 1, then 15 + 9) add 13.
   std::size_t alu_passes() const { return steps.size() + (int32_result ? 13 : 0); }
@@ -112,7 +117,9 @@ struct EpilogueStages {
   void schedule(te::Schedule& s, const vta::Env& env, const te::IterVar& attach) const;
   // Accumulator entries (tiles) the operands' copies need besides the anchor's block of
   // `block_tiles`: a block per virtual thread for each Tensor operand and for the planes,
-  // `channel_tiles` once for each Channel operand.
+  // `channel_tiles` once for each Channel operand. An upper bound: where vta::load_acc_init
+  // loads a GEMM anchor's init_tensor() operand into the anchor's block, that operand needs
+  // none.
   static std::int64_t acc_entries(const Epilogue& e, std::int64_t block_tiles,
                                   std::int64_t channel_tiles, int vthreads);
 };

@@ -13,6 +13,7 @@
 #include <dlavm/vta/lower/fold_uop.hpp>
 #include <dlavm/vta/lower/inject_alu.hpp>
 #include <dlavm/vta/lower/inject_dma.hpp>
+#include <dlavm/vta/lower/load_acc_init.hpp>
 #include <dlavm/vta/lower/nest.hpp>
 #include <dlavm/vta/lower/passes.hpp>
 
@@ -200,6 +201,7 @@ DLAVM_INLINE std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
   step("inject_dma", [&](const tir::Stmt& b) { return inject_dma(b, env); });
   step("inject_alu", [&](const tir::Stmt& b) { return inject_alu(b, env); });
   step("fold_uops", [&](const tir::Stmt& b) { return fold_uops(b, env); });
+  step("load_acc_init", [](const tir::Stmt& b) { return load_acc_init(b); });
   step("inject_vthread", [](const tir::Stmt& b) { return inject_vthread(b); });
   return steps;
 }

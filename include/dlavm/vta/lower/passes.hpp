@@ -6,6 +6,8 @@
 //   inject_alu        nests under `pragma_alu` -> vta.alu per accumulator tile (element-wise,
 //                     constant fills, max/min/sum reductions one instruction per element)
 //   fold_uops         nests of GEMM / ALU calls -> micro-op kernels with two loop levels
+//   load_acc_init     a block loaded only to be added to an accumulator -> loaded into it in
+//                     place of its reset
 //   inject_vthread    virtual-thread loops -> interleaved threads with their own buffers
 // Every step is printable (vta::lower_passes returns each function in turn). Mistakes raise a
 // dlavm::Error naming the stage or buffer and the numbers: a copy VTA cannot express, an ALU

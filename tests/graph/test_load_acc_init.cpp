@@ -1,0 +1,266 @@
+// vta::load_acc_init on the GEMM strategies' kernels: a residual that only additions precede
+// is loaded into the accumulator in place of its reset (one reset and one ADD kernel fewer,
+// the residual's buffer gone), nothing moves past a shift or a bound, and the results stay
+// the reference executor's (integer sums wrap the same in any order: int32 residuals of any
+// value included).
+#include <dlavm/graph.hpp>
+#include <dlavm/vta/lower.hpp>
+
+#include <doctest/doctest.h>
+
+#include "random_graphs.hpp"
+#include <random>
+#include <string>
+#include <vector>
+
+namespace load_acc_init_test {
+
+namespace graph = dlavm::graph;
+namespace te = dlavm::te;
+namespace tir = dlavm::tir;
+namespace vta = dlavm::vta;
+using dlavm::DType;
+
+// What a lowered function holds: micro-op kernels by name, loads by the buffer they fill,
+// allocations by name.
+struct Census {
+  std::vector<std::string> kernels, loaded, allocated;
+  long count(const std::vector<std::string>& v, const std::string& s) const {
+    return std::count(v.begin(), v.end(), s);
+  }
+};
+
+Census census(const tir::Stmt& body) {
+  struct Walk : tir::StmtVisitor<Walk> {
+    Census c;
+    void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+      if (n.key == vta::intrin::uop_kernel) c.kernels.push_back(n.node);
+      tir::StmtVisitor<Walk>::visit_attr(n, s);
+    }
+    void visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
+      c.allocated.push_back(n.buffer.name());
+      tir::StmtVisitor<Walk>::visit_allocate(n, s);
+    }
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      const auto* call = n.value.as<te::CallNode>();
+      if (call != nullptr && call->name == vta::intrin::load)
+        c.loaded.push_back(call->buffers[0].name());
+    }
+  } w;
+  w.visit(body);
+  return w.c;
+}
+
+// A kernel's function before and after the pass.
+std::pair<Census, Census> lowered(const graph::Conv2dKernel& k,
+                                  const std::vector<te::Tensor>& args) {
+  const vta::Env env;
+  auto s = k.schedule();
+  const auto steps = vta::lower_passes(s, args, env, "conv");
+  const auto at = [&](const char* pass) {
+    for (const auto& step : steps)
+      if (step.pass == pass) return census(step.func.body);
+    FAIL("no pass ", pass);
+    return Census{};
+  };
+  return {at("fold_uops"), at("load_acc_init")};
+}
+
+std::pair<Census, Census> lowered(const graph::Epilogue& e, std::int64_t threads) {
+  const vta::Env env;
+  const graph::Conv2dShape shape{.batch = 1,
+                                 .in_channels = 64,
+                                 .height = 14,
+                                 .width = 14,
+                                 .out_channels = 64,
+                                 .kernel = {3, 3},
+                                 .padding = {1, 1, 1, 1}};
+  graph::Conv2dTiling t;
+  t.oc_block = 2;
+  t.h_block = 14;
+  t.w_block = 7;
+  t.vthreads = threads;
+  const graph::Conv2dKernel k(env, shape, e, "conv", t);
+  return lowered(k, k.args());
+}
+
+// Loads of `buffer` under a host loop (a block moved in several transfers).
+int looped_loads(const tir::Stmt& body, const std::string& buffer) {
+  struct Walk : tir::StmtVisitor<Walk> {
+    std::string buffer;
+    int depth = 0, found = 0;
+    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+      ++depth;
+      visit(n.body);
+      --depth;
+    }
+    void visit_attr(const tir::AttrNode&, const tir::Stmt&) {}  // kernels: not transfers
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      const auto* call = n.value.as<te::CallNode>();
+      if (call != nullptr && call->name == vta::intrin::load && depth > 0 &&
+          call->buffers[0].name() == buffer)
+        ++found;
+    }
+  } w;
+  w.buffer = buffer;
+  w.visit(body);
+  return w.found;
+}
+
+TEST_CASE("load_acc_init: a residual after additions is the accumulator's first value") {
+  const vta::Config config;
+  for (const std::int64_t threads : {1, 2}) {
+    for (const bool bias : {false, true}) {
+      CAPTURE(threads);
+      CAPTURE(bias);
+      graph::Epilogue e;
+      if (bias) e.add_channel();
+      e.add_tensor(DType::int8());
+      e.imm(graph::EpilogueStep::Kind::Shr, 8, config);
+      e.imm(graph::EpilogueStep::Kind::Max, 0, config);
+      REQUIRE(e.init_tensor() == std::optional<std::size_t>(bias ? 1 : 0));
+      const auto [before, after] = lowered(e, threads);
+      const std::string residual = fmt::format("conv_in{}_buf", bias ? 1 : 0);
+      CHECK(before.count(before.kernels, "gemm_reset") == 1);
+      CHECK(after.count(after.kernels, "gemm_reset") == 0);
+      CHECK(after.count(after.kernels, "alu.add") == before.count(before.kernels, "alu.add") - 1);
+      CHECK(before.count(before.loaded, residual) == 1);
+      CHECK(after.count(after.loaded, residual) == 0);
+      CHECK(after.count(after.loaded, "conv_acc") == 1);
+      CHECK(after.loaded.size() == before.loaded.size());
+      CHECK(before.count(before.allocated, residual) == 1);
+      CHECK(after.count(after.allocated, residual) == 0);
+    }
+  }
+}
+
+TEST_CASE("load_acc_init: every residual convolution of constant size starts from its residual") {
+  // random shapes and default tilings: the reset and the ADD go wherever the block is constant,
+  // its residual moved in one transfer or in several (a block of several channel tiles narrower
+  // than the image), and the results are those of the program lowered without the pass
+  const vta::Env env;
+  std::mt19937_64 rng(44);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  int looped = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    CAPTURE(trial);
+    const std::int64_t kh = pick(1, 5), kw = pick(1, 5);
+    const graph::Conv2dShape shape = graph::vta_conv2d_shape(
+        env, {.batch = pick(1, 2),
+              .in_channels = pick(1, 64),
+              .height = pick(kh, 40),
+              .width = pick(kw, 40),
+              .out_channels = pick(1, 64),
+              .kernel = {kh, kw},
+              .strides = {pick(1, 2), pick(1, 2)},
+              .padding = {pick(0, kh - 1), pick(0, kw - 1), pick(0, kh - 1), pick(0, kw - 1)}});
+    graph::Epilogue e;
+    const bool bias = pick(0, 1) == 1;
+    if (bias) e.add_channel();
+    e.add_tensor(pick(0, 1) == 1 ? DType::int8() : DType::int32());
+    e.imm(graph::EpilogueStep::Kind::Shr, 4, env.config);
+    const graph::Conv2dKernel k(env, shape, e, "conv", graph::default_conv2d_tiling(env, shape, e));
+    auto s = k.schedule();
+    const auto steps = vta::lower_passes(s, k.args(), env, "conv");
+    const std::string residual = fmt::format("conv_in{}_buf", bias ? 1 : 0);
+    tir::PrimFunc without = steps.back().func;
+    for (const auto& step : steps)
+      if (step.pass == std::string("fold_uops")) {
+        looped += looped_loads(step.func.body, residual);
+        without = step.func;
+        without.body = vta::inject_vthread(step.func.body);
+      }
+    // on the simulator, the program as lowered and the one without the pass: the same bytes
+    // (full-range operands: the int32 residual's sums wrap)
+    const auto run = [&](const tir::PrimFunc& f) {
+      const vta::Program prog(env, f);
+      std::vector<te::NDArray> arrays;
+      std::uint64_t seed = 100 * static_cast<std::uint64_t>(trial);
+      for (const auto& t : k.args()) {
+        std::vector<std::int64_t> shape;
+        for (const auto& d : t.shape()) shape.push_back(*d.as_int());
+        arrays.push_back(t.dtype() == env.wgt_dtype
+                             ? te::NDArray::random(t.dtype(), shape, ++seed, -4, 4)
+                             : te::NDArray::random(t.dtype(), shape, ++seed));
+      }
+      vta::SimDevice dev(env.config);
+      std::vector<te::NDArray*> ptrs;
+      for (auto& a : arrays) ptrs.push_back(&a);
+      CHECK(prog.run(dev, ptrs).result.finished);
+      return arrays.back();
+    };
+    CHECK(run(steps.back().func) == run(without));
+    const auto after = census(steps.back().func.body);
+    CHECK(after.count(after.kernels, "gemm_reset") == 0);
+    CHECK(after.loaded.end() ==
+          std::find_if(after.loaded.begin(), after.loaded.end(),
+                       [&](const std::string& b) { return b.starts_with(residual); }));
+  }
+  CHECK(looped > 0);
+}
+
+TEST_CASE("load_acc_init: nothing moves past a shift or a bound") {
+  const vta::Config config;
+  for (const auto kind : {graph::EpilogueStep::Kind::Shr, graph::EpilogueStep::Kind::Max}) {
+    graph::Epilogue e;
+    e.add_channel();
+    e.imm(kind, 3, config);
+    e.add_tensor(DType::int8());
+    CHECK_FALSE(e.init_tensor());
+    const auto [before, after] = lowered(e, 2);
+    CHECK(after.kernels == before.kernels);
+    CHECK(after.loaded == before.loaded);
+    CHECK(after.allocated == before.allocated);
+  }
+}
+
+TEST_CASE("load_acc_init: residual convolutions and dense layers compute what the reference does") {
+  // int8 and full-range int32 residuals, before and after a bias, with a requantize or a
+  // wrapping cast: the sums wrap at 32 bits whatever their order
+  random_graphs::Rng rng{std::mt19937_64(2026)};
+  for (int trial = 0; trial < 16; ++trial) {
+    CAPTURE(trial);
+    const std::uint64_t seed = 900 + static_cast<std::uint64_t>(trial);
+    const bool dense = trial % 3 == 2;
+    const bool int8 = trial % 2 == 0;
+    // several output channel tiles and wide images: blocks whose residual moves in several
+    // transfers too
+    const std::int64_t o = rng(1, 64);
+    auto x =
+        dense ? graph::input("x", {rng(1, 20), rng(1, 80)}, DType::int8())
+              : graph::input("x", {rng(1, 2), rng(1, 40), rng(3, 24), rng(8, 40)}, DType::int8());
+    graph::Expr acc;
+    if (dense) {
+      const auto k = x.type().shape[1];
+      acc = graph::dense(
+          x, graph::constant("w",
+                             te::NDArray::random(DType::int8(), {o, *k.as_int()}, seed, -20, 20)));
+    } else {
+      const auto c = x.type().shape[1];
+      const std::int64_t kh = rng(1, 3), kw = rng(1, 5);
+      acc = graph::conv2d(
+          x,
+          graph::constant(
+              "w", te::NDArray::random(DType::int8(), {o, *c.as_int(), kh, kw}, seed, -20, 20)),
+          {.strides = {rng(1, 2), rng(1, 2)},
+           .padding = {rng(0, kh - 1), rng(0, kw - 1), rng(0, kh - 1), rng(0, kw - 1)}});
+    }
+    const auto fn0 = graph::infer_type(graph::function({x}, {acc}), graph::default_ops());
+    const auto shape = fn0.results()[0].type().shape;
+    auto residual = graph::input("residual", shape, int8 ? DType::int8() : DType::int32());
+    const auto bias =
+        graph::constant("bias", te::NDArray::random(DType::int32(), {o}, seed + 1, -3000, 3000));
+    const auto r = int8 ? graph::cast(residual, DType::int32()) : residual;
+    graph::Expr sum = trial % 4 < 2 ? graph::add(graph::bias_add(acc, bias, {.axis = 1}), r)
+                                    : graph::bias_add(graph::add(r, acc), bias, {.axis = 1});
+    const auto y = trial % 5 == 4 ? graph::cast(sum, DType::int8())
+                                  : graph::requantize(sum, {.shift = 6, .lo = -100, .hi = 110});
+    const auto fn = graph::function({x, residual}, {y});
+    auto mod = graph::build(fn, graph::Target{});
+    CHECK(random_graphs::check_module(mod, fn, {}, seed) >= 1);
+  }
+}
+
+}  // namespace load_acc_init_test
