@@ -21102,10 +21102,13 @@ DLAVM_INLINE tir::Stmt inject_dma(const tir::Stmt& body, const Env& env) {
 //     DMA moves in several transfers), which nothing else in the function reads or writes;
 //   - every statement between the reset and that ADD touches `acc` only by accumulating into
 //     it: GEMMs, ADDs of an immediate or another buffer;
-//   - the ADD maps the loaded entries one to one onto the reset ones at a constant distance,
-//     every extent, factor, offset and size a constant.
-// The loaded buffer's allocation goes with it. Anything else is left as it is: a block whose
-// size reads a symbolic dim (the partial last block of a symbolic height) keeps its reset and
+//   - the ADD maps the loaded entries one to one onto the reset ones at a constant distance:
+//     shown entry by entry where every extent, offset and size is a constant; where extents
+//     read symbolic dims (the partial last block of an LLM's token rows), shown when the reset,
+//     both sides of the ADD and the load (one transfer) each cover a dense range, of sizes
+//     that simplify to the same expression.
+// The loaded buffer's allocation goes with it. Anything else is left as it is: a symbolic
+// block with gaps between its rows (a partial block of a padded width) keeps its reset and
 // ADD.
 
 // begin dlavm/core/api.hpp
@@ -21198,32 +21201,35 @@ inline bool mentions(const te::CallNode& c, const te::BufferNode* b) {
                      [&](const te::Buffer& x) { return x.get() == b; });
 }
 
-// The (dst, src) entries of every micro-op a kernel (an uop_kernel attr) runs, in order, or
-// nullopt where a loop extent, factor or operand is not a constant.
-inline std::optional<std::vector<std::pair<std::int64_t, std::int64_t>>> kernel_operands(
-    const tir::AttrNode& kernel) {
+// A micro-op kernel as its fields: its loop levels (outermost first; extents and factors may
+// read symbolic dims) and its micro-ops' (dst, src) offsets, which fold_uops leaves constant
+// once its unrolled loops are.
+struct KernelForm {
   struct Level {
-    std::int64_t extent, dst, src;
+    ne::Expr extent, dst, src;
   };
   std::vector<Level> levels;
   std::vector<std::pair<std::int64_t, std::int64_t>> uops;
+};
+
+inline std::optional<KernelForm> kernel_form(const tir::AttrNode& kernel) {
+  constexpr std::size_t kMostUops = 1 << 16;
+  KernelForm form;
   std::vector<ne::Substitution> values;
   bool constant = true;
-  constexpr std::size_t kMostUops = 1 << 16;
   struct Walk : tir::StmtVisitor<Walk> {
-    std::vector<Level>* levels;
-    std::vector<std::pair<std::int64_t, std::int64_t>>* uops;
+    KernelForm* form;
     std::vector<ne::Substitution>* values;
     bool* constant;
     void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-      const auto extent = ne::simplify(n.extent).as_int();
-      if (!extent || !ne::simplify(n.min).is_const() ||
-          *extent * (std::ssize(*uops) + 1) > static_cast<std::int64_t>(kMostUops)) {
+      const auto lo = ne::simplify(n.min).as_int(), extent = ne::simplify(n.extent).as_int();
+      if (!lo || !extent ||
+          *extent * (std::ssize(form->uops) + 1) > static_cast<std::int64_t>(kMostUops)) {
         *constant = false;
         return;
       }
       for (std::int64_t k = 0; k < *extent && *constant; ++k) {
-        values->emplace_back(n.var, ne::Expr(*ne::simplify(n.min).as_int() + k));
+        values->emplace_back(n.var, ne::Expr(*lo + k));
         visit(n.body);
         values->pop_back();
       }
@@ -21231,15 +21237,13 @@ inline std::optional<std::vector<std::pair<std::int64_t, std::int64_t>>> kernel_
     void visit_if(const tir::IfThenElseNode&, const tir::Stmt&) { *constant = false; }
     void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
       const auto* c = n.value.as<te::CallNode>();
-      if (c == nullptr) return;
-      if (c->name == intrin::uop_loop_end) return;
+      if (c == nullptr || c->name == intrin::uop_loop_end) return;
       if (c->name == intrin::uop_loop_begin) {
-        const auto e = constant_index(c->args[0]), d = constant_index(c->args[1]),
-                   s = constant_index(c->args[2]);
+        const auto e = index_arg(c->args[0]), d = index_arg(c->args[1]), s = index_arg(c->args[2]);
         if (!e || !d || !s)
           *constant = false;
         else
-          levels->push_back({*e, *d, *s});
+          form->levels.push_back({ne::simplify(*e), ne::simplify(*d), ne::simplify(*s)});
         return;
       }
       std::optional<std::int64_t> dst, src = 0;
@@ -21252,21 +21256,33 @@ inline std::optional<std::vector<std::pair<std::int64_t, std::int64_t>>> kernel_
       if (!dst || !src)
         *constant = false;
       else
-        uops->emplace_back(*dst, *src);
+        form->uops.emplace_back(*dst, *src);
     }
   } walk;
-  walk.levels = &levels;
-  walk.uops = &uops;
+  walk.form = &form;
   walk.values = &values;
   walk.constant = &constant;
   walk.visit(kernel.body);
-  if (!constant || levels.size() > 2) return std::nullopt;
-  std::int64_t runs = static_cast<std::int64_t>(uops.size());
-  for (const auto& l : levels) {
-    if (l.extent < 0 ||
-        runs > static_cast<std::int64_t>(kMostUops) / std::max<std::int64_t>(l.extent, 1))
+  if (!constant || form.levels.size() > 2 || form.uops.empty()) return std::nullopt;
+  return form;
+}
+
+// The (dst, src) entries of every micro-op the kernel runs, in order, or nullopt where a loop
+// level is not a constant.
+inline std::optional<std::vector<std::pair<std::int64_t, std::int64_t>>> kernel_operands(
+    const KernelForm& k) {
+  constexpr std::int64_t kMostRuns = 1 << 16;
+  struct Level {
+    std::int64_t extent, dst, src;
+  };
+  std::vector<Level> levels;
+  std::int64_t runs = std::ssize(k.uops);
+  for (const auto& l : k.levels) {
+    const auto e = l.extent.as_int(), d = l.dst.as_int(), s = l.src.as_int();
+    if (!e || !d || !s || *e < 0 || runs > kMostRuns / std::max<std::int64_t>(*e, 1))
       return std::nullopt;
-    runs *= l.extent;
+    runs *= *e;
+    levels.push_back({*e, *d, *s});
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> out;
   out.reserve(static_cast<std::size_t>(runs));
@@ -21275,9 +21291,26 @@ inline std::optional<std::vector<std::pair<std::int64_t, std::int64_t>>> kernel_
   const Level& inner = levels.size() < 2 ? none : levels[1];
   for (std::int64_t i = 0; i < outer.extent; ++i)
     for (std::int64_t j = 0; j < inner.extent; ++j)
-      for (const auto& [d, s] : uops)
+      for (const auto& [d, s] : k.uops)
         out.emplace_back(d + i * outer.dst + j * inner.dst, s + i * outer.src + j * inner.src);
   return out;
+}
+
+// Where a side of the kernel (its dst, or its src, operands) covers a dense range of entries,
+// each once, whatever its extents: the first entry and the count. The micro-ops cover n
+// consecutive entries; each level, innermost first, steps over everything inside it.
+inline std::optional<std::pair<std::int64_t, ne::Expr>> dense_range(const KernelForm& k, bool src) {
+  std::vector<std::int64_t> at;
+  for (const auto& [d, s] : k.uops) at.push_back(src ? s : d);
+  std::sort(at.begin(), at.end());
+  for (std::size_t i = 1; i < at.size(); ++i)
+    if (at[i] != at[0] + static_cast<std::int64_t>(i)) return std::nullopt;
+  ne::Expr size = std::ssize(at);
+  for (auto it = k.levels.rbegin(); it != k.levels.rend(); ++it) {
+    if (ne::simplify((src ? it->src : it->dst) - size).as_int() != 0) return std::nullopt;
+    size = ne::simplify(it->extent * size);
+  }
+  return std::pair{at[0], size};
 }
 
 // The kernel a statement is, if it is one whose micro-ops all call `name`.
@@ -21398,24 +21431,12 @@ class LoadAccInit : public tir::StmtMutator<LoadAccInit> {
   // onto the reset ones at a constant distance.
   static std::optional<tir::Stmt> init_load(const tir::AttrNode& reset, const tir::AttrNode& add,
                                             const tir::Stmt& load, const te::Buffer& acc) {
-    const auto reset_ops = kernel_operands(reset);
-    const auto add_ops = kernel_operands(add);
-    auto filled = load_entries(load);
-    if (!reset_ops || !add_ops || add_ops->empty() || !filled) return std::nullopt;
-    const std::int64_t distance = add_ops->front().first - add_ops->front().second;
-    std::vector<std::int64_t> dst, src, zeroed;
-    for (const auto& [d, s] : *add_ops) {
-      if (d - s != distance) return std::nullopt;
-      dst.push_back(d);
-      src.push_back(s);
-    }
-    for (const auto& op : *reset_ops) zeroed.push_back(op.first);
-    for (auto* v : {&dst, &src, &zeroed, &*filled}) std::sort(v->begin(), v->end());
-    // each entry once: the ADD's, the reset's and the load's; the ADD reads what the load fills
-    // and writes what the reset zeroed
-    for (const auto* v : {&dst, &zeroed, &*filled})
-      if (std::adjacent_find(v->begin(), v->end()) != v->end()) return std::nullopt;
-    if (src != *filled || dst != zeroed) return std::nullopt;
+    const auto reset_form = kernel_form(reset);
+    const auto add_form = kernel_form(add);
+    if (!reset_form || !add_form) return std::nullopt;
+    auto distance = constant_distance(*reset_form, *add_form, load);
+    if (!distance) distance = dense_distance(*reset_form, *add_form, load);
+    if (!distance) return std::nullopt;
     // the same transfers, into acc, `distance` entries on
     struct Retarget : tir::StmtMutator<Retarget> {
       te::Buffer acc;
@@ -21430,8 +21451,66 @@ class LoadAccInit : public tir::StmtMutator<LoadAccInit> {
       }
     } retarget;
     retarget.acc = acc;
-    retarget.distance = distance;
+    retarget.distance = *distance;
     return retarget.visit(load);
+  }
+
+  // The distance from the loaded entries to the reset ones, enumerating every entry (every
+  // extent a constant): the ADD's sources are the loaded entries, its destinations the reset
+  // ones, each once.
+  static std::optional<std::int64_t> constant_distance(const KernelForm& reset,
+                                                       const KernelForm& add,
+                                                       const tir::Stmt& load) {
+    const auto reset_ops = kernel_operands(reset);
+    const auto add_ops = kernel_operands(add);
+    auto filled = load_entries(load);
+    if (!reset_ops || !add_ops || add_ops->empty() || !filled) return std::nullopt;
+    const std::int64_t distance = add_ops->front().first - add_ops->front().second;
+    std::vector<std::int64_t> dst, src, zeroed;
+    for (const auto& [d, s] : *add_ops) {
+      if (d - s != distance) return std::nullopt;
+      dst.push_back(d);
+      src.push_back(s);
+    }
+    for (const auto& op : *reset_ops) zeroed.push_back(op.first);
+    for (auto* v : {&dst, &src, &zeroed, &*filled}) std::sort(v->begin(), v->end());
+    for (const auto* v : {&dst, &zeroed, &*filled})
+      if (std::adjacent_find(v->begin(), v->end()) != v->end()) return std::nullopt;
+    if (src != *filled || dst != zeroed) return std::nullopt;
+    return distance;
+  }
+
+  // The same where extents read symbolic dims (a partial last block): the reset, the ADD's
+  // destinations and sources and the load (one transfer) each a dense range, the ADD's sides at
+  // one distance micro-op by micro-op and level by level, the ranges' sizes equal.
+  static std::optional<std::int64_t> dense_distance(const KernelForm& reset, const KernelForm& add,
+                                                    const tir::Stmt& load) {
+    const auto* transfer = call_of(load);
+    if (transfer == nullptr) return std::nullopt;
+    const std::int64_t distance = add.uops.front().first - add.uops.front().second;
+    for (const auto& [d, s] : add.uops)
+      if (d - s != distance) return std::nullopt;
+    for (const auto& l : add.levels)
+      if (ne::simplify(l.dst - l.src).as_int() != 0) return std::nullopt;
+    const auto zeroed = dense_range(reset, false);
+    const auto dst = dense_range(add, false);
+    const auto src = dense_range(add, true);
+    const auto offset = constant_index(transfer->args[1]);
+    std::array<ne::Expr, 6> f;
+    const std::size_t fields[] = {3, 4, 6, 7, 8, 9};
+    for (std::size_t k = 0; k < f.size(); ++k) {
+      const auto e = index_arg(transfer->args[fields[k]]);
+      if (!e) return std::nullopt;
+      f[k] = *e;
+    }
+    const ne::Expr filled = (f[2] + f[0] + f[3]) * (f[4] + f[1] + f[5]);
+    const auto same = [](const ne::Expr& a, const ne::Expr& b) {
+      return ne::simplify(a - b).as_int() == 0;
+    };
+    if (!zeroed || !dst || !src || !offset || zeroed->first != dst->first ||
+        src->first != *offset || !same(zeroed->second, dst->second) || !same(src->second, filled))
+      return std::nullopt;
+    return distance;
   }
 
   // The load a statement is: one, or one in serial loops (a block the 2-D DMA moves in several

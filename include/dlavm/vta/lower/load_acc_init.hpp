@@ -19,10 +19,13 @@
 //     DMA moves in several transfers), which nothing else in the function reads or writes;
 //   - every statement between the reset and that ADD touches `acc` only by accumulating into
 //     it: GEMMs, ADDs of an immediate or another buffer;
-//   - the ADD maps the loaded entries one to one onto the reset ones at a constant distance,
-//     every extent, factor, offset and size a constant.
-// The loaded buffer's allocation goes with it. Anything else is left as it is: a block whose
-// size reads a symbolic dim (the partial last block of a symbolic height) keeps its reset and
+//   - the ADD maps the loaded entries one to one onto the reset ones at a constant distance:
+//     shown entry by entry where every extent, offset and size is a constant; where extents
+//     read symbolic dims (the partial last block of an LLM's token rows), shown when the reset,
+//     both sides of the ADD and the load (one transfer) each cover a dense range, of sizes
+//     that simplify to the same expression.
+// The loaded buffer's allocation goes with it. Anything else is left as it is: a symbolic
+// block with gaps between its rows (a partial block of a padded width) keeps its reset and
 // ADD.
 #pragma once
 
