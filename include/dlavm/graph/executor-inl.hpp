@@ -355,7 +355,7 @@ class Executor::Run {
     const RelayoutChain& chain = e_.chains_[c];
     if (relaid_.size() <= c) relaid_.resize(e_.chains_.size());
     auto& moved = relaid_[c];
-    if (i == chain.unpack) moved = relaid(chain);
+    if (i == chain.unpack) moved = relaid(c);
     if (!moved) return false;
     if (i == chain.pack) {
       const auto out = m_.steps()[i].output;
@@ -379,7 +379,8 @@ class Executor::Run {
 
   // A relayout chain's result, from its unpack's input in device memory; nullopt where a
   // layout's offsets do not separate at these shapes.
-  std::optional<Relaid> relaid(const RelayoutChain& chain) const {
+  std::optional<Relaid> relaid(std::size_t c) const {
+    const RelayoutChain& chain = e_.chains_[c];
     const auto dims = [&](const std::vector<ne::Expr>& shape, const ModuleValue& v) {
       return detail::concrete_dims(shape, bindings_, "value " + v.name);
     };
@@ -388,23 +389,39 @@ class Executor::Run {
           std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>{}));
     };
     const ModuleValue& in = m_.values()[m_.steps()[chain.unpack].inputs[0]];
-    auto map = packed_offsets(in.layout, dims(in.logical, in));
-    if (!map) return std::nullopt;
-    for (std::size_t k = 0; k < chain.moves.size(); ++k) {
-      const ModuleValue& moved = m_.values()[m_.steps()[chain.moves[k]].output];
-      if (chain.perms[k])
-        map->permute(*chain.perms[k]);
-      else if (!map->reshape(dims(moved.logical, moved)))
-        return std::nullopt;
-    }
     const ModuleValue& out = m_.values()[m_.steps()[chain.pack].output];
-    Relaid result{{}, map->shape()};
-    const auto to = packed_offsets(chain.append ? Layout{} : out.layout, result.shape);
-    if (!to) return std::nullopt;
+    // the dims the maps depend on: the input's, then each reshape's
+    const auto in_dims = dims(in.logical, in);
+    std::vector<std::vector<std::int64_t>> reshaped(chain.moves.size());
+    std::vector<std::int64_t> key = in_dims;
+    for (std::size_t k = 0; k < chain.moves.size(); ++k) {
+      if (chain.perms[k]) continue;
+      const ModuleValue& moved = m_.values()[m_.steps()[chain.moves[k]].output];
+      reshaped[k] = dims(moved.logical, moved);
+      key.push_back(-1);  // a separator no dim takes
+      key.insert(key.end(), reshaped[k].begin(), reshaped[k].end());
+    }
+    if (e_.chain_maps_.size() <= c) e_.chain_maps_.resize(e_.chains_.size());
+    auto& maps = e_.chain_maps_[c];
+    if (!maps || maps->dims != key) {
+      maps.reset();
+      auto map = packed_offsets(in.layout, in_dims);
+      if (!map) return std::nullopt;
+      for (std::size_t k = 0; k < chain.moves.size(); ++k) {
+        if (chain.perms[k])
+          map->permute(*chain.perms[k]);
+        else if (!map->reshape(reshaped[k]))
+          return std::nullopt;
+      }
+      auto to = packed_offsets(chain.append ? Layout{} : out.layout, map->shape());
+      if (!to) return std::nullopt;
+      maps = ChainMaps{std::move(key), std::move(*map), std::move(*to)};
+    }
+    Relaid result{{}, maps->from.shape()};
     std::vector<std::uint8_t> src(size(dims(in.shape, in)));
     result.bytes.assign(chain.append ? size(result.shape) : size(dims(out.shape, out)), 0);
     r_.copy_out(in.storage, src.data(), src.size());
-    copy_elements(src.data(), *map, result.bytes.data(), *to);
+    copy_elements(src.data(), maps->from, result.bytes.data(), maps->to);
     return result;
   }
 

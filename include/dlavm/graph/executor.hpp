@@ -171,6 +171,14 @@ class Executor {
   // The module's relayout chains, and each step's (SIZE_MAX: none)
   std::vector<RelayoutChain> chains_;
   std::vector<std::size_t> chain_of_;
+  // Each chain's element maps for the dims it last saw (its input's and its reshapes'): a
+  // decode step's chains see the same dims step after step (one token), and building the maps
+  // costs more than copying their few hundred bytes.
+  struct ChainMaps {
+    std::vector<std::int64_t> dims;
+    ElementMap from, to;
+  };
+  mutable std::vector<std::optional<ChainMaps>> chain_maps_;
   mutable States states_;
   std::optional<ModuleRun> last_;
 };
