@@ -12125,9 +12125,11 @@ struct Epilogue {
   // Appends `+ operand` for a new input; returns the input's index.
   std::size_t add_channel(DType dtype = DType::int32());
   std::size_t add_tensor(DType dtype);
-  // The step whose Tensor operand a GEMM anchor's kernel loads into its accumulator in place of
-  // the reset (vta::load_acc_init): the first AddTensor, when only additions come before it
-  // (adding commutes with the GEMMs' sums); nullopt otherwise.
+  // The step whose Tensor operand a GEMM anchor's kernel may load into its accumulator in
+  // place of the reset: the first AddTensor, when only additions come before it (adding
+  // commutes with the GEMMs' sums); nullopt otherwise. Whether it does is the lowering's
+  // decision (vta::load_acc_init, which also checks the blocks' entries): this says where it
+  // can, for footprints and tests that allow for it.
   std::optional<std::size_t> init_tensor() const;
   // How many ALU passes the epilogue costs per output tile: one per step; the byte planes'
   // copies (a reset and an ADD each) and shifts (8, then 15 + 1, then 15 + 9) add 13.
@@ -21101,7 +21103,7 @@ DLAVM_INLINE tir::Stmt inject_dma(const tir::Stmt& body, const Env& env) {
 //     statement between them loads `b` (one load, or loads in serial loops: a block the 2-D
 //     DMA moves in several transfers), which nothing else in the function reads or writes;
 //   - every statement between the reset and that ADD touches `acc` only by accumulating into
-//     it: GEMMs, ADDs of an immediate or another buffer;
+//     it (GEMMs, ADDs of an immediate or another buffer), and a GEMM does;
 //   - the ADD maps the loaded entries one to one onto the reset ones at a constant distance:
 //     shown entry by entry where every extent, offset and size is a constant; where extents
 //     read symbolic dims (the partial last block of an LLM's token rows), shown when the reset,
@@ -21139,6 +21141,8 @@ tir::Stmt load_acc_init(const tir::Stmt& body);
 // end dlavm/vta/lower/env.hpp
 // begin dlavm/vta/lower/load_acc_init.hpp
 // end dlavm/vta/lower/load_acc_init.hpp
+// begin dlavm/vta/lower/nest.hpp
+// end dlavm/vta/lower/nest.hpp
 
 #include <algorithm>
 #include <array>
@@ -21201,6 +21205,36 @@ inline bool mentions(const te::CallNode& c, const te::BufferNode* b) {
                      [&](const te::Buffer& x) { return x.get() == b; });
 }
 
+// At most this many micro-ops, transfers or entries are enumerated per statement; past it the
+// pass leaves the statement as it is.
+inline constexpr std::int64_t kMostEnumerated = 1 << 16;
+
+// Calls `leaf(call, values)` for each call under `s` with its serial loops unrolled, each
+// loop's variable bound in `values`; false where a loop bound is not a constant, a branch
+// stands in the way, or more than kMostEnumerated calls would run.
+template <class Leaf>
+bool for_each_unrolled(const tir::Stmt& s, std::vector<ne::Substitution>& values,
+                       std::int64_t& budget, Leaf&& leaf) {
+  if (const auto* f = s.as<tir::ForNode>()) {
+    const auto lo = ne::simplify(f->min).as_int(), extent = ne::simplify(f->extent).as_int();
+    if (!lo || !extent) return false;
+    for (std::int64_t k = 0; k < *extent; ++k) {
+      values.emplace_back(f->var, ne::Expr(*lo + k));
+      const bool ok = for_each_unrolled(f->body, values, budget, leaf);
+      values.pop_back();
+      if (!ok) return false;
+    }
+    return true;
+  }
+  if (const auto* q = s.as<tir::SeqNode>()) {
+    for (const auto& part : q->seq)
+      if (!for_each_unrolled(part, values, budget, leaf)) return false;
+    return true;
+  }
+  if (const auto* c = call_of(s)) return --budget >= 0 && leaf(*c, values);
+  return false;
+}
+
 // A micro-op kernel as its fields: its loop levels (outermost first; extents and factors may
 // read symbolic dims) and its micro-ops' (dst, src) offsets, which fold_uops leaves constant
 // once its unrolled loops are.
@@ -21213,65 +21247,57 @@ struct KernelForm {
 };
 
 inline std::optional<KernelForm> kernel_form(const tir::AttrNode& kernel) {
-  constexpr std::size_t kMostUops = 1 << 16;
   KernelForm form;
   std::vector<ne::Substitution> values;
-  bool constant = true;
-  struct Walk : tir::StmtVisitor<Walk> {
-    KernelForm* form;
-    std::vector<ne::Substitution>* values;
-    bool* constant;
-    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-      const auto lo = ne::simplify(n.min).as_int(), extent = ne::simplify(n.extent).as_int();
-      if (!lo || !extent ||
-          *extent * (std::ssize(form->uops) + 1) > static_cast<std::int64_t>(kMostUops)) {
-        *constant = false;
-        return;
-      }
-      for (std::int64_t k = 0; k < *extent && *constant; ++k) {
-        values->emplace_back(n.var, ne::Expr(*lo + k));
-        visit(n.body);
-        values->pop_back();
-      }
-    }
-    void visit_if(const tir::IfThenElseNode&, const tir::Stmt&) { *constant = false; }
-    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-      const auto* c = n.value.as<te::CallNode>();
-      if (c == nullptr || c->name == intrin::uop_loop_end) return;
-      if (c->name == intrin::uop_loop_begin) {
-        const auto e = index_arg(c->args[0]), d = index_arg(c->args[1]), s = index_arg(c->args[2]);
-        if (!e || !d || !s)
-          *constant = false;
-        else
-          form->levels.push_back({ne::simplify(*e), ne::simplify(*d), ne::simplify(*s)});
-        return;
-      }
-      std::optional<std::int64_t> dst, src = 0;
-      if (c->name == intrin::gemm_reset) {
-        dst = constant_index(c->args[0], *values);
-      } else if (c->name == intrin::alu) {
-        dst = constant_index(c->args[3], *values);
-        src = constant_index(c->args[4], *values);
-      }
-      if (!dst || !src)
-        *constant = false;
-      else
-        form->uops.emplace_back(*dst, *src);
-    }
-  } walk;
-  walk.form = &form;
-  walk.values = &values;
-  walk.constant = &constant;
-  walk.visit(kernel.body);
+  std::int64_t budget = kMostEnumerated;
+  const bool constant = for_each_unrolled(
+      kernel.body, values, budget,
+      [&](const te::CallNode& c, std::span<const ne::Substitution> at) {
+        if (c.name == intrin::uop_loop_end) return true;
+        if (c.name == intrin::uop_loop_begin) {
+          const auto e = index_arg(c.args[0]), d = index_arg(c.args[1]), s = index_arg(c.args[2]);
+          if (!e || !d || !s) return false;
+          form.levels.push_back({ne::simplify(*e), ne::simplify(*d), ne::simplify(*s)});
+          return true;
+        }
+        std::optional<std::int64_t> dst, src = 0;
+        if (c.name == intrin::gemm_reset) {
+          dst = constant_index(c.args[0], at);
+        } else if (c.name == intrin::alu) {
+          dst = constant_index(c.args[3], at);
+          src = constant_index(c.args[4], at);
+        }
+        if (!dst || !src) return false;
+        form.uops.emplace_back(*dst, *src);
+        return true;
+      });
   if (!constant || form.levels.size() > 2 || form.uops.empty()) return std::nullopt;
   return form;
 }
+
+// A LOAD's fields as inject_dma writes them: the SRAM offset (in entries of its buffer), the
+// rows and columns it moves, and the pads around them.
+struct LoadFields {
+  ne::Expr sram, y_size, x_size, y_pad_0, y_pad_1, x_pad_0, x_pad_1;
+  static std::optional<LoadFields> of(const te::CallNode& load) {
+    if (load.args.size() < 10) return std::nullopt;
+    std::array<ne::Expr, 7> f;
+    const std::size_t at[] = {1, 3, 4, 6, 7, 8, 9};
+    for (std::size_t k = 0; k < f.size(); ++k) {
+      const auto e = index_arg(load.args[at[k]]);
+      if (!e) return std::nullopt;
+      f[k] = *e;
+    }
+    return LoadFields{f[0], f[1], f[2], f[3], f[4], f[5], f[6]};
+  }
+  // The SRAM entries it fills from sram on: its rows and pads by its columns and pads.
+  ne::Expr filled() const { return (y_pad_0 + y_size + y_pad_1) * (x_pad_0 + x_size + x_pad_1); }
+};
 
 // The (dst, src) entries of every micro-op the kernel runs, in order, or nullopt where a loop
 // level is not a constant.
 inline std::optional<std::vector<std::pair<std::int64_t, std::int64_t>>> kernel_operands(
     const KernelForm& k) {
-  constexpr std::int64_t kMostRuns = 1 << 16;
   struct Level {
     std::int64_t extent, dst, src;
   };
@@ -21279,7 +21305,7 @@ inline std::optional<std::vector<std::pair<std::int64_t, std::int64_t>>> kernel_
   std::int64_t runs = std::ssize(k.uops);
   for (const auto& l : k.levels) {
     const auto e = l.extent.as_int(), d = l.dst.as_int(), s = l.src.as_int();
-    if (!e || !d || !s || *e < 0 || runs > kMostRuns / std::max<std::int64_t>(*e, 1))
+    if (!e || !d || !s || *e < 0 || runs > kMostEnumerated / std::max<std::int64_t>(*e, 1))
       return std::nullopt;
     runs *= *e;
     levels.push_back({*e, *d, *s});
@@ -21307,7 +21333,7 @@ inline std::optional<std::pair<std::int64_t, ne::Expr>> dense_range(const Kernel
     if (at[i] != at[0] + static_cast<std::int64_t>(i)) return std::nullopt;
   ne::Expr size = std::ssize(at);
   for (auto it = k.levels.rbegin(); it != k.levels.rend(); ++it) {
-    if (ne::simplify((src ? it->src : it->dst) - size).as_int() != 0) return std::nullopt;
+    if (!is_zero((src ? it->src : it->dst) - size)) return std::nullopt;
     size = ne::simplify(it->extent * size);
   }
   return std::pair{at[0], size};
@@ -21380,6 +21406,11 @@ class LoadAccInit : public tir::StmtMutator<LoadAccInit> {
       if (c->buffers[0].get() != acc) return false;
     // the loads since the reset, by the buffer they fill
     std::unordered_map<const te::BufferNode*, std::size_t> loaded;
+    // Whether a GEMM accumulated into acc since: only then does the pass apply. A block
+    // loaded and stored with no GEMM or ALU op writing it after the load would store stale
+    // bytes on the Xilinx boards (their STORE reads an output SRAM that only GEMM and ALU
+    // write), and the reset-then-ADD of a plain copy is no accumulation to start from a load.
+    bool accumulated = false;
     for (std::size_t a = r + 1; a < parts.size(); ++a) {
       if (const auto* c = load_of(parts[a]); c && !mentions(*c, acc)) {
         loaded[c->buffers[0].get()] = a;
@@ -21390,7 +21421,7 @@ class LoadAccInit : public tir::StmtMutator<LoadAccInit> {
         const te::BufferNode* src = call->buffers.size() > 1 ? call->buffers[1].get() : nullptr;
         const auto it = loaded.find(src);
         // the loaded buffer read by this kernel's micro-ops and written by the load alone
-        if (is_alu_add(*call) && call->buffers[0].get() == acc && src != acc &&
+        if (accumulated && is_alu_add(*call) && call->buffers[0].get() == acc && src != acc &&
             constant_index(call->args[1]) == 0 && it != loaded.end() && same_calls(*add, *call) &&
             uses_[src] == 1 + uses_in(*add, src)) {
           if (auto init = init_load(*reset, *add, parts[it->second], acc_buffer)) {
@@ -21403,6 +21434,8 @@ class LoadAccInit : public tir::StmtMutator<LoadAccInit> {
         }
       }
       if (!accumulates_only(parts[a], acc)) return false;
+      for (const auto* c : calls_in(parts[a]))
+        accumulated = accumulated || (c->name == intrin::gemm && c->buffers[0].get() == acc);
     }
     return false;
   }
@@ -21491,24 +21524,14 @@ class LoadAccInit : public tir::StmtMutator<LoadAccInit> {
     for (const auto& [d, s] : add.uops)
       if (d - s != distance) return std::nullopt;
     for (const auto& l : add.levels)
-      if (ne::simplify(l.dst - l.src).as_int() != 0) return std::nullopt;
+      if (!same(l.dst, l.src)) return std::nullopt;
     const auto zeroed = dense_range(reset, false);
     const auto dst = dense_range(add, false);
     const auto src = dense_range(add, true);
-    const auto offset = constant_index(transfer->args[1]);
-    std::array<ne::Expr, 6> f;
-    const std::size_t fields[] = {3, 4, 6, 7, 8, 9};
-    for (std::size_t k = 0; k < f.size(); ++k) {
-      const auto e = index_arg(transfer->args[fields[k]]);
-      if (!e) return std::nullopt;
-      f[k] = *e;
-    }
-    const ne::Expr filled = (f[2] + f[0] + f[3]) * (f[4] + f[1] + f[5]);
-    const auto same = [](const ne::Expr& a, const ne::Expr& b) {
-      return ne::simplify(a - b).as_int() == 0;
-    };
-    if (!zeroed || !dst || !src || !offset || zeroed->first != dst->first ||
-        src->first != *offset || !same(zeroed->second, dst->second) || !same(src->second, filled))
+    const auto fields = LoadFields::of(*transfer);
+    if (!zeroed || !dst || !src || !fields || zeroed->first != dst->first ||
+        !same(zeroed->second, dst->second) || !same(src->second, fields->filled()) ||
+        ne::simplify(fields->sram).as_int() != src->first)
       return std::nullopt;
     return distance;
   }
@@ -21528,40 +21551,20 @@ class LoadAccInit : public tir::StmtMutator<LoadAccInit> {
   // The SRAM entries the loads of `s` (load_of) fill, in order, or nullopt where a loop extent,
   // an offset or a size is not a constant.
   static std::optional<std::vector<std::int64_t>> load_entries(const tir::Stmt& s) {
-    constexpr std::size_t kMostEntries = 1 << 16;
     std::vector<std::int64_t> out;
     std::vector<ne::Substitution> values;
-    bool constant = true;
-    const auto walk = [&](auto&& self, const tir::Stmt& st) -> void {
-      if (!constant) return;
-      if (const auto* f = st.as<tir::ForNode>()) {
-        const auto lo = ne::simplify(f->min).as_int(), extent = ne::simplify(f->extent).as_int();
-        if (!lo || !extent) {
-          constant = false;
-          return;
-        }
-        for (std::int64_t k = 0; k < *extent && constant; ++k) {
-          values.emplace_back(f->var, ne::Expr(*lo + k));
-          self(self, f->body);
-          values.pop_back();
-        }
-        return;
-      }
-      const auto& c = *call_of(st);
-      std::array<std::optional<std::int64_t>, 7> f;
-      const std::size_t fields[] = {1, 3, 4, 6, 7, 8, 9};
-      for (std::size_t k = 0; k < f.size(); ++k) f[k] = constant_index(c.args[fields[k]], values);
-      for (const auto& v : f)
-        if (!v || *v < 0) constant = false;
-      if (!constant) return;
-      const std::int64_t count = (*f[3] + *f[1] + *f[4]) * (*f[5] + *f[2] + *f[6]);
-      if (out.size() + static_cast<std::size_t>(count) > kMostEntries) {
-        constant = false;
-        return;
-      }
-      for (std::int64_t k = 0; k < count; ++k) out.push_back(*f[0] + k);
-    };
-    walk(walk, s);
+    std::int64_t budget = kMostEnumerated;
+    const bool constant = for_each_unrolled(
+        s, values, budget, [&](const te::CallNode& c, std::span<const ne::Substitution> at) {
+          const auto fields = LoadFields::of(c);
+          if (!fields) return false;
+          const auto first = ne::simplify(ne::substitute(fields->sram, at)).as_int();
+          const auto count = ne::simplify(ne::substitute(fields->filled(), at)).as_int();
+          if (!first || !count || *count < 0 || budget < *count) return false;
+          budget -= *count;
+          for (std::int64_t k = 0; k < *count; ++k) out.push_back(*first + k);
+          return true;
+        });
     if (!constant) return std::nullopt;
     return out;
   }
@@ -42954,7 +42957,7 @@ class Executor {
     std::vector<std::int64_t> dims;
     ElementMap from, to;
   };
-  mutable std::vector<std::optional<ChainMaps>> chain_maps_;
+  std::vector<std::optional<ChainMaps>> chain_maps_;
   mutable States states_;
   std::optional<ModuleRun> last_;
 };
@@ -43614,7 +43617,7 @@ class Executor::Run {
     };
     const ModuleValue& in = m_.values()[m_.steps()[chain.unpack].inputs[0]];
     const ModuleValue& out = m_.values()[m_.steps()[chain.pack].output];
-    // the dims the maps depend on: the input's, then each reshape's
+    // the dims the maps depend on: the input's, then each reshape's (each of a fixed rank)
     const auto in_dims = dims(in.logical, in);
     std::vector<std::vector<std::int64_t>> reshaped(chain.moves.size());
     std::vector<std::int64_t> key = in_dims;
@@ -43622,7 +43625,6 @@ class Executor::Run {
       if (chain.perms[k]) continue;
       const ModuleValue& moved = m_.values()[m_.steps()[chain.moves[k]].output];
       reshaped[k] = dims(moved.logical, moved);
-      key.push_back(-1);  // a separator no dim takes
       key.insert(key.end(), reshaped[k].begin(), reshaped[k].end());
     }
     if (e_.chain_maps_.size() <= c) e_.chain_maps_.resize(e_.chains_.size());

@@ -390,7 +390,7 @@ class Executor::Run {
     };
     const ModuleValue& in = m_.values()[m_.steps()[chain.unpack].inputs[0]];
     const ModuleValue& out = m_.values()[m_.steps()[chain.pack].output];
-    // the dims the maps depend on: the input's, then each reshape's
+    // the dims the maps depend on: the input's, then each reshape's (each of a fixed rank)
     const auto in_dims = dims(in.logical, in);
     std::vector<std::vector<std::int64_t>> reshaped(chain.moves.size());
     std::vector<std::int64_t> key = in_dims;
@@ -398,7 +398,6 @@ class Executor::Run {
       if (chain.perms[k]) continue;
       const ModuleValue& moved = m_.values()[m_.steps()[chain.moves[k]].output];
       reshaped[k] = dims(moved.logical, moved);
-      key.push_back(-1);  // a separator no dim takes
       key.insert(key.end(), reshaped[k].begin(), reshaped[k].end());
     }
     if (e_.chain_maps_.size() <= c) e_.chain_maps_.resize(e_.chains_.size());

@@ -178,7 +178,7 @@ class Executor {
     std::vector<std::int64_t> dims;
     ElementMap from, to;
   };
-  mutable std::vector<std::optional<ChainMaps>> chain_maps_;
+  std::vector<std::optional<ChainMaps>> chain_maps_;
   mutable States states_;
   std::optional<ModuleRun> last_;
 };

@@ -68,9 +68,11 @@ struct Epilogue {
   // Appends `+ operand` for a new input; returns the input's index.
   std::size_t add_channel(DType dtype = DType::int32());
   std::size_t add_tensor(DType dtype);
-  // The step whose Tensor operand a GEMM anchor's kernel loads into its accumulator in place of
-  // the reset (vta::load_acc_init): the first AddTensor, when only additions come before it
-  // (adding commutes with the GEMMs' sums); nullopt otherwise.
+  // The step whose Tensor operand a GEMM anchor's kernel may load into its accumulator in
+  // place of the reset: the first AddTensor, when only additions come before it (adding
+  // commutes with the GEMMs' sums); nullopt otherwise. Whether it does is the lowering's
+  // decision (vta::load_acc_init, which also checks the blocks' entries): this says where it
+  // can, for footprints and tests that allow for it.
   std::optional<std::size_t> init_tensor() const;
   // How many ALU passes the epilogue costs per output tile: one per step; the byte planes'
   // copies (a reset and an ADD each) and shifts (8, then 15 + 1, then 15 + 9) add 13.

@@ -18,7 +18,7 @@
 //     statement between them loads `b` (one load, or loads in serial loops: a block the 2-D
 //     DMA moves in several transfers), which nothing else in the function reads or writes;
 //   - every statement between the reset and that ADD touches `acc` only by accumulating into
-//     it: GEMMs, ADDs of an immediate or another buffer;
+//     it (GEMMs, ADDs of an immediate or another buffer), and a GEMM does;
 //   - the ADD maps the loaded entries one to one onto the reset ones at a constant distance:
 //     shown entry by entry where every extent, offset and size is a constant; where extents
 //     read symbolic dims (the partial last block of an LLM's token rows), shown when the reset,
