@@ -21139,6 +21139,75 @@ tir::Stmt load_acc_init(const tir::Stmt& body);
 // end dlavm/tir.hpp
 // begin dlavm/vta/lower/env.hpp
 // end dlavm/vta/lower/env.hpp
+// begin dlavm/vta/lower/intrinsic_calls.hpp
+// The lowered VTA intrinsics as passes read them back: the call a statement evaluates, the
+// calls under a statement, and an argument as an index expression or a constant. Shared by the
+// passes that rewrite lowered functions (vta::load_acc_init, the integer softmax's
+// skip_masked_work).
+
+// begin dlavm/ne/expr.hpp
+// end dlavm/ne/expr.hpp
+// begin dlavm/ne/simplify.hpp
+// end dlavm/ne/simplify.hpp
+// begin dlavm/ne/substitute.hpp
+// end dlavm/ne/substitute.hpp
+// begin dlavm/te/expr.hpp
+// end dlavm/te/expr.hpp
+// begin dlavm/tir/functor.hpp
+// end dlavm/tir/functor.hpp
+// begin dlavm/tir/stmt.hpp
+// end dlavm/tir/stmt.hpp
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+// An intrinsic's argument as an index expression (its fields are IndexNode or IntImm).
+inline std::optional<ne::Expr> index_arg(const te::Expr& e) {
+  if (const auto* i = e.as<te::IndexNode>()) return i->index;
+  if (const auto* c = e.as<te::IntImmNode>()) return ne::Expr(c->value);
+  return std::nullopt;
+}
+
+// Its value with `values` substituted, if that is a constant.
+inline std::optional<std::int64_t> constant_index(const te::Expr& e,
+                                                  std::span<const ne::Substitution> values = {}) {
+  const auto i = index_arg(e);
+  if (!i) return std::nullopt;
+  return ne::simplify(values.empty() ? *i : ne::substitute(*i, values)).as_int();
+}
+
+// The call a statement evaluates, or null.
+inline const te::CallNode* call_of(const tir::Stmt& s) {
+  const auto* e = s.as<tir::EvaluateNode>();
+  return e ? e->value.as<te::CallNode>() : nullptr;
+}
+
+// Every call under a statement, in order.
+inline std::vector<const te::CallNode*> calls_in(const tir::Stmt& s) {
+  struct Calls : tir::StmtVisitor<Calls> {
+    std::vector<const te::CallNode*> found;
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      if (const auto* c = n.value.as<te::CallNode>()) found.push_back(c);
+    }
+  } v;
+  v.visit(s);
+  return v.found;
+}
+
+// The first call of intrinsic `name` under a statement, or null.
+inline const te::CallNode* first_call(const tir::Stmt& s, std::string_view name) {
+  for (const auto* c : calls_in(s))
+    if (c->name == name) return c;
+  return nullptr;
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/lower/intrinsic_calls.hpp
 // begin dlavm/vta/lower/load_acc_init.hpp
 // end dlavm/vta/lower/load_acc_init.hpp
 // begin dlavm/vta/lower/nest.hpp
@@ -21158,38 +21227,6 @@ tir::Stmt load_acc_init(const tir::Stmt& body);
 namespace dlavm::vta {
 
 namespace detail {
-
-// A call argument as an index expression (fields are IndexNode or IntImm).
-inline std::optional<ne::Expr> index_arg(const te::Expr& e) {
-  if (const auto* i = e.as<te::IndexNode>()) return i->index;
-  if (const auto* c = e.as<te::IntImmNode>()) return ne::Expr(c->value);
-  return std::nullopt;
-}
-
-inline std::optional<std::int64_t> constant_index(const te::Expr& e,
-                                                  std::span<const ne::Substitution> values = {}) {
-  const auto i = index_arg(e);
-  if (!i) return std::nullopt;
-  return ne::simplify(values.empty() ? *i : ne::substitute(*i, values)).as_int();
-}
-
-// The call a statement evaluates, or null.
-inline const te::CallNode* call_of(const tir::Stmt& s) {
-  const auto* e = s.as<tir::EvaluateNode>();
-  return e ? e->value.as<te::CallNode>() : nullptr;
-}
-
-// Every call under a statement.
-inline std::vector<const te::CallNode*> calls_in(const tir::Stmt& s) {
-  struct Calls : tir::StmtVisitor<Calls> {
-    std::vector<const te::CallNode*> found;
-    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-      if (const auto* c = n.value.as<te::CallNode>()) found.push_back(c);
-    }
-  } v;
-  v.visit(s);
-  return v.found;
-}
 
 // The micro-op calls of a kernel (its loop markers left out).
 inline std::vector<const te::CallNode*> uop_calls(const tir::AttrNode& kernel) {
@@ -36654,6 +36691,8 @@ ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // end dlavm/tir/rewrite.hpp
 // begin dlavm/vta/lower/env.hpp
 // end dlavm/vta/lower/env.hpp
+// begin dlavm/vta/lower/intrinsic_calls.hpp
+// end dlavm/vta/lower/intrinsic_calls.hpp
 
 #include <fmt/format.h>
 
@@ -37091,31 +37130,6 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
   return s;
 }
 
-namespace detail {
-
-// The first call of `s` (an intrinsic evaluated inside, at any depth), or null.
-inline const te::CallNode* first_call(const tir::Stmt& s, std::string_view name) {
-  struct Finder : tir::StmtVisitor<Finder> {
-    std::string_view name;
-    const te::CallNode* found = nullptr;
-    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-      const auto* c = n.value.as<te::CallNode>();
-      if (found == nullptr && c != nullptr && c->name == name) found = c;
-    }
-  } f;
-  f.name = name;
-  f.visit(s);
-  return f.found;
-}
-
-// The integer value of an intrinsic's argument, if constant.
-inline std::optional<std::int64_t> constant_arg(const te::Expr& e) {
-  if (const auto* c = e.as<te::IntImmNode>()) return c->value;
-  return std::nullopt;
-}
-
-}  // namespace detail
-
 DLAVM_INLINE std::function<tir::PrimFunc(const tir::PrimFunc&)>
 IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
   // the chunk loops: passes 1 and 2 at their rows' chunk axis, pass 3 at the result's
@@ -37171,17 +37185,19 @@ struct ChunkBody {
     const auto* seq = inner.as<tir::SeqNode>();
     if (seq == nullptr || seq->seq.size() < 3) return std::nullopt;
     b.parts = seq->seq;
-    const auto* reset = first_call(b.parts[0], vta::intrin::gemm_reset);
-    const auto* add = first_call(b.parts[1], vta::intrin::alu);
-    b.load = first_call(b.parts[2], vta::intrin::load);
+    const auto* reset = vta::detail::first_call(b.parts[0], vta::intrin::gemm_reset);
+    const auto* add = vta::detail::first_call(b.parts[1], vta::intrin::alu);
+    b.load = vta::detail::first_call(b.parts[2], vta::intrin::load);
     if (reset == nullptr || add == nullptr || b.load == nullptr || add->args.size() != 5 ||
-        constant_arg(add->args[0]) != static_cast<std::int64_t>(runtime::AluOp::Add) ||
-        constant_arg(add->args[1]) != 1 || constant_arg(add->args[2]) != -32768 ||
+        vta::detail::constant_index(add->args[0]) !=
+            static_cast<std::int64_t>(runtime::AluOp::Add) ||
+        vta::detail::constant_index(add->args[1]) != 1 ||
+        vta::detail::constant_index(add->args[2]) != -32768 ||
         !reset->buffers[0].same_as(b.load->buffers[0]) ||
         !add->buffers[0].same_as(b.load->buffers[0]))
       return std::nullopt;
     if (b.parts.back().as<tir::EvaluateNode>() != nullptr)
-      b.store = first_call(b.parts.back(), vta::intrin::store);
+      b.store = vta::detail::first_call(b.parts.back(), vta::intrin::store);
     return b;
   }
   tir::Stmt allocations_around(tir::Stmt s) const {

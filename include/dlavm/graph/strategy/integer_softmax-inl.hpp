@@ -14,6 +14,7 @@
 #include <dlavm/tir/functor.hpp>
 #include <dlavm/tir/rewrite.hpp>
 #include <dlavm/vta/lower/env.hpp>
+#include <dlavm/vta/lower/intrinsic_calls.hpp>
 
 #include <fmt/format.h>
 
@@ -451,31 +452,6 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
   return s;
 }
 
-namespace detail {
-
-// The first call of `s` (an intrinsic evaluated inside, at any depth), or null.
-inline const te::CallNode* first_call(const tir::Stmt& s, std::string_view name) {
-  struct Finder : tir::StmtVisitor<Finder> {
-    std::string_view name;
-    const te::CallNode* found = nullptr;
-    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-      const auto* c = n.value.as<te::CallNode>();
-      if (found == nullptr && c != nullptr && c->name == name) found = c;
-    }
-  } f;
-  f.name = name;
-  f.visit(s);
-  return f.found;
-}
-
-// The integer value of an intrinsic's argument, if constant.
-inline std::optional<std::int64_t> constant_arg(const te::Expr& e) {
-  if (const auto* c = e.as<te::IntImmNode>()) return c->value;
-  return std::nullopt;
-}
-
-}  // namespace detail
-
 DLAVM_INLINE std::function<tir::PrimFunc(const tir::PrimFunc&)>
 IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
   // the chunk loops: passes 1 and 2 at their rows' chunk axis, pass 3 at the result's
@@ -531,17 +507,19 @@ struct ChunkBody {
     const auto* seq = inner.as<tir::SeqNode>();
     if (seq == nullptr || seq->seq.size() < 3) return std::nullopt;
     b.parts = seq->seq;
-    const auto* reset = first_call(b.parts[0], vta::intrin::gemm_reset);
-    const auto* add = first_call(b.parts[1], vta::intrin::alu);
-    b.load = first_call(b.parts[2], vta::intrin::load);
+    const auto* reset = vta::detail::first_call(b.parts[0], vta::intrin::gemm_reset);
+    const auto* add = vta::detail::first_call(b.parts[1], vta::intrin::alu);
+    b.load = vta::detail::first_call(b.parts[2], vta::intrin::load);
     if (reset == nullptr || add == nullptr || b.load == nullptr || add->args.size() != 5 ||
-        constant_arg(add->args[0]) != static_cast<std::int64_t>(runtime::AluOp::Add) ||
-        constant_arg(add->args[1]) != 1 || constant_arg(add->args[2]) != -32768 ||
+        vta::detail::constant_index(add->args[0]) !=
+            static_cast<std::int64_t>(runtime::AluOp::Add) ||
+        vta::detail::constant_index(add->args[1]) != 1 ||
+        vta::detail::constant_index(add->args[2]) != -32768 ||
         !reset->buffers[0].same_as(b.load->buffers[0]) ||
         !add->buffers[0].same_as(b.load->buffers[0]))
       return std::nullopt;
     if (b.parts.back().as<tir::EvaluateNode>() != nullptr)
-      b.store = first_call(b.parts.back(), vta::intrin::store);
+      b.store = vta::detail::first_call(b.parts.back(), vta::intrin::store);
     return b;
   }
   tir::Stmt allocations_around(tir::Stmt s) const {

@@ -6,6 +6,7 @@
 #include <dlavm/te.hpp>
 #include <dlavm/tir.hpp>
 #include <dlavm/vta/lower/env.hpp>
+#include <dlavm/vta/lower/intrinsic_calls.hpp>
 #include <dlavm/vta/lower/load_acc_init.hpp>
 #include <dlavm/vta/lower/nest.hpp>
 
@@ -23,38 +24,6 @@
 namespace dlavm::vta {
 
 namespace detail {
-
-// A call argument as an index expression (fields are IndexNode or IntImm).
-inline std::optional<ne::Expr> index_arg(const te::Expr& e) {
-  if (const auto* i = e.as<te::IndexNode>()) return i->index;
-  if (const auto* c = e.as<te::IntImmNode>()) return ne::Expr(c->value);
-  return std::nullopt;
-}
-
-inline std::optional<std::int64_t> constant_index(const te::Expr& e,
-                                                  std::span<const ne::Substitution> values = {}) {
-  const auto i = index_arg(e);
-  if (!i) return std::nullopt;
-  return ne::simplify(values.empty() ? *i : ne::substitute(*i, values)).as_int();
-}
-
-// The call a statement evaluates, or null.
-inline const te::CallNode* call_of(const tir::Stmt& s) {
-  const auto* e = s.as<tir::EvaluateNode>();
-  return e ? e->value.as<te::CallNode>() : nullptr;
-}
-
-// Every call under a statement.
-inline std::vector<const te::CallNode*> calls_in(const tir::Stmt& s) {
-  struct Calls : tir::StmtVisitor<Calls> {
-    std::vector<const te::CallNode*> found;
-    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-      if (const auto* c = n.value.as<te::CallNode>()) found.push_back(c);
-    }
-  } v;
-  v.visit(s);
-  return v.found;
-}
 
 // The micro-op calls of a kernel (its loop markers left out).
 inline std::vector<const te::CallNode*> uop_calls(const tir::AttrNode& kernel) {
