@@ -242,6 +242,51 @@ TEST_CASE("load_acc_init: a block whose size reads a symbolic dim") {
   }
 }
 
+// A hand-written lowered block: reset 4 accumulator entries, maybe a GEMM into them, load 4
+// entries of another buffer, ADD them: what the pass reads, without a strategy around it.
+tir::Stmt reset_load_add(bool with_gemm) {
+  const auto i32 = DType::int32();
+  const auto acc = te::make_buffer("acc", i32, {64}, "local.acc_buffer");
+  const auto res = te::make_buffer("res", i32, {64}, "local.acc_buffer");
+  const auto inp = te::make_buffer("inp", DType::int8(), {16}, "local.inp_buffer");
+  const auto wgt = te::make_buffer("wgt", DType::int8(), {256}, "local.wgt_buffer");
+  const auto dram = te::make_buffer("residual", i32, {64});
+  const auto iv = [](std::int64_t v) { return te::index_value(v); };
+  const auto call = [](std::string_view name, std::vector<te::Expr> args,
+                       std::vector<te::Buffer> buffers = {}) {
+    return tir::make_evaluate(
+        te::call(std::string(name), DType::int32(), std::move(args), std::move(buffers)));
+  };
+  const auto kernel = [&](const char* what, tir::Stmt uop, std::int64_t src_factor) {
+    return tir::make_attr(
+        std::string(vta::intrin::uop_kernel), what, 1,
+        tir::make_seq({call(vta::intrin::uop_loop_begin, {iv(4), iv(1), iv(src_factor), iv(0)}),
+                       uop, call(vta::intrin::uop_loop_end, {})}));
+  };
+  std::vector<tir::Stmt> parts{
+      kernel("gemm_reset", call(vta::intrin::gemm_reset, {iv(0)}, {acc}), 0)};
+  if (with_gemm)
+    parts.push_back(
+        kernel("gemm", call(vta::intrin::gemm, {iv(0), iv(0), iv(0)}, {acc, inp, wgt}), 0));
+  parts.push_back(call(vta::intrin::load,
+                       {iv(3), iv(0), iv(0), iv(1), iv(4), iv(4), iv(0), iv(0), iv(0), iv(0)},
+                       {res, dram}));
+  parts.push_back(kernel(
+      "alu.add", call(vta::intrin::alu, {iv(2), iv(0), iv(0), iv(0), iv(0)}, {acc, res}), 1));
+  return tir::make_allocate(acc, tir::make_allocate(res, tir::make_seq(parts)));
+}
+
+TEST_CASE("load_acc_init: only onto an accumulation") {
+  // with a GEMM into the block the load takes the reset's place; without one the block would
+  // be a bare load, which the Xilinx boards' STORE does not see, and nothing changes
+  const auto folded = census(vta::load_acc_init(reset_load_add(true)));
+  CHECK(folded.count(folded.kernels, "gemm_reset") == 0);
+  CHECK(folded.loaded == std::vector<std::string>{"acc"});
+  CHECK(folded.allocated == std::vector<std::string>{"acc"});
+  const auto bare = reset_load_add(false);
+  CHECK(vta::load_acc_init(bare).same_as(bare));
+}
+
 TEST_CASE("load_acc_init: nothing moves past a shift or a bound") {
   const vta::Config config;
   for (const auto kind : {graph::EpilogueStep::Kind::Shr, graph::EpilogueStep::Kind::Max}) {
