@@ -26,6 +26,7 @@
 #include <dlavm/graph/executor.hpp>
 #include <dlavm/graph/fake_quantization_to_integer.hpp>
 #include <dlavm/graph/fold_batch_norm.hpp>
+#include <dlavm/graph/channel_weights.hpp>
 #include <dlavm/graph/fold_rounding.hpp>
 #include <dlavm/graph/fold_scale_shift.hpp>
 #include <dlavm/graph/functor.hpp>

@@ -167,7 +167,7 @@ TEST_CASE("to_dot: a placed graph boxes its VTA kernel and tells VTA calls from 
   const auto close = dot.find("\n  }\n", open);
   const std::string_view box = std::string_view(dot).substr(open, close - open);
   CHECK(count(box,
-              "label=\"vta: conv2d+bias_add+requantize+relu\\n+channel#0, >>6, max 0, "
+              "label=\"vta: conv2d+bias_add+requantize+relu\\n+channel#0 (gemm), >>6, max 0, "
               "min 127\"") == 1);
   for (const char* op : {"conv2d", "bias_add", "requantize", "relu"})
     CHECK(count(box, fmt::format("\\nvta.{}\\n", op)) == 1);

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "lowered_census.hpp"
 #include "random_graphs.hpp"
 #include <random>
 #include <span>
@@ -22,35 +23,8 @@ namespace tir = dlavm::tir;
 namespace vta = dlavm::vta;
 using dlavm::DType;
 
-// What a lowered function holds: micro-op kernels by name, loads by the buffer they fill,
-// allocations by name.
-struct Census {
-  std::vector<std::string> kernels, loaded, allocated;
-  long count(const std::vector<std::string>& v, const std::string& s) const {
-    return std::count(v.begin(), v.end(), s);
-  }
-};
-
-Census census(const tir::Stmt& body) {
-  struct Walk : tir::StmtVisitor<Walk> {
-    Census c;
-    void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
-      if (n.key == vta::intrin::uop_kernel) c.kernels.push_back(n.node);
-      tir::StmtVisitor<Walk>::visit_attr(n, s);
-    }
-    void visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
-      c.allocated.push_back(n.buffer.name());
-      tir::StmtVisitor<Walk>::visit_allocate(n, s);
-    }
-    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
-      const auto* call = n.value.as<te::CallNode>();
-      if (call != nullptr && call->name == vta::intrin::load)
-        c.loaded.push_back(call->buffers[0].name());
-    }
-  } w;
-  w.visit(body);
-  return w.c;
-}
+using lowered_census::Census;
+using lowered_census::census;
 
 // A kernel's function before and after the pass.
 std::pair<Census, Census> lowered(const graph::Conv2dKernel& k,
@@ -112,33 +86,12 @@ int looped_loads(const tir::Stmt& body, const std::string& buffer) {
 // int32 and int8 values, small weights), at `bindings`.
 te::NDArray run(const vta::Env& env, const std::vector<te::Tensor>& args, const tir::PrimFunc& f,
                 std::span<const dlavm::ne::Binding> bindings, int trial) {
-  const vta::Program prog(env, f);
-  std::vector<te::NDArray> arrays;
-  std::uint64_t seed = 100 * static_cast<std::uint64_t>(trial);
-  for (const auto& t : args) {
-    std::vector<std::int64_t> shape;
-    for (const auto& d : t.shape()) shape.push_back(dlavm::ne::eval(d, bindings));
-    arrays.push_back(t.dtype() == env.wgt_dtype
-                         ? te::NDArray::random(t.dtype(), shape, ++seed, -4, 4)
-                         : te::NDArray::random(t.dtype(), shape, ++seed));
-  }
-  vta::SimDevice dev(env.config);
-  std::vector<te::NDArray*> ptrs;
-  for (auto& a : arrays) ptrs.push_back(&a);
-  CHECK(prog.run(dev, ptrs, bindings).result.finished);
-  return arrays.back();
+  return lowered_census::run(env, args, f, bindings, 100 * static_cast<std::uint64_t>(trial));
 }
 
-// The function after every pass but load_acc_init.
+// The function after every pass but load_acc_init and the ones after it.
 tir::PrimFunc without_pass(const std::vector<vta::LoweringStep>& steps) {
-  for (const auto& step : steps)
-    if (step.pass == std::string("fold_uops")) {
-      tir::PrimFunc f = step.func;
-      f.body = vta::inject_vthread(step.func.body);
-      return f;
-    }
-  FAIL("no fold_uops step");
-  return steps.back().func;
+  return lowered_census::lowered_until(steps, "fold_uops");
 }
 
 TEST_CASE("load_acc_init: a residual after additions is the accumulator's first value") {
@@ -180,16 +133,7 @@ TEST_CASE("load_acc_init: every residual convolution of constant size starts fro
   int looped = 0;
   for (int trial = 0; trial < 60; ++trial) {
     CAPTURE(trial);
-    const std::int64_t kh = pick(1, 5), kw = pick(1, 5);
-    const graph::Conv2dShape shape = graph::vta_conv2d_shape(
-        env, {.batch = pick(1, 2),
-              .in_channels = pick(1, 64),
-              .height = pick(kh, 40),
-              .width = pick(kw, 40),
-              .out_channels = pick(1, 64),
-              .kernel = {kh, kw},
-              .strides = {pick(1, 2), pick(1, 2)},
-              .padding = {pick(0, kh - 1), pick(0, kw - 1), pick(0, kh - 1), pick(0, kw - 1)}});
+    const graph::Conv2dShape shape = lowered_census::random_conv(env, pick, 40);
     graph::Epilogue e;
     const bool bias = pick(0, 1) == 1;
     if (bias) e.add_channel();
@@ -251,18 +195,12 @@ tir::Stmt reset_load_add(bool with_gemm) {
   const auto inp = te::make_buffer("inp", DType::int8(), {16}, "local.inp_buffer");
   const auto wgt = te::make_buffer("wgt", DType::int8(), {256}, "local.wgt_buffer");
   const auto dram = te::make_buffer("residual", i32, {64});
-  const auto iv = [](std::int64_t v) { return te::index_value(v); };
+  using lowered_census::iv;
   const auto call = [](std::string_view name, std::vector<te::Expr> args,
                        std::vector<te::Buffer> buffers = {}) {
-    return tir::make_evaluate(
-        te::call(std::string(name), DType::int32(), std::move(args), std::move(buffers)));
+    return lowered_census::intrinsic(name, std::move(args), std::move(buffers));
   };
-  const auto kernel = [&](const char* what, tir::Stmt uop, std::int64_t src_factor) {
-    return tir::make_attr(
-        std::string(vta::intrin::uop_kernel), what, 1,
-        tir::make_seq({call(vta::intrin::uop_loop_begin, {iv(4), iv(1), iv(src_factor), iv(0)}),
-                       uop, call(vta::intrin::uop_loop_end, {})}));
-  };
+  const auto kernel = lowered_census::kernel4;
   std::vector<tir::Stmt> parts{
       kernel("gemm_reset", call(vta::intrin::gemm_reset, {iv(0)}, {acc}), 0)};
   if (with_gemm)

@@ -69,11 +69,11 @@ TEST_CASE("passes: the default pipeline, printed as docs/graph.md shows it") {
   const auto passes = graph::default_passes();
   std::vector<std::string> names;
   for (const auto& p : passes) names.push_back(p.name);
-  CHECK(names == std::vector<std::string>{"fold_batch_norm", "fold_scale_shift",
-                                          "recognize_layer_norm", "recognize_gelu",
-                                          "recognize_hard_swish", "fake_quantization_to_integer",
-                                          "type", "widen_accumulator_loads", "partition",
-                                          "fold_rounding", "layout", "match_states"});
+  CHECK(names == std::vector<std::string>{
+                     "fold_batch_norm", "fold_scale_shift", "recognize_layer_norm",
+                     "recognize_gelu", "recognize_hard_swish", "fake_quantization_to_integer",
+                     "type", "widen_accumulator_loads", "partition", "fold_rounding",
+                     "channel_weights", "layout", "match_states"});
   CHECK(graph::to_string(passes) == documented_pipeline());
 }
 
@@ -91,7 +91,7 @@ TEST_CASE("passes: run_passes calls `after` per pass, skips disabled ones, names
                p.name == "type" || p.name == "widen_accumulator_loads") ==
               (f.placement() == nullptr));
       }});
-  CHECK(seen.size() == 12);
+  CHECK(seen.size() == 13);
   CHECK(fmt::format("{}", all) == fmt::format("{}", graph::infer_type(fn, target)));
   // without the fold the requantize rounds to nearest itself, and computes the same
   const auto unfolded =
@@ -109,7 +109,7 @@ TEST_CASE("passes: run_passes calls `after` per pass, skips disabled ones, names
       "run_passes: no pass 'fold' to disable (the pipeline: fold_batch_norm, fold_scale_shift, "
       "recognize_layer_norm, recognize_gelu, recognize_hard_swish, "
       "fake_quantization_to_integer, type, widen_accumulator_loads, partition, "
-      "fold_rounding, layout, match_states)",
+      "fold_rounding, channel_weights, layout, match_states)",
       dlavm::ValueError);
 }
 

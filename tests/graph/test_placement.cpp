@@ -55,7 +55,7 @@ TEST_CASE("placement: the printed function carries its partition, with the round
         "  %3 = vta.relu(%2) /* ret=(1, 16, 6, 6), dtype=int8, device=vta */\n"
         "  return %3\n"
         "}");
-  CHECK(graph::to_string(part.groups[0].epilogue) == "+channel#0, >>6, max 0, min 127");
+  CHECK(graph::to_string(part.groups[0].epilogue) == "+channel#0 (gemm), >>6, max 0, min 127");
   CHECK(part.groups[0].operands[0].name() == "b+32");
   // the group's nodes are the placed function's nodes
   CHECK(part.groups[0].output().same_as(placed.results()[0]));
@@ -65,7 +65,7 @@ TEST_CASE("placement: the printed function carries its partition, with the round
         graph::evaluate(graph::infer_type(fn, target.ops), {{"x", a}})[0]);
   // the module runs the epilogue printed: no separate rounding add
   auto mod = graph::build(placed, target);
-  CHECK(mod.steps()[1].epilogue == "+channel#0, >>6, max 0, min 127");
+  CHECK(mod.steps()[1].epilogue == "+channel#0 (gemm), >>6, max 0, min 127");
   vta::SimDevice dev;
   CHECK(graph::Executor(mod, dev).run({{"x", a}})[0] == graph::evaluate(placed, {{"x", a}})[0]);
 }
@@ -146,7 +146,7 @@ TEST_CASE("workloads: a model's VTA kernels as data, each distinct one once") {
   CHECK(graph::to_string(first).starts_with(
       "conv2d((1, 3, 32, 32) int8, (64, 3, 7, 7) int8; "
       "dilations=[1, 1], groups=1, padding=[3, 3, 3, 3], strides=[2, 2]; "
-      "+channel#0, >>"));
+      "+channel#0 (gemm), >>"));
   graph::Workload copy = first;
   CHECK(copy == first);
   CHECK(std::hash<graph::Workload>{}(copy) == std::hash<graph::Workload>{}(first));

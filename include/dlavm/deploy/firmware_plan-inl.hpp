@@ -407,6 +407,7 @@ class FirmwarePlanner {
       case LayoutKind::Channel:
       case LayoutKind::UnfoldedConvWeight:
       case LayoutKind::GroupedConvWeight:
+      case LayoutKind::ChannelWeights:
         break;
     }
     refuse(s, fmt::format("packing into layout {} has no firmware kernel", graph::to_string(l)));

@@ -19,10 +19,19 @@ inline Group::Layouts group_layouts(const Group& g, const NodeNames& names, cons
   for (std::size_t i = 0; i < g.anchor().as<CallNode>()->args.size(); ++i)
     l.inputs.push_back(strategy.arg_layout(workload, env, i));
   const Layout result = strategy.result_layout(workload, env);
-  for (const auto& in : g.epilogue.inputs)
-    l.inputs.push_back(in.kind == EpilogueInput::Kind::Channel
-                           ? Layout{Layout::Kind::Channel, env.batch, env.block_out}
-                           : result);
+  for (const auto& in : g.epilogue.inputs) {
+    switch (in.kind) {
+      case EpilogueInput::Kind::Channel:
+        l.inputs.push_back(Layout{Layout::Kind::Channel, env.batch, env.block_out});
+        break;
+      case EpilogueInput::Kind::ChannelWeights:
+        l.inputs.push_back(Layout{Layout::Kind::ChannelWeights, env.block_out, env.block_in});
+        break;
+      case EpilogueInput::Kind::Tensor:
+        l.inputs.push_back(result);
+        break;
+    }
+  }
   l.output = result;
   if (g.epilogue.int32_result) l.output.planes = Epilogue::kPlanes;
   return l;

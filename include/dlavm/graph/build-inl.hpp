@@ -81,7 +81,7 @@ class ModuleBuilder {
     v.logical = e.type().shape;
     v.layout = layout;
     v.shape = packed_shape(layout, v.logical);
-    v.dtype = e.type().dtype;
+    v.dtype = packed_dtype(layout, e.type().dtype);
     if (constant && layout.kind != Layout::Kind::Plain)
       v.dram = std::make_shared<const std::vector<std::uint8_t>>(vta::dram_bytes(*constant));
     v.constant = std::move(constant);

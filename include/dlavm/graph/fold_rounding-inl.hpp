@@ -3,6 +3,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/assign_layouts.hpp>
+#include <dlavm/graph/channel_weights.hpp>
 #include <dlavm/graph/fold_rounding.hpp>
 #include <dlavm/graph/functor.hpp>
 #include <dlavm/graph/match_states.hpp>
@@ -85,6 +86,12 @@ DLAVM_INLINE Function fold_rounding(const Function& placed, const Target& target
   // placed again; what the passes before this one attached to the placement is made again too,
   // so that the pass may run anywhere after `partition`
   Function folded = place(detail::Folder(plan).mutate(placed), target);
+  const bool weighted = std::any_of(part.groups.begin(), part.groups.end(), [](const Group& g) {
+    return std::any_of(g.epilogue.inputs.begin(), g.epilogue.inputs.end(), [](const auto& in) {
+      return in.kind == EpilogueInput::Kind::ChannelWeights;
+    });
+  });
+  if (weighted) folded = channel_weights(folded, target);
   const bool laid_out = std::any_of(part.groups.begin(), part.groups.end(),
                                     [](const Group& g) { return g.layouts.has_value(); });
   if (laid_out) folded = assign_layouts(folded, target);

@@ -7,10 +7,10 @@
 //     -> bias_add(x, %"b+2^(s-1)") ... requantize(rounding="floor", shift=s)
 //
 // One fold per group. The function must be placed (the `partition` pass); the one returned is
-// placed again, its groups' epilogues one step shorter, with the layouts and states held
-// packed made again where the function had them (the pass may run after `layout` and
-// `match_states`). It matches the two ops whose semantics it rewrites by name: bias_add's
-// operand and requantize's `rounding` attribute.
+// placed again, its groups' epilogues one step shorter, with the biases the GEMM core adds, the
+// layouts and the states held packed made again where the function had them (the pass may run
+// after `channel_weights`, `layout` and `match_states`). It matches the two ops whose semantics it
+// rewrites by name: bias_add's operand and requantize's `rounding` attribute.
 //
 //   auto folded = graph::fold_rounding(graph::place(typed, target), target);
 #pragma once

@@ -52,6 +52,8 @@ DLAVM_INLINE std::string to_string(const Layout& l) {
                          l.unfold.pad_right);
     case Layout::Kind::GroupedConvWeight:
       return fmt::format("grouped_conv_weight[{}x{}, {} groups]", l.rows, l.cols, l.groups);
+    case Layout::Kind::ChannelWeights:
+      return fmt::format("channel_weights[{}x{}]", l.rows, l.cols);
   }
   return "?";
 }
@@ -93,6 +95,7 @@ inline void require_layout_rank(const Layout& l, std::size_t rank) {
       case Layout::Kind::DenseWeight:
         return 2;
       case Layout::Kind::Channel:
+      case Layout::Kind::ChannelWeights:
         return 1;
       default:
         return 0;
@@ -187,6 +190,10 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
   if (l.kind == Layout::Kind::Channel) {
     detail::require_layout_rank(l, shape.size());
     return {tiles(shape[0], l.cols), l.rows, l.cols};
+  }
+  if (l.kind == Layout::Kind::ChannelWeights) {
+    detail::require_layout_rank(l, shape.size());
+    return {ne::simplify(tiles(shape[0], l.rows) + 1), l.rows, l.cols};
   }
   if (l.kind == Layout::Kind::UnfoldedActivation || l.kind == Layout::Kind::UnfoldedConvWeight) {
     detail::require_layout_rank(l, shape.size());
@@ -321,6 +328,8 @@ inline std::array<std::int64_t, 3> as_products(std::span<const std::int64_t> s) 
 inline std::vector<std::int64_t> packed_dims(const Layout& l, std::span<const std::int64_t> shape) {
   require_layout_rank(l, shape.size());
   if (l.kind == Layout::Kind::Channel) return {ne::ceil_div(shape[0], l.cols), l.rows, l.cols};
+  if (l.kind == Layout::Kind::ChannelWeights)
+    return {ne::ceil_div(shape[0], l.rows) + 1, l.rows, l.cols};
   std::vector<std::int64_t> packed;
   if (batched(l)) {
     const auto [products, m, c] = as_products(shape);
@@ -385,6 +394,34 @@ inline te::NDArray pack_products(const te::NDArray& logical, const Layout& l) {
   return out;
 }
 
+// The ChannelWeights layout (layout.hpp): each value split into int8 weights against u.
+inline te::NDArray pack_channel_weights(const te::NDArray& b, const Layout& l) {
+  require_layout_rank(l, b.ndim());
+  const std::int64_t c = b.shape()[0], tiles = ne::ceil_div(c, l.rows), parts = l.cols - 1;
+  const std::int64_t bound = channel_weights_bound(l.cols);
+  te::NDArray out(DType::int8(), {tiles + 1, l.rows, l.cols});
+  auto dst = out.data();
+  const auto src = b.data();
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    const std::int64_t v = src[static_cast<std::size_t>(ch)];
+    if (v < -bound || v > bound)
+      raise<ValueError>(
+          "pack into layout {}: channel {} holds {}, outside the +-{} its {} int8 weights can "
+          "add",
+          to_string(l), ch, v, bound, l.cols);
+    // S, the multiple of 127 nearest v, leaves v - 127 S in [-63, 63] for u's 1
+    const std::int64_t s = parts == 0 ? 0 : ne::detail::floor_div(v + 63, 127);
+    const std::size_t row = static_cast<std::size_t>(ch * l.cols);
+    dst[row] = v - 127 * s;
+    for (std::int64_t k = 0; k < parts; ++k)
+      dst[row + static_cast<std::size_t>(k + 1)] = ne::detail::floor_div(s + k, parts);
+  }
+  for (std::int64_t r = 0; r < l.rows; ++r)
+    for (std::int64_t k = 0; k < l.cols; ++k)
+      dst[static_cast<std::size_t>(((tiles * l.rows) + r) * l.cols + k)] = k == 0 ? 1 : 127;
+  return out;
+}
+
 }  // namespace detail
 
 DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
@@ -403,6 +440,7 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
     return pack(detail::expand_groups(logical, l), {Layout::Kind::ConvWeight, l.rows, l.cols});
   }
   if (detail::batched(l)) return detail::pack_products(logical, l);
+  if (l.kind == Layout::Kind::ChannelWeights) return detail::pack_channel_weights(logical, l);
   const auto& s = logical.shape();
   const auto src = logical.data();
   if (l.kind == Layout::Kind::Channel) {
@@ -451,6 +489,21 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
     raise<ShapeError>("unpack from layout {}: the array is [{}], a logical [{}] packs to [{}]",
                       to_string(l), fmt::join(packed.shape(), ", "), fmt::join(shape, ", "),
                       fmt::join(expect, ", "));
+  if (l.kind == Layout::Kind::ChannelWeights) {
+    // b[c] = u . w[c], u read from the last tile
+    te::NDArray out(DType::int32(), logical_shape);
+    const auto src = packed.data();
+    auto dst = out.data();
+    const std::int64_t unit = (expect[0] - 1) * l.rows * l.cols;
+    for (std::int64_t c = 0; c < shape[0]; ++c) {
+      std::int64_t v = 0;
+      for (std::int64_t k = 0; k < l.cols; ++k)
+        v +=
+            src[static_cast<std::size_t>(unit + k)] * src[static_cast<std::size_t>(c * l.cols + k)];
+      dst[static_cast<std::size_t>(c)] = v;
+    }
+    return out;
+  }
   if (l.kind == Layout::Kind::Channel) {
     te::NDArray out(packed.dtype(), logical_shape);
     const auto src = packed.data();

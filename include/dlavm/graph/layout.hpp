@@ -9,6 +9,8 @@
 //   DenseWeight  [N, K]              -> [N/R, K/T, R, T]
 //   Channel      [C]                 -> [C/T, R, T]                (each row a copy: a bias
 //                                                                   for every batch row)
+//   ChannelWeights [C] (int32)       -> [C/R + 1, R, T] int8       (a bias the GEMM core
+//                                                                   adds: below)
 //   BatchedMatrix [B..., M, C]       -> [prod(B), M/R, C/T, R, T]  (a batched matmul's left
 //                                                                   operand and result: each
 //                                                                   product a Matrix)
@@ -31,6 +33,11 @@
 //   with S = (R / (O/G)) * (I/G) / T input tiles per output tile: the groups must tile whole,
 //   O/G dividing R and S a whole number (a depthwise convolution: S = 1, each tile diagonal).
 //   Packing only.
+// ChannelWeights: a per-channel int32 vector b as int8 weights w against a constant input row
+// u = [1, 127, ..., 127] (T columns), so that the GEMM core adds b: b[c] = sum_k u[k] w[c, k].
+// Row c % R of tile c / R holds w[c] = [b - 127 S, the T - 1 parts of S as even as they go],
+// S the multiple of 127 nearest b; the last tile holds u in every row (the input tile a kernel
+// loads). b must lie within +-channel_weights_bound(T) (ValueError otherwise).
 // Byte planes (`planes` P > 1, Activation, Matrix and BatchedMatrix only): an int32 value VTA
 // computed and stored as P int8 planes, the least significant byte first, VTA's STORE keeping the
 // low 8 bits of each shifted accumulator: [N/R, C/T, P, H, W, R, T], [M/R, C/T, P, R, T] or
@@ -46,6 +53,7 @@
 #pragma once
 
 #include <dlavm/core/api.hpp>
+#include <dlavm/core/dtype.hpp>
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/te/ndarray.hpp>
 
@@ -69,7 +77,8 @@ struct Layout {
     UnfoldedConvWeight,
     BatchedMatrix,
     MatmulWeight,
-    GroupedConvWeight
+    GroupedConvWeight,
+    ChannelWeights
   };
   // The unfolded layouts' convolution: kernel width, column stride and padding.
   struct Unfold {
@@ -95,6 +104,18 @@ std::variant<std::int64_t, std::string> grouped_input_tiles(std::int64_t rows, s
                                                             std::int64_t groups,
                                                             std::int64_t out_channels,
                                                             std::int64_t group_in_channels);
+
+// The largest |b| a ChannelWeights layout of `cols` columns holds: 127 x 127 x (cols - 1) + 63
+// (241,998 for VTA's 16).
+constexpr std::int64_t channel_weights_bound(std::int64_t cols) {
+  return 127 * 127 * (cols - 1) + 63;
+}
+
+// The dtype of a value of dtype `logical` packed in the layout: int8 for ChannelWeights, the
+// logical one for the others.
+inline DType packed_dtype(const Layout& l, DType logical) {
+  return l.kind == Layout::Kind::ChannelWeights ? DType::int8() : logical;
+}
 
 // The packed shape of a value of logical shape `shape` (ShapeError for a rank the layout does
 // not take; symbolic dims stay expressions).

@@ -3,6 +3,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/graph/assign_layouts.hpp>
+#include <dlavm/graph/channel_weights.hpp>
 #include <dlavm/graph/fake_quantization_to_integer.hpp>
 #include <dlavm/graph/fold_batch_norm.hpp>
 #include <dlavm/graph/fold_rounding.hpp>
@@ -55,6 +56,10 @@ DLAVM_INLINE std::vector<Pass> default_passes() {
       {"fold_rounding",
        "adds a requantize's rounding constant to the constant bias before it in a VTA kernel",
        fold_rounding},
+      {"channel_weights",
+       "adds a constant bias through the GEMM core (as int8 weights) in a VTA kernel whose "
+       "strategy can, where its values allow",
+       channel_weights},
       {"layout", "gives each VTA kernel's inputs and result the packed layouts of its strategy",
        assign_layouts},
       {"match_states",

@@ -130,6 +130,7 @@ inline AnchorStrategy conv2d_strategy() {
   AnchorStrategy s;
   s.op = "conv2d";
   s.int32_results = true;
+  s.channel_weights = true;
   s.support = [](const AnchorCall& a, const vta::Env& env,
                  const Epilogue& e) -> std::optional<std::string> {
     if (auto why = vta_operand_types(a, env)) return why;
@@ -208,6 +209,7 @@ inline AnchorStrategy gemm_strategy(std::string op,
   AnchorStrategy s;
   s.op = std::move(op);
   s.int32_results = true;
+  s.channel_weights = true;
   s.arg_layout = [rows, weight](const Workload&, const vta::Env& env, std::size_t i) {
     return i == 0 ? Layout{rows, env.batch, env.block_in}
                   : Layout{weight, env.block_out, env.block_in};

@@ -103,6 +103,10 @@ struct AnchorStrategy {
   // Whether `declare` handles Epilogue::int32_result (orders the planes' axis, EpilogueStages::
   // plane_axes): only then does Target::int32_results give its groups an int32 result.
   bool int32_results = false;
+  // Whether `declare` handles an epilogue's ChannelWeights operands (a bias the GEMM core
+  // adds, graph/channel_weights.hpp): only then does the `channel_weights` pass give its
+  // groups one.
+  bool channel_weights = false;
 };
 
 class VtaStrategies {

@@ -41,7 +41,7 @@ std::string dump_json(const J& j) {
 
 inline constexpr std::array<const char*, 6> kStepKinds = {"add", "shr",         "max",
                                                           "min", "add_channel", "add_tensor"};
-inline constexpr std::array<const char*, 2> kInputKinds = {"channel", "tensor"};
+inline constexpr std::array<const char*, 3> kInputKinds = {"channel", "tensor", "channel_weights"};
 
 // An integer, or a symbolic dim: its expression as ne prints it and each variable's range.
 inline nlohmann::json dim_json(const ne::Expr& d) {

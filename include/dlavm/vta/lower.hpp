@@ -7,5 +7,7 @@
 #include <dlavm/vta/lower/fold_uop.hpp>
 #include <dlavm/vta/lower/inject_alu.hpp>
 #include <dlavm/vta/lower/inject_dma.hpp>
+#include <dlavm/vta/lower/gemm_into_acc.hpp>
 #include <dlavm/vta/lower/load_acc_init.hpp>
+#include <dlavm/vta/lower/reset_at_first_step.hpp>
 #include <dlavm/vta/lower/passes.hpp>

@@ -281,6 +281,9 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const Conv2dShape& sha
   f.inp = data_tiles * detail::window_extent(shape, t, t.h_block, 0) *
           detail::window_extent(shape, t, t.w_block, 1) * t.vthreads;
   f.wgt = t.oc_block * t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads;
+  const auto bias = epilogue_sram(epilogue, t.oc_block);
+  f.inp += bias.inp * t.vthreads;
+  f.wgt += bias.wgt * t.vthreads;
   // the GEMM kernel unrolls ic_block x KH x KW micro-ops per thread, times the block's
   // columns unless a symbolic width makes them a loop of the GEMM instruction
   f.uop_kernel = t.ic_block * shape.kernel[0] * shape.kernel[1] * t.vthreads *
@@ -295,7 +298,7 @@ namespace detail {
 // traffic per binding): per batch tile, output channel block and spatial block, the real
 // input rows x columns of every input channel tile (a partial last block reads what its
 // outputs read); the weights once per spatial block; the result, the Tensor operands once;
-// the Channel operands once.
+// the Channel operands once; a ChannelWeights operand's weights and input row per block.
 template <class Int>
 struct Conv2dCounts {
   Int inp_bytes, wgt_bytes, out_bytes, acc_bytes, blocks, steps;
@@ -326,11 +329,17 @@ Conv2dCounts<Int> conv2d_counts(const vta::Env& env, const Conv2dShape& shape,
   c.wgt_bytes =
       n * spatial * (tiles.oc * tiles.ic * k[0] * k[1] * env.wgt_tile() * env.wgt_dtype.bytes());
   c.out_bytes = out_tiles * (env.acc_tile() * env.out_dtype.bytes() * epilogue.result_bytes());
-  for (const auto& in : epilogue.inputs)
+  c.blocks = n * (tiles.oc / t.oc_block) * spatial;
+  for (const auto& in : epilogue.inputs) {
+    if (in.kind == EpilogueInput::Kind::ChannelWeights) {
+      c.wgt_bytes = c.wgt_bytes + c.blocks * (t.oc_block * env.wgt_tile() * env.wgt_dtype.bytes());
+      c.inp_bytes = c.inp_bytes + c.blocks * inp_tile;
+      continue;
+    }
     c.acc_bytes = c.acc_bytes + (in.kind == EpilogueInput::Kind::Channel
                                      ? Int(tiles.oc * env.acc_tile() * in.dtype.bytes())
                                      : out_tiles * (env.acc_tile() * in.dtype.bytes()));
-  c.blocks = n * (tiles.oc / t.oc_block) * spatial;
+  }
   c.steps = c.blocks * (tiles.ic / t.ic_block);
   return c;
 }
@@ -365,13 +374,18 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const Conv2dShape& shap
   // columns are no DMA row (the DMA strides rows only): each of its rows is a load of its own.
   const std::int64_t window_loads =
       t.ic_block * (detail::strided_reads(shape, t) ? t.h_block : std::int64_t{1});
-  const double load = static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
-                      static_cast<double>(c.steps * (window_loads + 1)) * transfer;
+  // (and a ChannelWeights operand's two loads per block)
+  const auto gemm_passes = static_cast<std::int64_t>(epilogue.gemm_passes());
+  const double load =
+      static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
+      static_cast<double>(c.steps * (window_loads + 1) + c.blocks * 2 * gemm_passes) * transfer;
   // compute module: the GEMM micro-ops, the epilogue's ALU passes, per-instruction costs
   const std::int64_t out_tiles = n.n * n.oc * n.oh * n.ow;
-  const double gemm = static_cast<double>(out_tiles * n.ic * shape.kernel[0] * shape.kernel[1]);
+  const double gemm =
+      static_cast<double>(out_tiles * (n.ic * shape.kernel[0] * shape.kernel[1] + gemm_passes));
   const double alu = static_cast<double>(epilogue.alu_passes() * out_tiles * p.alu_cycles_per_uop);
-  const double insns = static_cast<double>(c.steps + c.blocks * (epilogue.alu_passes() + 1));
+  const double insns = static_cast<double>(
+      c.steps + c.blocks * (epilogue.alu_passes() + static_cast<std::size_t>(gemm_passes) + 1));
   const double compute = gemm + alu +
                          insns * static_cast<double>(p.insn_overhead + p.gemm_latency) +
                          static_cast<double>(c.acc_bytes) / bus;

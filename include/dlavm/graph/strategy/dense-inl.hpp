@@ -170,6 +170,9 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const DenseShape& shap
   f.acc = block * t.vthreads + EpilogueStages::acc_entries(epilogue, block, n.n, t.vthreads);
   f.inp = t.row_block * t.k_block * t.vthreads;
   f.wgt = t.n_block * t.k_block * t.vthreads;
+  const auto bias = epilogue_sram(epilogue, t.n_block);
+  f.inp += bias.inp * t.vthreads;
+  f.wgt += bias.wgt * t.vthreads;
   f.uop_kernel = t.k_block * t.vthreads;
   return f;
 }
@@ -178,7 +181,8 @@ namespace detail {
 
 // The DRAM bytes and block counts of a tiling (int64 at the shape's maxima, for the estimates;
 // ne::Expr in its symbolic dims, the traffic per binding), over all products: x once per
-// column block, w once per row block, the result and the epilogue's operands once.
+// column block, w once per row block, the result and the epilogue's operands once (a
+// ChannelWeights operand's weights and input row per block).
 template <class Int>
 struct DenseCounts {
   Int inp_bytes, wgt_bytes, out_bytes, acc_bytes, blocks, steps;
@@ -197,11 +201,18 @@ DenseCounts<Int> dense_counts(const vta::Env& env, const DenseShape& shape,
   c.wgt_bytes = batch * (row_blocks * n * k * (env.wgt_tile() * env.wgt_dtype.bytes()));
   c.out_bytes =
       batch * (m * n * (env.acc_tile() * env.out_dtype.bytes() * epilogue.result_bytes()));
-  for (const auto& in : epilogue.inputs)
+  c.blocks = batch * (row_blocks * col_blocks);
+  for (const auto& in : epilogue.inputs) {
+    if (in.kind == EpilogueInput::Kind::ChannelWeights) {
+      c.wgt_bytes =
+          c.wgt_bytes + batch * (row_blocks * n * (env.wgt_tile() * env.wgt_dtype.bytes()));
+      c.inp_bytes = c.inp_bytes + c.blocks * (env.inp_tile() * env.inp_dtype.bytes());
+      continue;
+    }
     c.acc_bytes = c.acc_bytes + (in.kind == EpilogueInput::Kind::Channel
                                      ? n * (env.acc_tile() * in.dtype.bytes())
                                      : batch * (m * n * (env.acc_tile() * in.dtype.bytes())));
-  c.blocks = batch * (row_blocks * col_blocks);
+  }
   c.steps = c.blocks * vceil_div(k, t.k_block);
   return c;
 }
@@ -224,12 +235,14 @@ DLAVM_INLINE double estimate_cycles(const vta::Env& env, const DenseShape& shape
   const auto c = detail::dense_counts<std::int64_t>(env, shape, epilogue, t, n.m_max, n.k, n.n);
   const double bus = static_cast<double>(p.bus_bytes_per_cycle);
   const double transfer = static_cast<double>(p.dram_latency + p.insn_overhead);
+  const auto gemm_passes = static_cast<std::int64_t>(epilogue.gemm_passes());
   const double load = static_cast<double>(c.inp_bytes + c.wgt_bytes) / bus +
-                      static_cast<double>(c.steps * 2) * transfer;
+                      static_cast<double>(c.steps * 2 + c.blocks * 2 * gemm_passes) * transfer;
   const std::int64_t out_tiles = n.batch * n.m_max * n.n;
-  const double gemm = static_cast<double>(out_tiles * n.k);
+  const double gemm = static_cast<double>(out_tiles * (n.k + gemm_passes));
   const double alu = static_cast<double>(epilogue.alu_passes() * out_tiles * p.alu_cycles_per_uop);
-  const double insns = static_cast<double>(c.steps + c.blocks * (epilogue.alu_passes() + 1));
+  const double insns = static_cast<double>(
+      c.steps + c.blocks * (epilogue.alu_passes() + static_cast<std::size_t>(gemm_passes) + 1));
   const double compute = gemm + alu +
                          insns * static_cast<double>(p.insn_overhead + p.gemm_latency) +
                          static_cast<double>(c.acc_bytes) / bus;

@@ -68,6 +68,12 @@ DLAVM_INLINE std::size_t Epilogue::add_tensor(DType dtype) {
   return inputs.size() - 1;
 }
 
+DLAVM_INLINE std::size_t Epilogue::gemm_passes() const {
+  return static_cast<std::size_t>(std::count_if(
+      inputs.begin(), inputs.end(),
+      [](const EpilogueInput& in) { return in.kind == EpilogueInput::Kind::ChannelWeights; }));
+}
+
 DLAVM_INLINE std::optional<std::size_t> Epilogue::init_tensor() const {
   using K = EpilogueStep::Kind;
   for (std::size_t k = 0; k < steps.size(); ++k) {
@@ -94,7 +100,9 @@ DLAVM_INLINE std::string to_string(const Epilogue& e) {
         parts.push_back(fmt::format("min {}", s.imm));
         break;
       case EpilogueStep::Kind::AddChannel:
-        parts.push_back(fmt::format("+channel#{}", s.input));
+        parts.push_back(fmt::format(
+            "+channel#{}{}", s.input,
+            e.inputs[s.input].kind == EpilogueInput::Kind::ChannelWeights ? " (gemm)" : ""));
         break;
       case EpilogueStep::Kind::AddTensor:
         parts.push_back(fmt::format("+tensor#{}({})", s.input, e.inputs[s.input].dtype));
@@ -166,6 +174,7 @@ inline te::Tensor epilogue_stage(const te::Tensor& prev, const EpilogueStep& ste
             return apply_immediate(x, step);
           case K::AddChannel: {
             const std::size_t r = idx.size();
+            if (st.weights[step.input].defined()) return x + st.channels[step.input].read(idx);
             return x + st.channels[step.input].read({idx[st.channel_dim], idx[r - 2], idx[r - 1]});
           }
           case K::AddTensor:
@@ -194,6 +203,8 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
   // st.channels / st.tensors are the inputs' indices (an unused slot stays undefined).
   st.channels.resize(e.inputs.size());
   st.tensors.resize(e.inputs.size());
+  st.units.resize(e.inputs.size());
+  st.weights.resize(e.inputs.size());
   for (std::size_t k = 0; k < e.inputs.size(); ++k) {
     const auto& in = e.inputs[k];
     const auto in_name = fmt::format("{}_in{}", name, k);
@@ -201,6 +212,31 @@ DLAVM_INLINE EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor&
       const std::vector<ne::Expr> cshape{shape[channel_dim], shape[rank - 2], shape[rank - 1]};
       st.inputs.push_back(te::placeholder(cshape, in.dtype, in_name));
       st.channels[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
+    } else if (in.kind == EpilogueInput::Kind::ChannelWeights) {
+      // [C/BO + 1, BLOCK_OUT, BLOCK_IN] int8: the weights, then the input row u in every row
+      // (BATCH <= BLOCK_OUT: graph::channel_weights gives such operands no other kernel)
+      const ne::Expr tiles = shape[channel_dim];
+      const auto w = te::placeholder(
+          {ne::simplify(tiles + 1), ne::Expr(env.block_out), ne::Expr(env.block_in)}, env.wgt_dtype,
+          in_name);
+      st.inputs.push_back(w);
+      st.weights[k] = te::compute(
+          te::shape(tiles, env.block_out, env.block_in),
+          [&](auto c, auto o, auto i) { return w(c, o, i); }, in_name + "_wgt");
+      st.units[k] = te::compute(
+          te::shape(env.batch, env.block_in), [&](auto b, auto i) { return w(tiles, b, i); },
+          in_name + "_unit");
+      const auto& unit = st.units[k];
+      const auto& wgt = st.weights[k];
+      const auto kk = te::reduce_axis({0, env.block_in}, in_name + "_k");
+      st.channels[k] = te::compute_dynamic(
+          shape,
+          [&](std::span<const ne::Var> i) {
+            return te::sum(te::cast(env.acc_dtype, unit.read({i[rank - 2], kk})) *
+                               te::cast(env.acc_dtype, wgt.read({i[channel_dim], i[rank - 1], kk})),
+                           {kk});
+          },
+          in_name + "_gemm");
     } else {
       st.inputs.push_back(te::placeholder(shape, in.dtype, in_name));
       st.tensors[k] = copy_stage(st.inputs.back(), env.acc_dtype, in_name + "_buf");
@@ -238,10 +274,35 @@ DLAVM_INLINE std::vector<te::IterVar> EpilogueStages::plane_axes(te::Schedule& s
 
 DLAVM_INLINE void EpilogueStages::schedule(te::Schedule& s, const vta::Env& env,
                                            const te::IterVar& attach) const {
-  for (const auto& c : channels) {
+  for (std::size_t k = 0; k < channels.size(); ++k) {
+    const auto& c = channels[k];
     if (!c.defined()) continue;
     s[c].set_scope(env.acc_scope);
-    s[c].pragma(s[c].axis(0), env.dma_copy);
+    if (!weights[k].defined()) {
+      s[c].pragma(s[c].axis(0), env.dma_copy);
+      continue;
+    }
+    // A GEMM per output tile, its operands loaded per block. The reduction (one tile) split
+    // off outside the block's loops makes the reset and the GEMMs a nest each, which
+    // fold_uops turns into one micro-op kernel each; the operands are allocated with the
+    // block, so that the reset, the GEMMs and the ADD after them are statements of one
+    // sequence (what vta::gemm_into_acc reads).
+    s[c].compute_at(s[res], attach);
+    const auto rank = c.shape().size();
+    std::vector<te::IterVar> axes;
+    for (std::size_t d = 0; d < rank; ++d) axes.push_back(s[c].axis(d));
+    const auto [k_out, k_in] = s[c].split(s[c].reduce_axis(0), env.block_in);
+    std::vector<te::IterVar> order{k_out};
+    order.insert(order.end(), axes.begin(), axes.end());
+    order.push_back(k_in);
+    s[c].reorder(order);
+    s[units[k]].set_scope(env.inp_scope);
+    s[weights[k]].set_scope(env.wgt_scope);
+    for (const auto& t : {units[k], weights[k]}) {
+      s[t].compute_at(s[res], attach);
+      s[t].pragma(s[t].axis(0), env.dma_copy);
+    }
+    s[c].tensorize(axes[rank - 2], env.gemm);
   }
   for (const auto& t : tensors) {
     if (!t.defined()) continue;
@@ -278,6 +339,11 @@ DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::in
   for (const auto& in : e.inputs)
     entries += in.kind == EpilogueInput::Kind::Channel ? channel_tiles : block_tiles * vthreads;
   return entries;
+}
+
+DLAVM_INLINE EpilogueSram epilogue_sram(const Epilogue& e, std::int64_t channel_tiles) {
+  const auto n = static_cast<std::int64_t>(e.gemm_passes());
+  return {n, n * channel_tiles};
 }
 
 }  // namespace dlavm::graph

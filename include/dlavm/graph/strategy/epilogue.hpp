@@ -3,9 +3,13 @@
 // dense layer, and the te stages that compute them. Invariants of an Epilogue:
 //   - it works on the anchor's int32 accumulator block, in order, one ALU pass per step;
 //   - an AddChannel operand is a per-output-channel vector of the accumulator's dtype (a bias),
-//   packed as
-//     [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's packed
-//     shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
+//     packed as [C/BO, BATCH, BLOCK_OUT] and loaded once; an AddTensor operand has the output's
+//     packed shape and is int32, or int8 loaded through the ACC_8BIT path (sign-extended);
+//   - a ChannelWeights operand is such a vector the GEMM core adds instead of the ALU: int8
+//     weights against a constant input tile (graph/layout.hpp's ChannelWeights layout), one
+//     GEMM micro-op per output tile into a block of its own, which vta::gemm_into_acc then
+//     retargets into the accumulator (so the ALU's ADD, two cycles a tile, becomes one GEMM
+//     cycle);
 //   - the kernel stores the int8 cast of the last step (VTA's store keeps the low 8 bits, the
 //     two's-complement wrap that graph::cast defines), or, with `int32_result`, the int32
 //     value itself as four byte planes: plane p = value >> 8p, one ALU copy and shift per
@@ -47,9 +51,9 @@ struct EpilogueStep {
 
 // An operand the epilogue reads from DRAM.
 struct EpilogueInput {
-  enum class Kind : std::uint8_t { Channel, Tensor };
+  enum class Kind : std::uint8_t { Channel, Tensor, ChannelWeights };
   Kind kind = Kind::Channel;
-  DType dtype = DType::int32();  // Channel: int32; Tensor: int32 or int8
+  DType dtype = DType::int32();  // Channel, ChannelWeights: int32; Tensor: int32 or int8
   friend bool operator==(const EpilogueInput&, const EpilogueInput&) = default;
 };
 
@@ -74,9 +78,12 @@ struct Epilogue {
   // decision (vta::load_acc_init, which also checks the blocks' entries): this says where it
   // can, for footprints and tests that allow for it.
   std::optional<std::size_t> init_tensor() const;
-  // How many ALU passes the epilogue costs per output tile: one per step; the byte planes'
-  // copies (a reset and an ADD each) and shifts (8, then 15 + 1, then 15 + 9) add 13.
-  std::size_t alu_passes() const { return steps.size() + (int32_result ? 13 : 0); }
+  // How many ALU passes the epilogue costs per output tile: one per step but the
+  // ChannelWeights operands' additions (GEMM micro-ops once vta::gemm_into_acc runs); the byte
+  // planes' copies (a reset and an ADD each) and shifts (8, then 15 + 1, then 15 + 9) add 13.
+  std::size_t alu_passes() const { return steps.size() - gemm_passes() + (int32_result ? 13 : 0); }
+  // The GEMM micro-ops the epilogue adds per output tile: one per ChannelWeights operand.
+  std::size_t gemm_passes() const;
   // The stored bytes per element of the result.
   std::int64_t result_bytes() const { return int32_result ? kPlanes : 1; }
   friend bool operator==(const Epilogue&, const Epilogue&) = default;
@@ -90,10 +97,14 @@ std::string to_string(const Epilogue& e);
 // `channel_dim` counts channel tiles (1; 2 for a batched matmul's leading dim of products) and
 // whose last two dims are the tile (BATCH, BLOCK_OUT).
 struct EpilogueStages {
-  std::vector<te::Tensor> inputs;    // placeholders, one per Epilogue::inputs, in order
-  std::vector<te::Tensor> channels;  // the Channel operands' copies into the accumulator
-  std::vector<te::Tensor> tensors;   // the Tensor operands' copies into the accumulator
-  std::vector<te::Tensor> alu;       // one stage per step
+  std::vector<te::Tensor> inputs;  // placeholders, one per Epilogue::inputs, in order
+  // the Channel operands' copies into the accumulator; for a ChannelWeights operand, its
+  // GEMM stage (the operand at every entry of the accumulator's block)
+  std::vector<te::Tensor> channels;
+  std::vector<te::Tensor> units;    // ChannelWeights: the constant input tile's copy (INP)
+  std::vector<te::Tensor> weights;  // ChannelWeights: the weights' copy (WGT)
+  std::vector<te::Tensor> tensors;  // the Tensor operands' copies into the accumulator
+  std::vector<te::Tensor> alu;      // one stage per step
   te::Tensor planes;  // int32_result: the shifted copies, [.., P, ..] after the channel dim
   te::Tensor res;     // the int8 result (the stored stage)
   std::size_t channel_dim = 1;
@@ -114,14 +125,15 @@ struct EpilogueStages {
   std::vector<te::Tensor> kernel_args(std::initializer_list<te::Tensor> anchor_args) const;
 
   // The accumulator stages are computed at loop `attach` of res (the stage that stores) and
-  // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root;
+  // run on the ALU; Tensor copies load per block at `attach`, Channel copies once at the root,
+  // ChannelWeights' GEMM stages per block at `attach` (tensorized, their copies loaded there);
   // the planes per plane, at the (unrolled) plane axis, which must be inside `attach`.
   void schedule(te::Schedule& s, const vta::Env& env, const te::IterVar& attach) const;
   // Accumulator entries (tiles) the operands' copies need besides the anchor's block of
-  // `block_tiles`: a block per virtual thread for each Tensor operand and for the planes,
-  // `channel_tiles` once for each Channel operand. An upper bound: where vta::load_acc_init
-  // loads a GEMM anchor's init_tensor() operand into the anchor's block, that operand needs
-  // none.
+  // `block_tiles`: a block per virtual thread for each Tensor and ChannelWeights operand and
+  // for the planes, `channel_tiles` once for each Channel operand. An upper bound: where
+  // vta::load_acc_init loads a GEMM anchor's init_tensor() operand into the anchor's block, or
+  // vta::gemm_into_acc moves a ChannelWeights GEMM into it, that operand needs none.
   static std::int64_t acc_entries(const Epilogue& e, std::int64_t block_tiles,
                                   std::int64_t channel_tiles, int vthreads);
 };
@@ -144,8 +156,17 @@ void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_b
                    const te::Tensor& wgt_buf, const te::Tensor& acc, const te::IterVar& reduce_step,
                    const te::IterVar& gemm_at);
 
+// Input and weight entries the ChannelWeights operands' copies need per virtual thread, with
+// `channel_tiles` output channel tiles in a block.
+struct EpilogueSram {
+  std::int64_t inp = 0, wgt = 0;
+};
+EpilogueSram epilogue_sram(const Epilogue& e, std::int64_t channel_tiles);
+
 // Declares the stages; `name` prefixes their names. The packed shape of a Channel input is
-// [acc dim `channel_dim`, BATCH, BLOCK_OUT]; a Tensor input has acc's shape.
+// [acc dim `channel_dim`, BATCH, BLOCK_OUT]; of a ChannelWeights input, graph/layout.hpp's
+// ChannelWeights layout with rows BLOCK_OUT and columns BLOCK_IN; a Tensor input has acc's
+// shape.
 EpilogueStages make_epilogue(const vta::Env& env, const te::Tensor& acc, const Epilogue& e,
                              const std::string& name, std::size_t channel_dim = 1);
 

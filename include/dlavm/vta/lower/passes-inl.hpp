@@ -11,11 +11,13 @@
 #include <dlavm/tir/unroll.hpp>
 #include <dlavm/tir/vthread.hpp>
 #include <dlavm/vta/lower/fold_uop.hpp>
+#include <dlavm/vta/lower/gemm_into_acc.hpp>
 #include <dlavm/vta/lower/inject_alu.hpp>
 #include <dlavm/vta/lower/inject_dma.hpp>
 #include <dlavm/vta/lower/load_acc_init.hpp>
 #include <dlavm/vta/lower/nest.hpp>
 #include <dlavm/vta/lower/passes.hpp>
+#include <dlavm/vta/lower/reset_at_first_step.hpp>
 
 #include <algorithm>
 #include <string>
@@ -171,13 +173,20 @@ class CheckMapped : public tir::StmtVisitor<CheckMapped> {
 
 }  // namespace detail
 
-// Replaces virtual-thread loops, grouping each module's consecutive statements.
+// Replaces virtual-thread loops, grouping each module's consecutive statements; a store joins
+// the compute statements before it. Each thread's store then follows its own epilogue in the
+// stream, not the last thread's: the store module drains thread 0's block while the compute
+// module runs thread 1's epilogue, and thread 0's next block, which reuses that accumulator
+// block, need not wait for a store issued after every thread's epilogue. (Tokens follow data
+// hazards, vta/hw/dep_tracker.hpp, so thread 1's compute does not wait for thread 0's store.)
 DLAVM_INLINE tir::Stmt inject_vthread(const tir::Stmt& s) {
   detail::CheckVThreadWrites().visit(s);
   return tir::inject_virtual_threads(s, [](const tir::Stmt& leaf) {
     const auto* e = leaf.as<tir::EvaluateNode>();
     const auto* c = e ? e->value.as<te::CallNode>() : nullptr;
-    return c ? static_cast<int>(queue_of_call(*c)) : 0;
+    if (c == nullptr) return 0;
+    const Queue q = queue_of_call(*c);
+    return static_cast<int>(q == Queue::Store ? Queue::Compute : q);
   });
 }
 
@@ -202,6 +211,8 @@ DLAVM_INLINE std::vector<LoweringStep> lower_passes(schedule::Schedule& s,
   step("inject_alu", [&](const tir::Stmt& b) { return inject_alu(b, env); });
   step("fold_uops", [&](const tir::Stmt& b) { return fold_uops(b, env); });
   step("load_acc_init", [](const tir::Stmt& b) { return load_acc_init(b); });
+  step("gemm_into_acc", [](const tir::Stmt& b) { return gemm_into_acc(b); });
+  step("reset_at_first_step", [](const tir::Stmt& b) { return reset_at_first_step(b); });
   step("inject_vthread", [](const tir::Stmt& b) { return inject_vthread(b); });
   return steps;
 }

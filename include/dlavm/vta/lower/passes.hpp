@@ -8,6 +8,10 @@
 //   fold_uops         nests of GEMM / ALU calls -> micro-op kernels with two loop levels
 //   load_acc_init     a block loaded only to be added to an accumulator -> loaded into it in
 //                     place of its reset
+//   gemm_into_acc     a block of GEMMs only to be added to an accumulator (a bias through the
+//                     GEMM core) -> GEMMs into the accumulator
+//   reset_at_first_step  under virtual threads, an accumulator's reset -> inside the first
+//                     reduction step, before its GEMMs (a thread's store drains meanwhile)
 //   inject_vthread    virtual-thread loops -> interleaved threads with their own buffers
 // Every step is printable (vta::lower_passes returns each function in turn). Mistakes raise a
 // dlavm::Error naming the stage or buffer and the numbers: a copy VTA cannot express, an ALU
