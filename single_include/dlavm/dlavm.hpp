@@ -12288,6 +12288,10 @@ void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_b
                    const te::Tensor& wgt_buf, const te::Tensor& acc, const te::IterVar& reduce_step,
                    const te::IterVar& gemm_at);
 
+// Why a kernel under `env` cannot take the epilogue's operands, or nullopt: a ChannelWeights
+// operand's input row is read from one weight tile, so BATCH must not exceed BLOCK_OUT.
+std::optional<std::string> check_epilogue(const vta::Env& env, const Epilogue& e);
+
 // Input and weight entries the ChannelWeights operands' copies need per virtual thread, with
 // `channel_tiles` output channel tiles in a block.
 struct EpilogueSram {
@@ -12650,6 +12654,15 @@ DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::in
   for (const auto& in : e.inputs)
     entries += in.kind == EpilogueInput::Kind::Channel ? channel_tiles : block_tiles * vthreads;
   return entries;
+}
+
+DLAVM_INLINE std::optional<std::string> check_epilogue(const vta::Env& env, const Epilogue& e) {
+  if (e.gemm_passes() > 0 && env.batch > env.block_out)
+    return fmt::format(
+        "a bias through the GEMM core (a channel_weights operand) needs BATCH <= BLOCK_OUT; the "
+        "configuration has BATCH {} and BLOCK_OUT {}",
+        env.batch, env.block_out);
+  return std::nullopt;
 }
 
 DLAVM_INLINE EpilogueSram epilogue_sram(const Epilogue& e, std::int64_t channel_tiles) {
@@ -20520,10 +20533,17 @@ class GemmIntoAcc : public tir::StmtMutator<GemmIntoAcc> {
     if (!initialised) return false;
     const auto distance = mapped_distance(parts, *reset, gemms, *add);
     if (!distance) return false;
-    for (const std::size_t j : gemms) parts[j] = retarget(parts[j], acc, *distance);
+    int retargeted = 0;
+    for (const std::size_t j : gemms) {
+      retargeted += static_cast<int>(uop_calls(*kernel_of(parts[j], intrin::gemm)).size());
+      parts[j] = retarget(parts[j], acc, *distance);
+    }
     parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(a));
     parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(*reset));
     removed_.insert(g);
+    // the counts as the function now stands: a later fold into g's or acc's users reads them
+    uses_[acc.get()] += retargeted - static_cast<int>(calls.size());
+    uses_[g] = 0;
     return true;
   }
 
@@ -22221,6 +22241,10 @@ class ResetAtFirstStep : public tir::StmtMutator<ResetAtFirstStep> {
     std::vector<tir::Buffer> allocations;
     tir::Stmt body = f->body;
     while (const auto* a = body.as<tir::AllocateNode>()) {
+      // a buffer sized by the step cannot go around all of them
+      for (const auto& d : a->buffer.shape())
+        for (const auto& v : ne::free_vars(d))
+          if (v.id() == f->var.id()) return {};
       allocations.push_back(a->buffer);
       body = a->body;
     }
@@ -36389,6 +36413,7 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
                                                      const Epilogue& epilogue,
                                                      const Conv2dTiling& t) {
   if (auto why = check_groups(env, shape)) return why;
+  if (auto why = check_epilogue(env, epilogue)) return why;
   const Conv2dTiles n(env, shape);
   if (auto why = check_block("output channel tiles", n.oc, t.oc_block)) return why;
   if (n.rows_symbolic) {
@@ -36850,6 +36875,7 @@ DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
 DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const DenseShape& shape,
                                                      const Epilogue& epilogue,
                                                      const DenseTiling& t) {
+  if (auto why = check_epilogue(env, epilogue)) return why;
   const detail::DenseTiles n(env, shape);
   // a constant tile count is blocked by its divisors; a symbolic one by any block up to its
   // maximum (the last block partial)
@@ -39958,7 +39984,7 @@ namespace detail {
 // Whether the GEMM core's weights can add every value of `operand`.
 inline bool weighable(const Expr& operand, const vta::Env& env) {
   const auto* c = operand.as<ConstantNode>();
-  if (c == nullptr || env.batch > env.block_out) return false;
+  if (c == nullptr) return false;
   const std::int64_t bound = channel_weights_bound(env.block_in);
   const auto values = c->value->data();
   return std::all_of(values.begin(), values.end(),
@@ -39980,7 +40006,7 @@ DLAVM_INLINE Function channel_weights(const Function& placed, const Target& targ
       if (e.inputs[k].kind == EpilogueInput::Kind::Channel &&
           detail::weighable(g.operands[k], target.env))
         e.inputs[k].kind = EpilogueInput::Kind::ChannelWeights;
-    if (e == g.epilogue) continue;
+    if (e == g.epilogue || check_epilogue(target.env, e)) continue;
     const TypeCall typing = typing_of(g.anchor(), out->names);
     if (strategy->support(AnchorCall{g.anchor().name(), typing, g.anchor().type()}, target.env, e))
       continue;

@@ -255,6 +255,76 @@ TEST_CASE("gemm_into_acc: only a block read once, into an accumulation begun bef
   }
 }
 
+TEST_CASE("gemm_into_acc: a fold counts the uses as the function stands after the folds before") {
+  // g2 folds into g1 first; g1, added into acc and read again by another ADD, must then stay
+  // (counted before that fold, g1's uses would match and g1 would go while still read)
+  const auto i32 = DType::int32();
+  const auto acc = te::make_buffer("acc", i32, {64}, "local.acc_buffer");
+  const auto g1 = te::make_buffer("g1", i32, {64}, "local.acc_buffer");
+  const auto g2 = te::make_buffer("g2", i32, {64}, "local.acc_buffer");
+  const auto other = te::make_buffer("other", i32, {64}, "local.acc_buffer");
+  const auto inp = te::make_buffer("inp", DType::int8(), {16}, "local.inp_buffer");
+  const auto wgt = te::make_buffer("wgt", DType::int8(), {256}, "local.wgt_buffer");
+  using lowered_census::intrinsic;
+  using lowered_census::iv;
+  using lowered_census::kernel4;
+  const auto reset = [&](const te::Buffer& b) {
+    return kernel4("gemm_reset", intrinsic(vta::intrin::gemm_reset, {iv(0)}, {b}), 0);
+  };
+  const auto gemm = [&](const te::Buffer& b) {
+    return kernel4("gemm", intrinsic(vta::intrin::gemm, {iv(0), iv(0), iv(0)}, {b, inp, wgt}), 0);
+  };
+  const auto add = [&](const te::Buffer& dst, const te::Buffer& src) {
+    return kernel4("alu.add",
+                   intrinsic(vta::intrin::alu, {iv(2), iv(0), iv(0), iv(0), iv(0)}, {dst, src}), 1);
+  };
+  const std::vector<tir::Stmt> parts{reset(acc),   gemm(acc),     reset(g1),   reset(g2),
+                                     gemm(g2),     gemm(g2),      add(g1, g2), add(acc, g1),
+                                     reset(other), add(other, g1)};
+  const auto body = tir::make_allocate(
+      acc, tir::make_allocate(
+               g1, tir::make_allocate(g2, tir::make_allocate(other, tir::make_seq(parts)))));
+  const auto c = census(vta::gemm_into_acc(body));
+  CHECK(c.allocates("g1"));
+  CHECK_FALSE(c.allocates("g2"));
+  CHECK(c.gemm_into == std::vector<std::string>{"acc", "g1", "g1"});
+}
+
+TEST_CASE("channel_weights: a BATCH wider than BLOCK_OUT is refused before lowering") {
+  // the input row is read from one weight tile's rows: a tiling check says so, and the graph
+  // pass leaves such a bias on the ALU
+  vta::Config c;
+  c.log_batch = 3;
+  c.log_block_out = 2;
+  const vta::Env env(c);
+  const auto e = gemm_bias_epilogue(env.config);
+  CHECK(graph::check_epilogue(env, e) ==
+        std::optional<std::string>("a bias through the GEMM core (a channel_weights operand) "
+                                   "needs BATCH <= BLOCK_OUT; the configuration has BATCH 8 and "
+                                   "BLOCK_OUT 4"));
+  graph::Conv2dTiling t;
+  t.oc_block = 1;
+  t.h_block = 14;
+  t.w_block = 14;
+  CHECK(graph::check_tiling(env, conv3x3(), e, t) == graph::check_epilogue(env, e));
+  graph::Epilogue alu;
+  alu.add_channel();
+  CHECK_FALSE(graph::check_epilogue(env, alu));
+  graph::Target target;
+  target.env = env;
+  auto x = graph::input("x", {8, 16, 6, 6}, DType::int8());
+  auto w = graph::constant("w", te::NDArray::random(DType::int8(), {16, 16, 3, 3}, 3, -9, 9));
+  auto b = graph::constant("b", te::NDArray::random(DType::int32(), {16}, 4, -500, 500));
+  const auto fn = graph::function(
+      {x}, {graph::requantize(
+               graph::bias_add(graph::conv2d(x, w, {.padding = {1, 1, 1, 1}}), b, {.axis = 1}),
+               {.shift = 8})});
+  auto mod = graph::build(fn, target);
+  for (const auto& step : mod.steps())
+    if (step.kind == graph::ModuleStep::Kind::Vta) CHECK(step.epilogue.starts_with("+channel#0, "));
+  CHECK(random_graphs::check_module(mod, fn, {}, 5, nullptr, target) == 1);
+}
+
 TEST_CASE("reset_at_first_step: with two threads, each reset follows its first loads") {
   const vta::Env env;
   const auto shape = conv3x3();

@@ -18,7 +18,7 @@ namespace detail {
 // Whether the GEMM core's weights can add every value of `operand`.
 inline bool weighable(const Expr& operand, const vta::Env& env) {
   const auto* c = operand.as<ConstantNode>();
-  if (c == nullptr || env.batch > env.block_out) return false;
+  if (c == nullptr) return false;
   const std::int64_t bound = channel_weights_bound(env.block_in);
   const auto values = c->value->data();
   return std::all_of(values.begin(), values.end(),
@@ -40,7 +40,7 @@ DLAVM_INLINE Function channel_weights(const Function& placed, const Target& targ
       if (e.inputs[k].kind == EpilogueInput::Kind::Channel &&
           detail::weighable(g.operands[k], target.env))
         e.inputs[k].kind = EpilogueInput::Kind::ChannelWeights;
-    if (e == g.epilogue) continue;
+    if (e == g.epilogue || check_epilogue(target.env, e)) continue;
     const TypeCall typing = typing_of(g.anchor(), out->names);
     if (strategy->support(AnchorCall{g.anchor().name(), typing, g.anchor().type()}, target.env, e))
       continue;

@@ -230,6 +230,7 @@ DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const 
                                                      const Epilogue& epilogue,
                                                      const Conv2dTiling& t) {
   if (auto why = check_groups(env, shape)) return why;
+  if (auto why = check_epilogue(env, epilogue)) return why;
   const Conv2dTiles n(env, shape);
   if (auto why = check_block("output channel tiles", n.oc, t.oc_block)) return why;
   if (n.rows_symbolic) {

@@ -135,6 +135,7 @@ DLAVM_INLINE te::Schedule DenseKernel::schedule(const DenseTiling& t) const {
 DLAVM_INLINE std::optional<std::string> check_tiling(const vta::Env& env, const DenseShape& shape,
                                                      const Epilogue& epilogue,
                                                      const DenseTiling& t) {
+  if (auto why = check_epilogue(env, epilogue)) return why;
   const detail::DenseTiles n(env, shape);
   // a constant tile count is blocked by its divisors; a symbolic one by any block up to its
   // maximum (the last block partial)

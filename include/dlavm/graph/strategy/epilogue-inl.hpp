@@ -341,6 +341,15 @@ DLAVM_INLINE std::int64_t EpilogueStages::acc_entries(const Epilogue& e, std::in
   return entries;
 }
 
+DLAVM_INLINE std::optional<std::string> check_epilogue(const vta::Env& env, const Epilogue& e) {
+  if (e.gemm_passes() > 0 && env.batch > env.block_out)
+    return fmt::format(
+        "a bias through the GEMM core (a channel_weights operand) needs BATCH <= BLOCK_OUT; the "
+        "configuration has BATCH {} and BLOCK_OUT {}",
+        env.batch, env.block_out);
+  return std::nullopt;
+}
+
 DLAVM_INLINE EpilogueSram epilogue_sram(const Epilogue& e, std::int64_t channel_tiles) {
   const auto n = static_cast<std::int64_t>(e.gemm_passes());
   return {n, n * channel_tiles};

@@ -156,6 +156,10 @@ void schedule_gemm(te::Schedule& s, const vta::Env& env, const te::Tensor& inp_b
                    const te::Tensor& wgt_buf, const te::Tensor& acc, const te::IterVar& reduce_step,
                    const te::IterVar& gemm_at);
 
+// Why a kernel under `env` cannot take the epilogue's operands, or nullopt: a ChannelWeights
+// operand's input row is read from one weight tile, so BATCH must not exceed BLOCK_OUT.
+std::optional<std::string> check_epilogue(const vta::Env& env, const Epilogue& e);
+
 // Input and weight entries the ChannelWeights operands' copies need per virtual thread, with
 // `channel_tiles` output channel tiles in a block.
 struct EpilogueSram {

@@ -100,10 +100,17 @@ class GemmIntoAcc : public tir::StmtMutator<GemmIntoAcc> {
     if (!initialised) return false;
     const auto distance = mapped_distance(parts, *reset, gemms, *add);
     if (!distance) return false;
-    for (const std::size_t j : gemms) parts[j] = retarget(parts[j], acc, *distance);
+    int retargeted = 0;
+    for (const std::size_t j : gemms) {
+      retargeted += static_cast<int>(uop_calls(*kernel_of(parts[j], intrin::gemm)).size());
+      parts[j] = retarget(parts[j], acc, *distance);
+    }
     parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(a));
     parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(*reset));
     removed_.insert(g);
+    // the counts as the function now stands: a later fold into g's or acc's users reads them
+    uses_[acc.get()] += retargeted - static_cast<int>(calls.size());
+    uses_[g] = 0;
     return true;
   }
 

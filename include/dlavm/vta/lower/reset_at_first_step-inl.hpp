@@ -67,6 +67,10 @@ class ResetAtFirstStep : public tir::StmtMutator<ResetAtFirstStep> {
     std::vector<tir::Buffer> allocations;
     tir::Stmt body = f->body;
     while (const auto* a = body.as<tir::AllocateNode>()) {
+      // a buffer sized by the step cannot go around all of them
+      for (const auto& d : a->buffer.shape())
+        for (const auto& v : ne::free_vars(d))
+          if (v.id() == f->var.id()) return {};
       allocations.push_back(a->buffer);
       body = a->body;
     }
