@@ -376,6 +376,52 @@ TEST_CASE("reset_at_first_step: with two threads, each reset follows its first l
   }
 }
 
+TEST_CASE("inject_vthread: each thread's store follows its own epilogue") {
+  // thread 0's block is stored before thread 1's last ALU pass: the store drains while the
+  // compute module runs that epilogue (stored after every thread's epilogue, it would not)
+  const vta::Env env;
+  graph::Epilogue e;
+  e.imm(K::Shr, 6, env.config);
+  e.imm(K::Max, 0, env.config);
+  graph::Conv2dTiling t;
+  t.oc_block = 2;
+  t.h_block = 14;
+  t.w_block = 7;
+  t.vthreads = 2;
+  const graph::Conv2dKernel k(env, conv3x3(), e, "conv", t);
+  auto s = k.schedule();
+  const auto f = vta::lower(s, k.args(), env, "conv");
+  // in stream order: each store's source and each ALU kernel's destination
+  struct Walk : tir::StmtVisitor<Walk> {
+    std::vector<std::pair<std::string, std::string>> events;
+    bool in_alu = false;
+    void visit_attr(const tir::AttrNode& n, const tir::Stmt& st) {
+      const bool alu = n.key == vta::intrin::uop_kernel && n.node.starts_with("alu");
+      in_alu = alu;
+      tir::StmtVisitor<Walk>::visit_attr(n, st);
+      in_alu = false;
+    }
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      const auto* c = n.value.as<te::CallNode>();
+      if (c == nullptr) return;
+      if (c->name == vta::intrin::store) events.emplace_back("store", c->buffers[0].name());
+      if (c->name == vta::intrin::alu && in_alu) {
+        events.emplace_back("alu", c->buffers[0].name());
+        in_alu = false;  // one event per kernel
+      }
+    }
+  } w;
+  w.visit(f.body);
+  const auto at = [&](const std::pair<std::string, std::string>& ev, bool last) {
+    const auto it = last ? std::find(w.events.rbegin(), w.events.rend(), ev).base() - 1
+                         : std::find(w.events.begin(), w.events.end(), ev);
+    REQUIRE(it != w.events.end());
+    return it - w.events.begin();
+  };
+  CHECK(at({"store", "conv_acc.v0"}, false) < at({"alu", "conv_acc.v1"}, true));
+  CHECK(at({"alu", "conv_acc.v0"}, true) < at({"store", "conv_acc.v0"}, false));
+}
+
 TEST_CASE("channel_weights pass: which biases the GEMM core adds, and the results") {
   // conv2d, dense and matmul groups with constant biases in range; one past the bound, one a
   // parameter: those keep the ALU ADD. Every module computes what the reference does.
