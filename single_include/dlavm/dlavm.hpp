@@ -20260,6 +20260,7 @@ inline const te::CallNode* first_call(const tir::Stmt& s, std::string_view name)
 #include <optional>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -20441,6 +20442,15 @@ inline const te::CallNode* load_of(const tir::Stmt& s) {
   return c != nullptr && c->name == intrin::load && c->args.size() >= 10 ? c : nullptr;
 }
 
+// How many calls name each buffer in `body`: a pass that removes a buffer's last uses checks
+// that nothing else names it.
+inline std::unordered_map<const te::BufferNode*, int> buffer_uses(const tir::Stmt& body) {
+  std::unordered_map<const te::BufferNode*, int> uses;
+  for (const auto* c : calls_in(body))
+    for (const auto& b : c->buffers) ++uses[b.get()];
+  return uses;
+}
+
 }  // namespace dlavm::vta::detail
 // end dlavm/vta/lower/uop_kernels.hpp
 
@@ -20458,10 +20468,7 @@ namespace detail {
 
 class GemmIntoAcc : public tir::StmtMutator<GemmIntoAcc> {
  public:
-  explicit GemmIntoAcc(const tir::Stmt& body) {
-    for (const auto* c : calls_in(body))
-      for (const auto& b : c->buffers) ++uses_[b.get()];
-  }
+  explicit GemmIntoAcc(const tir::Stmt& body) : uses_(buffer_uses(body)) {}
 
   tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
     tir::Stmt out = tir::StmtMutator<GemmIntoAcc>::visit_allocate(n, s);
@@ -21926,10 +21933,7 @@ struct LoadFields {
 
 class LoadAccInit : public tir::StmtMutator<LoadAccInit> {
  public:
-  explicit LoadAccInit(const tir::Stmt& body) {
-    for (const auto* c : calls_in(body))
-      for (const auto& b : c->buffers) ++uses_[b.get()];
-  }
+  explicit LoadAccInit(const tir::Stmt& body) : uses_(buffer_uses(body)) {}
 
   tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
     tir::Stmt out = tir::StmtMutator<LoadAccInit>::visit_allocate(n, s);

@@ -119,6 +119,17 @@ inline tir::Stmt kernel4(const char* what, tir::Stmt uop, std::int64_t src_facto
                      uop, intrinsic(vta::intrin::uop_loop_end, {})}));
 }
 
+// The 3x3 convolution over 64 channels at 14 x 14 whose lowering the census tests read.
+inline dlavm::graph::Conv2dShape conv3x3() {
+  return {.batch = 1,
+          .in_channels = 64,
+          .height = 14,
+          .width = 14,
+          .out_channels = 64,
+          .kernel = {3, 3},
+          .padding = {1, 1, 1, 1}};
+}
+
 // A random convolution for VTA (its width unfolded where the strategy would), of sides up to
 // `max_side`, its dims drawn by `pick(lo, hi)`.
 template <class Pick>

@@ -52,16 +52,7 @@ te::NDArray run(const vta::Env& env, const std::vector<te::Tensor>& args, const 
       });
 }
 
-// The 3x3 convolution over 64 channels at 14 x 14 whose lowering the census tests read.
-graph::Conv2dShape conv3x3() {
-  return {.batch = 1,
-          .in_channels = 64,
-          .height = 14,
-          .width = 14,
-          .out_channels = 64,
-          .kernel = {3, 3},
-          .padding = {1, 1, 1, 1}};
-}
+using lowered_census::conv3x3;
 
 graph::Epilogue gemm_bias_epilogue(const vta::Config& config) {
   graph::Epilogue e;

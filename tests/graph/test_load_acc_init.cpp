@@ -32,24 +32,13 @@ std::pair<Census, Census> lowered(const graph::Conv2dKernel& k,
   const vta::Env env;
   auto s = k.schedule();
   const auto steps = vta::lower_passes(s, args, env, "conv");
-  const auto at = [&](const char* pass) {
-    for (const auto& step : steps)
-      if (step.pass == pass) return census(step.func.body);
-    FAIL("no pass ", pass);
-    return Census{};
-  };
-  return {at("fold_uops"), at("load_acc_init")};
+  return {census(lowered_census::after(steps, "fold_uops").body),
+          census(lowered_census::after(steps, "load_acc_init").body)};
 }
 
 std::pair<Census, Census> lowered(const graph::Epilogue& e, std::int64_t threads) {
   const vta::Env env;
-  const graph::Conv2dShape shape{.batch = 1,
-                                 .in_channels = 64,
-                                 .height = 14,
-                                 .width = 14,
-                                 .out_channels = 64,
-                                 .kernel = {3, 3},
-                                 .padding = {1, 1, 1, 1}};
+  const auto shape = lowered_census::conv3x3();
   graph::Conv2dTiling t;
   t.oc_block = 2;
   t.h_block = 14;

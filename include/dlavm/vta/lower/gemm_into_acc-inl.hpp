@@ -25,10 +25,7 @@ namespace detail {
 
 class GemmIntoAcc : public tir::StmtMutator<GemmIntoAcc> {
  public:
-  explicit GemmIntoAcc(const tir::Stmt& body) {
-    for (const auto* c : calls_in(body))
-      for (const auto& b : c->buffers) ++uses_[b.get()];
-  }
+  explicit GemmIntoAcc(const tir::Stmt& body) : uses_(buffer_uses(body)) {}
 
   tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
     tir::Stmt out = tir::StmtMutator<GemmIntoAcc>::visit_allocate(n, s);

@@ -47,10 +47,7 @@ struct LoadFields {
 
 class LoadAccInit : public tir::StmtMutator<LoadAccInit> {
  public:
-  explicit LoadAccInit(const tir::Stmt& body) {
-    for (const auto* c : calls_in(body))
-      for (const auto& b : c->buffers) ++uses_[b.get()];
-  }
+  explicit LoadAccInit(const tir::Stmt& body) : uses_(buffer_uses(body)) {}
 
   tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
     tir::Stmt out = tir::StmtMutator<LoadAccInit>::visit_allocate(n, s);

@@ -18,6 +18,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -197,6 +198,15 @@ inline const te::CallNode* load_of(const tir::Stmt& s) {
   }
   const auto* c = call_of(inner);
   return c != nullptr && c->name == intrin::load && c->args.size() >= 10 ? c : nullptr;
+}
+
+// How many calls name each buffer in `body`: a pass that removes a buffer's last uses checks
+// that nothing else names it.
+inline std::unordered_map<const te::BufferNode*, int> buffer_uses(const tir::Stmt& body) {
+  std::unordered_map<const te::BufferNode*, int> uses;
+  for (const auto* c : calls_in(body))
+    for (const auto& b : c->buffers) ++uses[b.get()];
+  return uses;
 }
 
 }  // namespace dlavm::vta::detail
