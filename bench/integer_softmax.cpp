@@ -1,7 +1,8 @@
 // The integer softmax on VTA's ALU (graph::integer_softmax_stages, issue 22's I-BERT option):
 // a block of K keys x 16 rows loaded into the accumulator (ACC_8BIT), normalized and stored.
 // Timed: the run on SimDevice. Counters: the instructions of the stream (and its ALU ones), the
-// ALU micro-ops and the cycles the simulator's timing model counts, per block.
+// ALU micro-ops and the cycles the simulator's timing model counts, per block. And the graph
+// strategy's kernel at the gallery's prefill (BM_IntegerSoftmaxKernel): its cycles by kind.
 //   cmake --build build --target integer_softmax && build/bench/integer_softmax
 #include <dlavm/dlavm.hpp>
 
@@ -54,5 +55,57 @@ void BM_IntegerSoftmaxBlock(benchmark::State& state) {
   state.counters["cycles"] = static_cast<double>(run.timing.total_cycles);
 }
 BENCHMARK(BM_IntegerSoftmaxBlock)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
+
+// The graph strategy's kernel (graph::IntegerSoftmaxKernel, chunks of 256 keys) at N keys, N
+// queries and 8 lanes (the gallery's 8 heads), causal (range 1) or not: where its cycles go.
+// Timed: instantiating the stream; the cycle model then runs it once. Counters: the stream's
+// cycles, ALU micro-ops, GEMM resets and accumulator-load bytes, and each of them per key and
+// lane tile the passes compute (`entries`: each query's chunks that hold a key it sees, times
+// the chunk: what passes 1 and 2 run over, and pass 3 over all but the skipped chunks).
+void BM_IntegerSoftmaxKernel(benchmark::State& state) {
+  const std::int64_t n = state.range(0), chunk = 256;
+  const bool causal = state.range(1) != 0;
+  const graph::Target target;
+  const auto& env = target.env;
+  const graph::IntegerSoftmaxKernel kernel(env,
+                                           {.products = n,
+                                            .keys = n,
+                                            .lanes = 8,
+                                            .queries = causal ? n : 0,
+                                            .fixed = host::integer_exp_for(0.125)},
+                                           chunk, "sm");
+  auto s = kernel.schedule();
+  const auto rewrite = kernel.skip_masked_work(s);
+  const vta::Program prog(env, rewrite(vta::lower(s, kernel.args(), env, "sm")));
+  const std::vector<std::uint64_t> phys{std::uint64_t{1} << 20, std::uint64_t{1} << 30};
+  vta::Stream stream;
+  for (auto _ : state) stream = prog.instantiate({}, phys);
+  const auto insns = vta::decode_all(env.config.layout(), stream.insns);
+  const auto report = vta::CycleModel(env.config).run(insns);
+  std::uint64_t resets = 0;
+  for (const auto& i : insns)
+    if (i.opcode == vta::Opcode::Gemm && i.reset_reg)
+      resets += std::uint64_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
+  std::int64_t entries = 0;
+  for (std::int64_t q = 0; q < n; ++q)
+    entries += (causal ? (q + chunk) / chunk : (n + chunk - 1) / chunk) * chunk;
+  const auto per_entry = [&](std::uint64_t v) {
+    return static_cast<double>(v) / static_cast<double>(entries);
+  };
+  state.counters["cycles"] = static_cast<double>(report.total_cycles);
+  state.counters["insns"] = static_cast<double>(insns.size());
+  state.counters["alu_uops"] = static_cast<double>(report.counters.alu_uops);
+  state.counters["entries"] = static_cast<double>(entries);
+  state.counters["cycles_per_entry"] = per_entry(report.total_cycles);
+  state.counters["alu_uops_per_entry"] = per_entry(report.counters.alu_uops);
+  state.counters["resets_per_entry"] = per_entry(resets);
+  state.counters["acc_bytes_per_entry"] = per_entry(report.counters.acc_load_bytes);
+}
+BENCHMARK(BM_IntegerSoftmaxKernel)
+    ->Args({256, 0})
+    ->Args({2048, 1})
+    ->ArgNames({"keys", "causal"})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
