@@ -57,27 +57,34 @@ void BM_IntegerSoftmaxBlock(benchmark::State& state) {
 BENCHMARK(BM_IntegerSoftmaxBlock)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
 
 // The graph strategy's kernel (graph::IntegerSoftmaxKernel, chunks of 256 keys) at N keys, N
-// queries and 8 lanes (the gallery's 8 heads), causal (range 1) or not: where its cycles go.
-// Timed: instantiating the stream; the cycle model then runs it once. Counters: the stream's
-// cycles, ALU micro-ops, GEMM resets and accumulator-load bytes, and each of them per key and
-// lane tile the passes compute (`entries`: each query's chunks that hold a key it sees, times
-// the chunk: what passes 1 and 2 run over, and pass 3 over all but the skipped chunks).
+// queries and 8 lanes (the gallery's 8 heads), causal (range 1) or not, in G lane groups
+// (range 2: two queries side by side fill the 16 lanes, as the strategy packs them): where its
+// cycles go. Timed: instantiating the stream; the cycle model then runs it once. Counters: the
+// stream's cycles, ALU micro-ops, GEMM resets and accumulator-load bytes, and each of them per
+// key and lane tile the passes compute (`entries`: each block's chunks that hold a key one of
+// its queries sees, times the chunk: what passes 1 and 2 run over, and pass 3 over all but the
+// skipped chunks).
 void BM_IntegerSoftmaxKernel(benchmark::State& state) {
-  const std::int64_t n = state.range(0), chunk = 256;
+  const std::int64_t n = state.range(0), chunk = 256, groups = state.range(2);
   const bool causal = state.range(1) != 0;
   const graph::Target target;
   const auto& env = target.env;
+  const std::int64_t products = (n + groups - 1) / groups;
   const graph::IntegerSoftmaxKernel kernel(env,
-                                           {.products = n,
+                                           {.products = products,
                                             .keys = n,
                                             .lanes = 8,
                                             .queries = causal ? n : 0,
-                                            .fixed = host::integer_exp_for(0.125)},
+                                            .fixed = host::integer_exp_for(0.125),
+                                            .groups = groups},
                                            chunk, "sm");
   auto s = kernel.schedule();
-  const auto rewrite = kernel.skip_masked_work(s);
-  const vta::Program prog(env, rewrite(vta::lower(s, kernel.args(), env, "sm")));
-  const std::vector<std::uint64_t> phys{std::uint64_t{1} << 20, std::uint64_t{1} << 30};
+  auto rewrite = kernel.skip_masked_work(s);
+  graph::VtaKernel declared{std::move(s),       kernel.args(),     "", 0, 0,
+                            std::move(rewrite), kernel.constants()};
+  const vta::Program prog(env, graph::lower_kernel(declared, env, "sm"));
+  std::vector<std::uint64_t> phys;
+  for (std::size_t k = 0; k < declared.args.size(); ++k) phys.push_back((k + 1) << 28);
   vta::Stream stream;
   for (auto _ : state) stream = prog.instantiate({}, phys);
   const auto insns = vta::decode_all(env.config.layout(), stream.insns);
@@ -87,8 +94,10 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
     if (i.opcode == vta::Opcode::Gemm && i.reset_reg)
       resets += std::uint64_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
   std::int64_t entries = 0;
-  for (std::int64_t q = 0; q < n; ++q)
-    entries += (causal ? (q + chunk) / chunk : (n + chunk - 1) / chunk) * chunk;
+  for (std::int64_t p = 0; p < products; ++p) {
+    const std::int64_t seen = causal ? std::min(n, (p + 1) * groups) : n;
+    entries += (seen + chunk - 1) / chunk * chunk;
+  }
   const auto per_entry = [&](std::uint64_t v) {
     return static_cast<double>(v) / static_cast<double>(entries);
   };
@@ -102,9 +111,10 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
   state.counters["acc_bytes_per_entry"] = per_entry(report.counters.acc_load_bytes);
 }
 BENCHMARK(BM_IntegerSoftmaxKernel)
-    ->Args({256, 0})
-    ->Args({2048, 1})
-    ->ArgNames({"keys", "causal"})
+    ->Args({256, 0, 1})
+    ->Args({2048, 1, 1})
+    ->Args({2048, 1, 2})
+    ->ArgNames({"keys", "causal", "groups"})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

@@ -3122,6 +3122,11 @@ DLAVM_INLINE std::vector<double> Attrs::get_floats(std::string_view key) const {
 //                                                                   activation: each product
 //                                                                   transposed into a
 //                                                                   DenseWeight)
+//   BatchedMatrix with lane groups (`groups` G > 1; rank 3 or more, G x C <= T, no planes):
+//     [B..., Q, M, C] -> [prod(B) x ceil(Q/G), M/R, 1, R, T]: G products of the dim before
+//     the rows side by side in a tile's lanes, product q's columns from (q % G) x C in packed
+//     product q / G (the queries of an integer softmax, which VTA's ALU normalizes lane by
+//     lane: 8 heads fill 16 lanes with two queries)
 //   UnfoldedActivation, UnfoldedConvWeight: a convolution's input and weights with its kernel
 //   width folded into the channels (im2col along the width), for a convolution whose few
 //   input channels would fill a fraction of each BLOCK_IN tile (an RGB image):
@@ -3588,7 +3593,7 @@ struct Layout {
   std::int64_t cols = 1;  // tile columns (T)
   Unfold unfold{};
   std::int64_t planes = 1;  // byte planes of an int32 value (1: the int8 value itself)
-  std::int64_t groups = 1;  // GroupedConvWeight's convolution groups
+  std::int64_t groups = 1;  // GroupedConvWeight's convolution groups; BatchedMatrix's lane groups
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
@@ -10170,7 +10175,9 @@ DLAVM_INLINE std::string to_string(const Layout& l) {
     case Layout::Kind::Channel:
       return fmt::format("channel[{}x{}]", l.rows, l.cols);
     case Layout::Kind::BatchedMatrix:
-      return fmt::format("batched_matrix[{}x{}]", l.rows, l.cols);
+      return l.groups == 1
+                 ? fmt::format("batched_matrix[{}x{}]", l.rows, l.cols)
+                 : fmt::format("batched_matrix[{}x{}, {} groups]", l.rows, l.cols, l.groups);
     case Layout::Kind::MatmulWeight:
       return fmt::format("matmul_weight[{}x{}]", l.rows, l.cols);
     case Layout::Kind::UnfoldedActivation:
@@ -10231,10 +10238,28 @@ inline void require_layout_rank(const Layout& l, std::size_t rank) {
         return 0;
     }
   }();
+  if (l.groups != 1 && l.kind != Layout::Kind::GroupedConvWeight &&
+      (l.kind != Layout::Kind::BatchedMatrix || l.groups < 1 || l.planes != 1))
+    raise<ValueError>(
+        "layout {}: groups other than 1 are a grouped convolution's weights' or a batched "
+        "matrix's (without byte planes)",
+        to_string(l));
+  if (l.groups > 1 && rank < 3)
+    raise<ShapeError>(
+        "layout {}: a value of rank {} has no dim before its rows whose products the lanes "
+        "could group (it needs rank 3 or more)",
+        to_string(l), rank);
   const bool matrix = l.kind == Layout::Kind::Matrix || batched(l);
   if (matrix ? rank < 2 : rank != want)
     raise<ShapeError>("layout {}: a value of rank {} cannot take it (it needs rank {}{})",
                       to_string(l), rank, matrix ? 2 : want, matrix ? " or more" : "");
+}
+
+// A lane-grouped BatchedMatrix's G products of C columns must share one column tile.
+inline void require_lane_groups(const Layout& l, std::int64_t columns) {
+  if (l.groups * columns > l.cols)
+    raise<ValueError>("layout {}: {} groups of {} columns do not fit a tile's {} columns",
+                      to_string(l), l.groups, columns, l.cols);
 }
 
 template <class Dim, class Mul>
@@ -10347,6 +10372,21 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
   }
   if (detail::batched(l)) {
     detail::require_layout_rank(l, shape.size());
+    if (l.groups > 1) {
+      // the products of the dim before the rows, G at a time in the lanes
+      const std::size_t r = shape.size();
+      const auto c = shape[r - 1].as_int();
+      if (!c)
+        raise<ShapeError>("layout {}: the columns must be a constant, got {}", to_string(l),
+                          shape[r - 1]);
+      detail::require_lane_groups(l, *c);
+      std::vector<ne::Expr> regrouped(shape.begin(), shape.end() - 3);
+      regrouped.insert(regrouped.end(), {ne::simplify(ne::ceildiv(shape[r - 3], l.groups)),
+                                         shape[r - 2], ne::Expr(l.groups * *c)});
+      Layout plain_groups = l;
+      plain_groups.groups = 1;
+      return packed_shape(plain_groups, regrouped);
+    }
     ne::Expr products = 1;
     for (std::size_t k = 0; k + 2 < shape.size(); ++k) products = products * shape[k];
     const bool weight = l.kind == Layout::Kind::MatmulWeight;
@@ -10453,6 +10493,34 @@ inline std::array<std::int64_t, 3> as_products(std::span<const std::int64_t> s) 
   return {products, s[s.size() - 2], s[s.size() - 1]};
 }
 
+// A BatchedMatrix value with lane groups G > 1, [B..., M, N, C], seen as the matrices it packs
+// as: [prod(B) * ceil(M / G), N, G * C] (ShapeError, ValueError as require_lane_groups).
+inline std::array<std::int64_t, 3> lane_grouped(const Layout& l, std::span<const std::int64_t> s) {
+  require_layout_rank(l, s.size());
+  const std::size_t r = s.size();
+  require_lane_groups(l, s[r - 1]);
+  const auto outer = std::accumulate(s.begin(), s.end() - 3, std::int64_t{1}, std::multiplies<>{});
+  return {outer * ne::ceil_div(s[r - 3], l.groups), s[r - 2], l.groups * s[r - 1]};
+}
+
+// Calls f(from, to) for every element of a lane-grouped value [B..., M, N, C]: its offset in the
+// logical array and in the regrouped [prod(B) * ceil(M / G), N, G * C].
+template <class F>
+void for_each_lane_grouped(const Layout& l, std::span<const std::int64_t> s, F&& f) {
+  const std::size_t r = s.size();
+  const std::int64_t g = l.groups, m = s[r - 3], n = s[r - 2], c = s[r - 1];
+  const std::int64_t outer =
+      std::accumulate(s.begin(), s.end() - 3, std::int64_t{1}, std::multiplies<>{});
+  const std::int64_t tiles = ne::ceil_div(m, g);
+  std::int64_t from = 0;
+  for (std::int64_t b = 0; b < outer; ++b)
+    for (std::int64_t q = 0; q < m; ++q)
+      for (std::int64_t k = 0; k < n; ++k) {
+        const std::int64_t to = (((b * tiles + q / g) * n + k) * g + q % g) * c;
+        for (std::int64_t j = 0; j < c; ++j) f(from++, to + j);
+      }
+}
+
 // packed_shape at constant dims, without building expressions (every unpack checks its array
 // against it), for the layouts unpack reads.
 inline std::vector<std::int64_t> packed_dims(const Layout& l, std::span<const std::int64_t> shape) {
@@ -10461,6 +10529,10 @@ inline std::vector<std::int64_t> packed_dims(const Layout& l, std::span<const st
   if (l.kind == Layout::Kind::ChannelWeights)
     return {ne::ceil_div(shape[0], l.rows) + 1, l.rows, l.cols};
   std::vector<std::int64_t> packed;
+  if (l.groups > 1) {
+    const auto g = lane_grouped(l, shape);
+    return {g[0], ne::ceil_div(g[1], l.rows), ne::ceil_div(g[2], l.cols), l.rows, l.cols};
+  }
   if (batched(l)) {
     const auto [products, m, c] = as_products(shape);
     const bool weight = l.kind == Layout::Kind::MatmulWeight;
@@ -10569,6 +10641,18 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
     detail::require_layout_rank(l, logical.ndim());
     return pack(detail::expand_groups(logical, l), {Layout::Kind::ConvWeight, l.rows, l.cols});
   }
+  if (l.groups > 1 && l.kind == Layout::Kind::BatchedMatrix) {
+    const auto g = detail::lane_grouped(l, logical.shape());
+    te::NDArray regrouped(logical.dtype(), {g[0], g[1], g[2]});
+    const auto src = logical.data();
+    auto dst = regrouped.data();
+    detail::for_each_lane_grouped(l, logical.shape(), [&](std::int64_t from, std::int64_t to) {
+      dst[static_cast<std::size_t>(to)] = src[static_cast<std::size_t>(from)];
+    });
+    Layout plain_groups = l;
+    plain_groups.groups = 1;
+    return detail::pack_products(regrouped, plain_groups);
+  }
   if (detail::batched(l)) return detail::pack_products(logical, l);
   if (l.kind == Layout::Kind::ChannelWeights) return detail::pack_channel_weights(logical, l);
   const auto& s = logical.shape();
@@ -10650,6 +10734,20 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
     Layout value = l;
     value.planes = 1;
     return unpack(detail::join_planes(packed, detail::batched(l) ? 3 : 2), value, shape);
+  }
+  if (l.groups > 1) {
+    const auto g = detail::lane_grouped(l, shape);
+    Layout plain_groups = l;
+    plain_groups.groups = 1;
+    const std::vector<std::int64_t> regrouped_shape{g[0], g[1], g[2]};
+    const auto regrouped = unpack(packed, plain_groups, regrouped_shape);
+    te::NDArray out(packed.dtype(), logical_shape);
+    const auto src = regrouped.data();
+    auto dst = out.data();
+    detail::for_each_lane_grouped(l, shape, [&](std::int64_t from, std::int64_t to) {
+      dst[static_cast<std::size_t>(from)] = src[static_cast<std::size_t>(to)];
+    });
+    return out;
   }
   if (l.kind == Layout::Kind::BatchedMatrix) {
     const auto [products, m, c] = detail::as_products(shape);
@@ -26308,6 +26406,11 @@ class FirmwarePlanner {
     return {dim(graph::element_count(std::span(s).first(s.size() - 2))), dim(s[s.size() - 2]),
             dim(s.back())};
   }
+  // A lane-grouped BatchedMatrix's dims: [outer, queries, rows, columns, groups].
+  static std::vector<FirmwareArg> grouped5(const std::vector<ne::Expr>& s, std::int64_t groups) {
+    return {dim(graph::element_count(std::span(s).first(s.size() - 3))), dim(s[s.size() - 3]),
+            dim(s[s.size() - 2]), dim(s.back()), integer(groups)};
+  }
   static FirmwareCall tiles_call(std::string function, std::vector<FirmwareArg> dims,
                                  const graph::Layout& l) {
     FirmwareCall c{std::move(function), {FirmwareArg::input(0), FirmwareArg::output()}};
@@ -26330,6 +26433,8 @@ class FirmwarePlanner {
                           l);
       }
       case LayoutKind::BatchedMatrix:
+        if (l.groups > 1)
+          return tiles_call("dlavm::runtime::pack_batched_grouped", grouped5(xs, l.groups), l);
         return tiles_call("dlavm::runtime::pack_batched", batched3(xs), l);
       case LayoutKind::MatmulWeight:
         return tiles_call("dlavm::runtime::pack_matmul_weight", batched3(xs), l);
@@ -26355,6 +26460,9 @@ class FirmwarePlanner {
     if (!tiled && l.kind != LayoutKind::BatchedMatrix)
       refuse(s, fmt::format("unpacking layout {} has no firmware kernel", graph::to_string(l)));
     const bool batched = l.kind == LayoutKind::BatchedMatrix;
+    if (l.groups > 1)
+      return tiles_call("dlavm::runtime::unpack_batched_grouped",
+                        grouped5(m_.values()[s.output].logical, l.groups), l);
     auto dims = batched ? batched3(m_.values()[s.output].logical) : tiled4(l, x.logical);
     if (l.planes == 1)
       return tiles_call(batched ? "dlavm::runtime::unpack_batched" : "dlavm::runtime::unpack_tiled",
@@ -28404,6 +28512,50 @@ void unpack_batched(const T* src, T* dst, std::int64_t products, std::int64_t m,
   const std::int64_t packed = (m + rows - 1) / rows * rows * ((c + cols - 1) / cols) * cols;
   for (std::int64_t p = 0; p < products; ++p)
     unpack_tiled(src + p * packed, dst + p * m * c, m, c, 1, 1, rows, cols);
+}
+
+// A BatchedMatrix with lane groups (graph/layout.hpp): [outer, queries, m, c] with `groups` of
+// the queries in a tile's lanes, packed as pack_batched's [outer * ceil(queries / groups), m,
+// groups * c] (groups * c <= cols: one column tile), query q in product q / groups, its columns
+// from (q % groups) * c; the lanes of queries past the last are zero.
+namespace detail {
+// Calls f(logical, packed) with the offsets of each row of c elements, in logical order.
+template <class F>
+void for_each_grouped_row(std::int64_t outer, std::int64_t queries, std::int64_t m, std::int64_t c,
+                          std::int64_t groups, std::int64_t rows, std::int64_t cols, F&& f) {
+  const std::int64_t tiles = (queries + groups - 1) / groups;
+  const std::int64_t product = (m + rows - 1) / rows * rows * cols;
+  std::int64_t at = 0;
+  for (std::int64_t b = 0; b < outer; ++b)
+    for (std::int64_t q = 0; q < queries; ++q)
+      for (std::int64_t k = 0; k < m; ++k, at += c)
+        f(at, (b * tiles + q / groups) * product + k * cols + (q % groups) * c);
+}
+}  // namespace detail
+
+template <class T>
+void pack_batched_grouped(const T* src, T* dst, std::int64_t outer, std::int64_t queries,
+                          std::int64_t m, std::int64_t c, std::int64_t groups, std::int64_t rows,
+                          std::int64_t cols) {
+  const std::int64_t size =
+      outer * ((queries + groups - 1) / groups) * ((m + rows - 1) / rows) * rows * cols;
+  for (std::int64_t i = 0; i < size; ++i) dst[i] = T(0);
+  detail::for_each_grouped_row(outer, queries, m, c, groups, rows, cols,
+                               [&](std::int64_t logical, std::int64_t packed) {
+                                 for (std::int64_t j = 0; j < c; ++j)
+                                   dst[packed + j] = src[logical + j];
+                               });
+}
+
+template <class T>
+void unpack_batched_grouped(const T* src, T* dst, std::int64_t outer, std::int64_t queries,
+                            std::int64_t m, std::int64_t c, std::int64_t groups, std::int64_t rows,
+                            std::int64_t cols) {
+  detail::for_each_grouped_row(outer, queries, m, c, groups, rows, cols,
+                               [&](std::int64_t logical, std::int64_t packed) {
+                                 for (std::int64_t j = 0; j < c; ++j)
+                                   dst[logical + j] = src[packed + j];
+                               });
 }
 
 // An int32 value VTA stored as `planes` byte planes (graph/layout.hpp): tiles
@@ -37322,12 +37474,26 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // them: the others add nothing to the max or the sum (a prefill of 2,048 tokens skips 7 of 16
 // chunk iterations of 256 keys); pass 3, rewritten by skip_masked_work, stores each other
 // chunk from a fill of the epilogue of 0. Each pass fills only the last chunk its query sees.
+//
+// Lane groups (`groups` G > 1, G x C <= BLOCK_OUT): the scores in graph/layout.hpp's
+// BatchedMatrix with G lane groups, G products of the last batch dim side by side in a tile's
+// lanes (8 heads: two queries a tile, every lane busy), `products` the packed products
+// (prod(B[:-1]) x ceil(M / G)). A causal softmax's queries then see keys that differ by lane
+// group: packed product p holds queries q0 .. q0 + G - 1, q0 = (p mod ceil(M / G)) x G, and
+// query q0 + g sees N - M + q0 + g + 1 keys. The keys none of them sees load as -32768; the
+// G - 1 keys only some see get -32768 added in the lanes of the groups that do not see them.
+// VTA's ALU has no lane index, and a micro-op's entries are fixed (a decode step's stream is
+// rewritten in place only where no micro-op reads a dim), so those rows come from DRAM (the
+// kernel's constant, int32 [G - 1, BATCH, BLOCK_OUT]): each pass copies the rows of the keys
+// its chunk holds into a chunk buffer of zeros (a padded copy, like the scores') and adds it,
+// in the chunks that hold such a key only (skip_masked_work).
 struct IntegerSoftmaxShape {
-  ne::Expr products = 1;   // prod(B): may be symbolic
+  ne::Expr products = 1;   // prod(B), or the packed products with lane groups: may be symbolic
   ne::Expr keys = 1;       // N: may be symbolic
   std::int64_t lanes = 1;  // C
   ne::Expr queries = 0;    // a causal softmax's M (the last batch dim); 0: not causal
   runtime::IntegerExp fixed{};
+  std::int64_t groups = 1;  // G: products side by side in the lanes
 };
 
 class IntegerSoftmaxKernel {
@@ -37337,8 +37503,16 @@ class IntegerSoftmaxKernel {
   // ValueError for an operand step or an int32 result.
   IntegerSoftmaxKernel(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk,
                        const std::string& name, const Epilogue& epilogue = {});
-  // The scores and the probabilities, both int8 in the packed layout.
-  std::vector<te::Tensor> args() const { return {data_, res_}; }
+  // The scores, the lane masks of a causal softmax with lane groups (constants() holds them),
+  // and the probabilities, int8 in the packed layout.
+  std::vector<te::Tensor> args() const {
+    if (masks_.defined()) return {data_, masks_, res_};
+    return {data_, res_};
+  }
+  // The data of the kernel's constant parameters (VtaKernel::constants): row i of the lane
+  // masks is -32768 in the lanes of groups 0 to i (those that do not see the key i after the
+  // first group's last), 0 elsewhere.
+  std::vector<te::NDArray> constants() const;
   te::Schedule schedule() const;
   // For the function lowered from schedule() `s`, the work on keys no query sees skipped,
   // which te stages cannot say:
@@ -37347,8 +37521,11 @@ class IntegerSoftmaxKernel {
   //     whole;
   //   - pass 3 of a causal softmax, over a chunk its query sees none of, fills the stored buffer
   //     with the epilogue of 0 (each exponential there is 0) and stores it, in place of the
-  //     exponentials; not where that constant is no ALU immediate.
-  // A chunk loop not as the lowering writes it is left as it is.
+  //     exponentials; not where that constant is no ALU immediate;
+  //   - with lane groups, each pass copies and adds the mask rows only in the chunks that
+  //     hold a key only some of a block's queries see (the others' rows are zero).
+  // A chunk loop not as the lowering writes it is left as it is (ValueError where the lane
+  // masks then have nowhere to go).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
 
  private:
@@ -37359,10 +37536,11 @@ class IntegerSoftmaxKernel {
   IntegerSoftmaxShape shape_;
   Epilogue epilogue_;
   std::int64_t chunk_;
-  te::Tensor data_, res_;
+  te::Tensor data_, masks_, res_;
   // the stages of pass 1 and 2 computed per chunk (the load first), each pass's chunk rows,
   // the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk
   std::vector<te::Tensor> max_chunk_, sum_chunk_, rows_, out_chunk_;
+  std::vector<te::Tensor> mask_loads_;  // with lane groups: each pass's copy of the mask rows
   te::Tensor max_rows_, sum_rows_;
 };
 
@@ -37405,6 +37583,10 @@ ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // end dlavm/ne/ops.hpp
 // begin dlavm/ne/simplify.hpp
 // end dlavm/ne/simplify.hpp
+// begin dlavm/runtime/isa.hpp
+// end dlavm/runtime/isa.hpp
+// begin dlavm/te/buffer.hpp
+// end dlavm/te/buffer.hpp
 // begin dlavm/te/ops.hpp
 // end dlavm/te/ops.hpp
 // begin dlavm/te/tensor.hpp
@@ -37681,14 +37863,34 @@ inline bool softmax_causal(const IntegerSoftmaxShape& shape) {
   return shape.queries.defined() && !ne::can_prove(shape.queries <= 1);
 }
 
+// The query of (packed) product `p`'s first lane group: p modulo the products of a batch (p
+// itself where the products are the queries), times the groups.
+inline ne::Expr softmax_first_query(const IntegerSoftmaxShape& shape, const ne::Var& p) {
+  const ne::Expr rows =
+      shape.groups > 1 ? ne::simplify(ne::ceildiv(shape.queries, shape.groups)) : shape.queries;
+  const ne::Expr q =
+      ne::can_prove(ne::simplify(shape.products - rows) == 0) ? ne::Expr(p) : ne::floormod(p, rows);
+  return ne::simplify(q * shape.groups);
+}
+
 // The keys the query of product `p` sees: all N, or N - M + q + 1 (q = p: the products are
-// the queries).
+// the queries); with lane groups, the most any of its groups' queries sees (at most N).
 inline ne::Expr softmax_visible(const IntegerSoftmaxShape& shape, const ne::Var& p) {
   if (!softmax_causal(shape)) return shape.keys;
-  const ne::Expr q = ne::can_prove(ne::simplify(shape.products - shape.queries) == 0)
-                         ? ne::Expr(p)
-                         : ne::floormod(p, shape.queries);
-  return ne::simplify(shape.keys - shape.queries + q + 1);
+  const ne::Expr last =
+      ne::simplify(shape.keys - shape.queries + softmax_first_query(shape, p) + shape.groups);
+  return shape.groups > 1 ? ne::simplify(ne::min(last, shape.keys)) : last;
+}
+
+// The keys the query of product `p`'s first lane group sees (causal): the keys from there to
+// softmax_visible are seen by some of its groups only.
+inline ne::Expr softmax_first_visible(const IntegerSoftmaxShape& shape, const ne::Var& p) {
+  return ne::simplify(shape.keys - shape.queries + softmax_first_query(shape, p) + 1);
+}
+
+// Whether the kernel adds lane masks (a causal softmax with lane groups).
+inline bool softmax_lane_masks(const IntegerSoftmaxShape& shape) {
+  return shape.groups > 1 && softmax_causal(shape);
 }
 
 // The chunks of `chunk` keys that hold a key the query of product `p` sees.
@@ -37699,7 +37901,7 @@ inline ne::Expr softmax_seen(const IntegerSoftmaxShape& shape, const ne::Var& p,
 
 // The tiles of BLOCK_OUT lanes the last dim fills.
 inline std::int64_t lane_tiles(const vta::Env& env, const IntegerSoftmaxShape& shape) {
-  return ne::ceil_div(shape.lanes, env.block_out);
+  return ne::ceil_div(shape.lanes * shape.groups, env.block_out);
 }
 
 }  // namespace detail
@@ -37730,6 +37932,11 @@ inline void check_softmax_kernel(const vta::Env& env, const IntegerSoftmaxShape&
         "integer_softmax '{}': the exponent's fixed point has multiplier {} and {} fraction bits; "
         "host::integer_exp_for gives a multiplier in [32, 127] and 7 to 15 bits",
         name, shape.fixed.multiplier, shape.fixed.frac_bits);
+  if (shape.groups < 1 || (shape.groups > 1 && shape.groups * shape.lanes > env.block_out))
+    raise<ValueError>(
+        "integer_softmax '{}': {} lane groups of {} lanes; the groups must be at least 1 and "
+        "fill at most one tile of {} lanes",
+        name, shape.groups, shape.lanes, env.block_out);
   if (auto why = check_chunk(env, shape, chunk))
     raise<ScheduleError>("integer_softmax '{}': {}", name, *why);
   if (shape.queries.defined() && !ne::can_prove(ne::simplify(shape.keys - shape.queries) >= 0))
@@ -37755,6 +37962,9 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   const ne::Expr lanes = env.block_out;
   data_ = te::placeholder({products, keys, tiles, env.batch, env.block_out}, env.inp_dtype,
                           name + "_s");
+  if (detail::softmax_lane_masks(shape))
+    masks_ = te::placeholder({shape.groups - 1, env.batch, env.block_out}, env.acc_dtype,
+                             name + "_masks");
   const auto visible = [&](const ne::Var& p) { return detail::softmax_visible(shape, p); };
   // the scores of key `key` of block (p, t) as int32, a masked key -32768 (the padded copy)
   const auto score = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& t,
@@ -37769,13 +37979,37 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
         [&](std::span<const ne::Var> i) { return score(i[0], i[2] * chunk + i[3], i[1], i[4]); },
         fmt::format("{}.{}", name, what));
   };
+  // with lane groups, the mask row of key `key` of block p: the row of the masks for a key
+  // only some of its groups see, 0 for the others (a padded copy of the masks)
+  const auto mask = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& l) {
+    const ne::Expr first = detail::softmax_first_visible(shape, p);
+    return te::select(key >= first && key < visible(p), masks_.read({key - first, 0, l}),
+                      te::make_const(0, env.acc_dtype));
+  };
+  // a pass's scores with the masks added, where there are lane masks: the chunk loaded, the
+  // masks' rows loaded beside it (recorded in mask_loads_, a copy), and their sum
+  const auto masked = [&](SoftmaxStageWriter& w, std::vector<te::Tensor>& stages,
+                          const te::Tensor& loaded, const std::string& what,
+                          const std::function<te::Expr(std::span<const ne::Var>)>& rows) {
+    stages.push_back(loaded);
+    if (!masks_.defined()) return w.wrap(loaded);
+    std::vector<ne::Expr> shape(loaded.shape().begin(), loaded.shape().end());
+    const auto m = te::compute_dynamic(shape, rows, fmt::format("{}.{}", name, what));
+    stages.push_back(m);
+    mask_loads_.push_back(m);
+    const auto lw = w.wrap(loaded), mw = w.wrap(m);
+    return w.block("masked",
+                   [&](const ne::Var& k, const ne::Var& l) { return lw(k, l) + mw(k, l); });
+  };
 
   // pass 1: the max of each chunk, then of the block
   SoftmaxStageWriter max_pass(name + ".max", max_chunk_);
   max_pass.blocks({products, tiles, chunks}, chunk, lanes);
-  const auto s1 = load("max.s");
-  max_chunk_.push_back(s1);
-  const auto chunk_max = max_pass.reduce("chunk", max_pass.wrap(s1), true);
+  const auto chunk_rows = [&](std::span<const ne::Var> i) {
+    return mask(i[0], i[2] * chunk + i[3], i[4]);
+  };
+  const auto s1 = masked(max_pass, max_chunk_, load("max.s"), "max.mask", chunk_rows);
+  const auto chunk_max = max_pass.reduce("chunk", s1, true);
   max_rows_ = chunk_max.tensor;
   max_chunk_.pop_back();
   SoftmaxStageWriter rows(name, rows_);
@@ -37791,10 +38025,8 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   // pass 2: the sum of each chunk's exponentials, then of the block's
   SoftmaxStageWriter sum_pass(name + ".sum", sum_chunk_);
   sum_pass.blocks({products, tiles, chunks}, chunk, lanes);
-  const auto s2 = load("sum.s");
-  sum_chunk_.push_back(s2);
-  const auto e2 =
-      detail::exponential_stages(sum_pass, sum_pass.wrap(s2), sum_pass.wrap(m.tensor), shape.fixed);
+  const auto s2 = masked(sum_pass, sum_chunk_, load("sum.s"), "sum.mask", chunk_rows);
+  const auto e2 = detail::exponential_stages(sum_pass, s2, sum_pass.wrap(m.tensor), shape.fixed);
   sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
   sum_chunk_.pop_back();
   const auto total = rows.reduce_blocks("sum", sum_rows_, seen, false);
@@ -37805,12 +38037,13 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   // the stored result reads them by key
   SoftmaxStageWriter out_pass(name + ".y", out_chunk_);
   out_pass.blocks({products, tiles}, keys, lanes);
-  const auto s3 = te::compute_dynamic(
-      {products, tiles, keys, lanes},
-      [&](std::span<const ne::Var> i) { return score(i[0], i[2], i[1], i[3]); }, name + ".y.s");
-  out_chunk_.push_back(s3);
-  const auto e3 =
-      detail::exponential_stages(out_pass, out_pass.wrap(s3), out_pass.wrap(m.tensor), shape.fixed);
+  const auto s3 = masked(
+      out_pass, out_chunk_,
+      te::compute_dynamic(
+          {products, tiles, keys, lanes},
+          [&](std::span<const ne::Var> i) { return score(i[0], i[2], i[1], i[3]); }, name + ".y.s"),
+      "y.mask", [&](std::span<const ne::Var> i) { return mask(i[0], i[2], i[3]); });
+  const auto e3 = detail::exponential_stages(out_pass, s3, out_pass.wrap(m.tensor), shape.fixed);
   auto y = detail::probability_stages(
       out_pass, e3,
       {out_pass.wrap(reciprocal.first.tensor), out_pass.wrap(reciprocal.second.tensor)});
@@ -37835,6 +38068,11 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
   auto [c, k] = s[res_].split(axes[1], chunk_);
   s[res_].reorder({axes[0], axes[2], c, k, axes[3], axes[4]});
   const te::IterVar block = axes[2];
+  // a pass's load and its masks' rows are copies, the other stages ALU work
+  const auto copied = [&](const te::Tensor& t, const std::vector<te::Tensor>& stages) {
+    return t == stages.front() ||
+           std::ranges::any_of(mask_loads_, [&](const te::Tensor& m) { return m == t; });
+  };
   // every stage in the accumulator at `at` of `consumer`, a copy (the first of a pass's chunk
   // stages, its load) or on the ALU from loop `axis` inward
   const auto place = [&](const te::Tensor& t, const te::Tensor& consumer, const te::IterVar& at,
@@ -37846,10 +38084,10 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
   // passes 1 and 2: the chunk stages at their chunk row's chunk axis
   for (const auto& [rows, stages] : {std::pair{max_rows_, &max_chunk_}, {sum_rows_, &sum_chunk_}}) {
     place(rows, res_, block, false, 3);
-    for (const auto& t : *stages) place(t, rows, s[rows].axis(2), t == stages->front());
+    for (const auto& t : *stages) place(t, rows, s[rows].axis(2), copied(t, *stages));
   }
   for (const auto& t : rows_) place(t, res_, block, false);
-  for (const auto& t : out_chunk_) place(t, res_, c, t == out_chunk_.front());
+  for (const auto& t : out_chunk_) place(t, res_, c, copied(t, out_chunk_));
   s[res_].pragma(k, env_.dma_copy);
   return s;
 }
@@ -37940,7 +38178,44 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     std::vector<ne::Var> chunks;
     ne::Expr seen;
     std::optional<std::int64_t> constant;  // pass 3's masked chunks' value, if causal
+    // lane groups: the first key only some of a block's groups see, and the last + 1
+    bool lane_masks = false;
+    ne::Expr first_unseen, visible;
+    std::int64_t chunk = 1;
     int rewritten = 0;
+    // A chunk body's parts after its load (`parts` from 3 on) that copy the mask rows and add
+    // them (their buffers' names end in ".mask"), only where the chunk (`c`) holds a key only
+    // some groups see: elsewhere the rows are zero. Returns the parts.
+    std::vector<tir::Stmt> guard_masks(const std::vector<tir::Stmt>& parts, const ne::Expr& c) {
+      if (!lane_masks) return parts;
+      const auto masking = [](const tir::Stmt& st) {
+        return std::ranges::any_of(vta::detail::calls_in(st), [](const te::CallNode* call) {
+          return std::ranges::any_of(
+              call->buffers, [](const te::Buffer& b) { return b.name().ends_with(".mask"); });
+        });
+      };
+      std::size_t end = 3;
+      while (end < parts.size() && masking(parts[end])) ++end;
+      if (end == 3) return parts;
+      const ne::Expr start = ne::simplify(c * chunk);
+      const ne::Expr holds =
+          ne::simplify(ne::max(first_unseen, start) < ne::min(visible, start + chunk));
+      std::vector<tir::Stmt> out(parts.begin(), parts.begin() + 3);
+      out.push_back(tir::make_if(
+          holds, tir::make_seq(std::vector<tir::Stmt>(
+                     parts.begin() + 3, parts.begin() + static_cast<std::ptrdiff_t>(end)))));
+      out.insert(out.end(), parts.begin() + static_cast<std::ptrdiff_t>(end), parts.end());
+      ++guarded;
+      return out;
+    }
+    int guarded = 0;
+    // A pass whose keys fit one chunk has no chunk loop (the lowering drops a loop of one
+    // iteration): its body, chunk 0, gets the lane masks alone.
+    tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
+      const auto body = lane_masks ? detail::ChunkBody::of(s) : std::nullopt;
+      if (!body) return tir::StmtMutator<ChunkLoops>::visit_allocate(n, s);
+      return body->allocations_around(tir::make_seq(guard_masks(body->parts, ne::Expr(0))));
+    }
     tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
       std::size_t pass = chunks.size();
       for (std::size_t k = 0; k < chunks.size(); ++k)
@@ -37951,9 +38226,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const ne::Expr c = n.var;
       // the fill only where the chunk may hold a key the query does not see: the last it sees
       // (those before it are loaded whole)
-      std::vector<tir::Stmt> parts{
-          tir::make_if(c + 1 >= seen, tir::make_seq({body->parts[0], body->parts[1]}))};
-      parts.insert(parts.end(), body->parts.begin() + 2, body->parts.end());
+      std::vector<tir::Stmt> parts = guard_masks(body->parts, c);
+      parts[0] = tir::make_if(c + 1 >= seen, tir::make_seq({body->parts[0], body->parts[1]}));
+      parts.erase(parts.begin() + 1);
       tir::Stmt inner = tir::make_seq(parts);
       if (pass == 2 && constant && body->store != nullptr) {
         // a chunk the query sees none of: its stored buffer filled with the constant, stored
@@ -37983,9 +38258,25 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   loops.seen = seen;
   if (detail::softmax_causal(shape_))
     loops.constant = detail::epilogue_of_zero(epilogue_, env_.config);
+  loops.lane_masks = detail::softmax_lane_masks(shape_);
+  if (loops.lane_masks) {
+    loops.first_unseen = detail::softmax_first_visible(shape_, product);
+    loops.visible = detail::softmax_visible(shape_, product);
+    loops.chunk = chunk_;
+  }
   tir::PrimFunc out = f;
   out.body = loops.visit(f.body);
-  return loops.rewritten > 0 ? out : f;
+  return loops.rewritten > 0 || loops.guarded > 0 ? out : f;
+}
+
+DLAVM_INLINE std::vector<te::NDArray> IntegerSoftmaxKernel::constants() const {
+  if (!masks_.defined()) return {};
+  te::NDArray m(env_.acc_dtype, {shape_.groups - 1, env_.batch, env_.block_out});
+  auto d = m.data();
+  for (std::int64_t i = 0; i + 1 < shape_.groups; ++i)
+    for (std::int64_t l = 0; l < (i + 1) * shape_.lanes; ++l)
+      d[static_cast<std::size_t>(i * env_.batch * env_.block_out + l)] = -32768;
+  return {m};
 }
 
 DLAVM_INLINE std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue) {
@@ -38021,11 +38312,13 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape&
   // A block's rows, live through its three passes: each chunk's max and sum (a row per chunk),
   // and the 28 one-entry rows the storage pass keeps of the max, the sum and the division.
   // Inside, the largest pass is the third: the load and five more chunk buffers (the others
-  // computed in place, tir::reuse_inplace) and three rows.
+  // computed in place, tir::reuse_inplace) and three rows. Lane masks: the mask rows' chunk
+  // buffer beside the load.
   constexpr std::int64_t kBlockRows = 28, kChunkBuffers = 6, kChunkRows = 3;
   SramFootprint f;
   f.acc =
       2 * detail::softmax_chunks(shape, chunk) + kBlockRows + kChunkBuffers * chunk + kChunkRows;
+  if (detail::softmax_lane_masks(shape)) f.acc += chunk;
   return f;
 }
 
@@ -38473,7 +38766,7 @@ DLAVM_INLINE Pool2dTiling default_pool2d_tiling(const vta::Env& env, const Pool2
 namespace dlavm::graph {
 
 // A declared and scheduled VTA kernel. `args` are the program's parameters: the anchor's
-// arguments in order, then the epilogue's operands, then the result.
+// arguments in order, then the epilogue's operands, then the kernel's constants, then the result.
 struct VtaKernel {
   te::Schedule schedule;
   std::vector<te::Tensor> args;
@@ -38483,6 +38776,11 @@ struct VtaKernel {
   // A rewrite of the lowered function, applied before the program is made (what te stages
   // cannot say: the integer softmax's store of a constant chunk), or none.
   std::function<tir::PrimFunc(const tir::PrimFunc&)> rewrite{};
+  // The data of the parameters after the epilogue's operands, which no graph value holds (an
+  // integer softmax's lane masks: VTA's ALU has no lane index, so what differs by lane comes
+  // from DRAM), each in its DRAM form: the parameter's shape and dtype. graph::build places
+  // them with the module's constants; the tuner's verify hands them to the kernel.
+  std::vector<te::NDArray> constants{};
 };
 
 // The kernel lowered for VTA (vta::lower), then its rewrite applied: what graph::build and the
@@ -38959,18 +39257,30 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
   return s;
 }
 
+// The lane groups of an integer softmax's scores [B..., N, C]: as many products of the last
+// batch dim as fill a tile's lanes side by side (C <= BLOCK_OUT / 2: two queries of 8 heads),
+// where there is a batch dim; 1 otherwise.
+inline std::int64_t integer_softmax_groups(const std::vector<ne::Expr>& x, const vta::Env& env) {
+  const auto c = x.back().as_int();
+  if (x.size() < 3 || !c || *c < 1 || 2 * *c > env.block_out) return 1;
+  return env.block_out / *c;
+}
+
 // The integer softmax of a workload whose keys are dim -2: the lanes the last dim, the dims
-// before the keys its products (the last of them a causal softmax's queries).
-inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w) {
+// before the keys its products (the last of them a causal softmax's queries), in lane groups.
+inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w, const vta::Env& env) {
   const auto& x = w.args[0].shape;
   const auto p = integer_softmax_params(w.attrs);
+  const std::int64_t groups = integer_softmax_groups(x, env);
   ne::Expr products = 1;
-  for (std::size_t k = 0; k + 2 < x.size(); ++k) products = products * x[k];
+  for (std::size_t k = 0; k + 2 < x.size(); ++k)
+    products = products * (k + 3 == x.size() ? ne::ceildiv(x[k], groups) : x[k]);
   return {.products = ne::simplify(products),
           .keys = ne::simplify(x[x.size() - 2]),
           .lanes = constant_of(x.back()),
           .queries = p.causal ? ne::simplify(x[x.size() - 3]) : ne::Expr(0),
-          .fixed = host::integer_exp_for(p.scale)};
+          .fixed = host::integer_exp_for(p.scale),
+          .groups = groups};
 }
 
 inline AnchorStrategy integer_softmax_strategy() {
@@ -39010,7 +39320,7 @@ inline AnchorStrategy integer_softmax_strategy() {
     if (auto why = constant_dim(a, 0, rank - 1, "lane count (the last dim)")) return why;
     for (std::size_t k = 0; k + 1 < rank; ++k)
       require_bounded(a, 0, x.shape[k], fmt::format("as dim {}", k));
-    const auto shape = integer_softmax_shape(workload_of(a, e));
+    const auto shape = integer_softmax_shape(workload_of(a, e), env);
     const auto space = knob_space(env, shape);
     if (least_cost_point(space)) return std::nullopt;
     // the reason of the chunk that comes nearest to fitting
@@ -39019,24 +39329,29 @@ inline AnchorStrategy integer_softmax_strategy() {
       if (footprint(env, shape, c).acc < footprint(env, shape, nearest).acc) nearest = c;
     return fmt::format("no chunk of keys fits: {}", *check_chunk(env, shape, nearest));
   };
-  s.arg_layout = [](const Workload&, const vta::Env& env, std::size_t) {
-    return Layout{Layout::Kind::BatchedMatrix, env.batch, env.block_out};
+  // the scores and the probabilities with the products of the queries' dim in lane groups
+  const auto layout = [](const Workload& w, const vta::Env& env) {
+    Layout l{Layout::Kind::BatchedMatrix, env.batch, env.block_out};
+    l.groups = integer_softmax_groups(w.args[0].shape, env);
+    return l;
   };
-  s.result_layout = [](const Workload&, const vta::Env& env) {
-    return Layout{Layout::Kind::BatchedMatrix, env.batch, env.block_out};
+  s.arg_layout = [layout](const Workload& w, const vta::Env& env, std::size_t) {
+    return layout(w, env);
   };
+  s.result_layout = layout;
   s.space = [](const Workload& w, const vta::Env& env) {
-    return knob_space(env, integer_softmax_shape(w));
+    return knob_space(env, integer_softmax_shape(w, env));
   };
   s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
                  const std::string& name) {
-    const auto shape = integer_softmax_shape(w);
+    const auto shape = integer_softmax_shape(w, env);
     const std::int64_t chunk = knobs.at("keys");
     const IntegerSoftmaxKernel kernel(env, shape, chunk, name, w.epilogue);
     auto schedule = kernel.schedule();
     auto rewrite = kernel.skip_masked_work(schedule);
     return VtaKernel{std::move(schedule),         kernel.args(), fmt::format("keys {}", chunk),
-                     softmax_traffic(env, shape), ne::Expr(0),   std::move(rewrite)};
+                     softmax_traffic(env, shape), ne::Expr(0),   std::move(rewrite),
+                     kernel.constants()};
   };
   return s;
 }
@@ -41998,6 +42313,22 @@ class ModuleBuilder {
     return values_.size() - 1;
   }
 
+  // A kernel's constant (VtaKernel::constants) for parameter `param` of the kernel computing
+  // `e`: a module constant in its DRAM form, named after both ("%18:sm_masks"), holding no
+  // graph node.
+  std::size_t kernel_constant(const Expr& e, const te::Tensor& param, const te::NDArray& data) {
+    ModuleValue v;
+    v.kind = ModuleValue::Kind::Constant;
+    v.name = fmt::format("{}:{}", names_.name(e), param.name());
+    v.logical = param.shape();
+    v.shape = param.shape();
+    v.dtype = data.dtype();
+    v.constant = std::make_shared<const te::NDArray>(data);
+    v.dram = std::make_shared<const std::vector<std::uint8_t>>(vta::dram_bytes(data));
+    values_.push_back(std::move(v));
+    return values_.size() - 1;
+  }
+
   // The module values of a graph node: its logical form and its packed ones. The entry holds
   // the node, so that no key outlives its node and a later node at the same address cannot find
   // another node's values.
@@ -42170,6 +42501,10 @@ class ModuleBuilder {
       const Expr& in = i < call.args.size() ? call.args[i] : g.operands[i - call.args.size()];
       s.inputs.push_back(packed(in, layouts.inputs[i]));
     }
+    const std::size_t first = s.inputs.size();
+    for (std::size_t k = 0; k < kernel->declared.constants.size(); ++k)
+      s.inputs.push_back(kernel_constant(g.output(), kernel->declared.args.at(first + k),
+                                         kernel->declared.constants[k]));
     s.output = add_value(g.output(), ModuleValue::Kind::Temp, layouts.output, nullptr);
     values_[s.output].dtype = target_.env.out_dtype;
     forms(g.output()).packed.emplace_back(layouts.output, s.output);
@@ -43547,6 +43882,19 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
       break;
     }
     case Layout::Kind::BatchedMatrix:
+      if (l.groups > 1) {
+        // [B..., Q, M, C] -> [prod(B) * ceil(Q/G), M/R, 1, R, T]: query q in product q / G,
+        // its columns from (q % G) * C, all in the first column tile
+        detail::require_lane_groups(l, shape[rank - 1]);
+        const std::int64_t row_tile = tile, product = ne::ceil_div(shape[rank - 2], r) * row_tile;
+        out[rank - 2] = detail::tiled_offsets(shape[rank - 2], r, row_tile, t);
+        out[rank - 1] = detail::tiled_offsets(shape[rank - 1], t, tile, 1);
+        out[rank - 3] = detail::tiled_offsets(shape[rank - 3], l.groups, product, shape[rank - 1]);
+        detail::row_major_offsets(shape, 0, rank - 3,
+                                  ne::ceil_div(shape[rank - 3], l.groups) * product, out);
+        break;
+      }
+      [[fallthrough]];
     case Layout::Kind::MatmulWeight: {
       // [B..., M, C] -> [prod(B), M/R, C/T, R, T]; [B..., K, N] -> [prod(B), N/R, K/T, R, T]
       const bool weight = l.kind == Layout::Kind::MatmulWeight;
@@ -48120,8 +48468,14 @@ DLAVM_INLINE std::optional<std::string> verify(const Task& task, const graph::Kn
   const auto& bindings = c.bindings;
   std::vector<te::NDArray> arrays;
   std::vector<te::TensorBinding> inputs;
+  // the kernel's constants are the parameters just before the result
+  const std::size_t constants = kernel.args.size() - 1 - kernel.constants.size();
   for (std::size_t a = 0; a < kernel.args.size(); ++a) {
     const auto& t = kernel.args[a];
+    if (a >= constants && a + 1 < kernel.args.size()) {
+      arrays.push_back(kernel.constants[a - constants]);
+      continue;
+    }
     std::vector<std::int64_t> shape;
     for (const auto& d : t.shape()) shape.push_back(ne::eval(d, bindings));
     // int32 operands (biases, residuals) small enough that no sum wraps

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace graph = dlavm::graph;
@@ -15,6 +16,7 @@ namespace host = dlavm::host;
 namespace runtime = dlavm::runtime;
 namespace ne = dlavm::ne;
 namespace te = dlavm::te;
+namespace tune = dlavm::tune;
 namespace vta = dlavm::vta;
 using dlavm::DType;
 
@@ -185,6 +187,70 @@ TEST_CASE("integer softmax kernel: chunked passes equal the host reference, dims
           CHECK(r == want);
         }
       }
+}
+
+TEST_CASE("integer softmax kernel: lane groups, bit-exact with the host reference, random shapes") {
+  // G queries of C lanes side by side (graph::Layout's lane groups), over random lanes, groups,
+  // batches, query and key counts (symbolic) and chunks small enough that the keys only some of
+  // a block's queries see fall in two chunks; causal or not. Each shape packed, run on the
+  // simulator with the kernel's constants, unpacked and compared with host::integer_softmax.
+  const vta::Env env;
+  const auto fixed = host::integer_exp_for(0.25);
+  std::mt19937_64 rng(31);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  std::uint64_t seed = 300;
+  int runs = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const std::int64_t lanes = pick(1, 8), groups = pick(2, 16 / lanes), batches = pick(1, 2);
+    const std::int64_t chunk = std::int64_t{1} << pick(1, 4);
+    const bool causal = trial % 4 != 3;
+    CAPTURE(trial);
+    CAPTURE(lanes);
+    CAPTURE(groups);
+    CAPTURE(batches);
+    CAPTURE(chunk);
+    CAPTURE(causal);
+    const auto m = ne::var("m", 1, 11);
+    const auto last = ne::var("last", 0, 40);
+    const graph::IntegerSoftmaxShape shape{
+        .products = ne::simplify(batches * ne::ceildiv(m, groups)),
+        .keys = ne::Expr(last) + m,
+        .lanes = lanes,
+        .queries = causal ? ne::Expr(m) : 0,
+        .fixed = fixed,
+        .groups = groups};
+    const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
+    auto s = kernel.schedule();
+    auto rewrite = kernel.skip_masked_work(s);
+    graph::VtaKernel declared{std::move(s), kernel.args(), "", 0, 0, rewrite, kernel.constants()};
+    CHECK(declared.constants.size() == (causal ? 1u : 0u));
+    const vta::Program prog(env, graph::lower_kernel(declared, env, "sm"));
+    vta::SimDevice dev(env.config);
+    graph::Layout layout{graph::Layout::Kind::BatchedMatrix, 1, 16};
+    layout.groups = groups;
+    for (int k = 0; k < 3; ++k) {
+      const std::int64_t q = pick(1, 11), l = pick(0, 40), n = q + l;
+      CAPTURE(q);
+      CAPTURE(l);
+      const auto logical = te::NDArray::random(DType::int8(), {batches, q, n, lanes}, seed++);
+      auto a = graph::pack(logical, layout);
+      te::NDArray r(DType::int8(), a.shape());
+      std::vector<te::NDArray*> arrays{&a};
+      auto constants = kernel.constants();
+      for (auto& c : constants) arrays.push_back(&c);
+      arrays.push_back(&r);
+      const ne::Binding bindings[] = {{"m", q}, {"last", l}};
+      CHECK(prog.run(dev, arrays, bindings).result.finished);
+      const auto want = host::integer_softmax(
+          logical,
+          {.axis = -2, .scale = 0.25, .causal = causal, .queries = host::CausalQueries::Before});
+      CHECK(graph::unpack(r, layout, logical.shape()) == want);
+      ++runs;
+    }
+  }
+  CHECK(runs == 72);
 }
 
 TEST_CASE("integer softmax kernel: causal blocks of several query rows each") {
@@ -383,6 +449,26 @@ TEST_CASE("integer softmax on VTA through the graph: placed, bit-exact with the 
     CHECK(out.at(1) == clipped);
     CHECK(out.at(2) == host::integer_softmax(z, causal));
   }
+  // the steps' layouts: two queries of 8 heads a tile, the 20 lanes in two tiles alone
+  std::vector<std::string> layouts;
+  for (const auto& st : mod.steps())
+    if (st.kind == graph::ModuleStep::Kind::Vta)
+      layouts.push_back(graph::to_string(mod.values()[st.output].layout));
+  CHECK(layouts == std::vector<std::string>{"batched_matrix[1x16, 2 groups]",
+                                            "batched_matrix[1x16]",
+                                            "batched_matrix[1x16, 2 groups]"});
+  // the tuner's check of a candidate (te::evaluate of the kernel's stages, the lane masks
+  // among them, against the simulator) holds for every chunk of the causal ones
+  const auto tasks = tune::tasks(graph::function({s, w}, {graph::integer_softmax(s, causal),
+                                                          graph::integer_softmax(w, causal)}),
+                                 target);
+  REQUIRE(tasks.size() == 2);
+  for (const auto& task : tasks)
+    for (const auto& point : tune::candidates(task.space)) {
+      const auto knobs = task.space.knobs_of(point);
+      CAPTURE(graph::to_string(knobs));
+      CHECK(tune::verify(task, knobs, target.env, dev, 5) == std::nullopt);
+    }
 }
 
 TEST_CASE("integer softmax placement: what stays on the host says why") {

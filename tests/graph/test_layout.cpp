@@ -2,6 +2,8 @@
 // arithmetic, round trips over random shapes, symbolic packed shapes, and the errors.
 #include <dlavm/graph/layout.hpp>
 #include <dlavm/graph/printer.hpp>
+#include <dlavm/ne/eval.hpp>
+#include <dlavm/runtime/kernels.hpp>
 #include <dlavm/vta/layout.hpp>
 
 #include <doctest/doctest.h>
@@ -102,6 +104,74 @@ TEST_CASE("layout: batched matrices and matmul weights, element by element, rand
     CHECK(weight_sum == sum);
     CHECK(graph::unpack(p, bm, shape) == a);
   }
+}
+
+TEST_CASE(
+    "layout: lane groups put G products of the queries' dim side by side, element by element") {
+  // [B, Q, M, C] -> [B * ceil(Q / G), M / R, 1, R, T]: query q's columns from (q % G) * C of
+  // packed product q / G; checked element by element against that arithmetic, against the
+  // firmware's kernels (runtime::pack_batched_grouped and its unpack), and round trip
+  std::mt19937_64 rng(12);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::int64_t rows = pick(1, 3), cols = pick(2, 16), c = pick(1, cols / 2);
+    graph::Layout l{Kind::BatchedMatrix, rows, cols};
+    l.groups = pick(2, cols / c);
+    const std::vector<std::int64_t> shape{pick(1, 3), pick(1, 9), pick(1, 20), c};
+    CAPTURE(trial);
+    CAPTURE(graph::to_string(l));
+    CAPTURE(shape);
+    const auto a = te::NDArray::random(DType::int8(), shape, static_cast<std::uint64_t>(trial));
+    const std::int64_t g = l.groups, q = shape[1], m = shape[2], tiles = (q + g - 1) / g;
+    const auto p = graph::pack(a, l);
+    REQUIRE(p.shape() ==
+            std::vector<std::int64_t>{shape[0] * tiles, (m + rows - 1) / rows, 1, rows, cols});
+    std::int64_t sum = 0, packed_sum = 0;
+    for (std::int64_t b = 0; b < shape[0]; ++b)
+      for (std::int64_t i = 0; i < q; ++i)
+        for (std::int64_t k = 0; k < m; ++k)
+          for (std::int64_t j = 0; j < c; ++j) {
+            const auto v = a.at({b, i, k, j});
+            sum += v;
+            CHECK(p.at({b * tiles + i / g, k / rows, 0, k % rows, (i % g) * c + j}) == v);
+          }
+    for (auto v : p.data()) packed_sum += v;
+    CHECK(packed_sum == sum);  // the lanes of no query, and the padding, are zero
+    CHECK(graph::unpack(p, l, shape) == a);
+    std::vector<std::int8_t> src, packed(p.size(), 99), back(a.size(), 0);
+    for (auto v : a.data()) src.push_back(static_cast<std::int8_t>(v));
+    dlavm::runtime::pack_batched_grouped(src.data(), packed.data(), shape[0], q, m, c, g, rows,
+                                         cols);
+    bool same = true;
+    for (std::size_t i = 0; i < packed.size(); ++i) same = same && packed[i] == p.data()[i];
+    CHECK(same);
+    dlavm::runtime::unpack_batched_grouped(packed.data(), back.data(), shape[0], q, m, c, g, rows,
+                                           cols);
+    CHECK(back == src);
+  }
+  // symbolic queries: ceil(Q / G) products
+  graph::Layout l{Kind::BatchedMatrix, 1, 16};
+  l.groups = 2;
+  const auto q = ne::var("q", 1, 2048), n = ne::var("n", 1, 4096);
+  const auto packed = graph::packed_shape(l, {1, q, n, 8});
+  CHECK(graph::to_string(l) == "batched_matrix[1x16, 2 groups]");
+  CHECK(ne::eval(packed[0], {{"q", 5}, {"n", 7}}) == 3);
+  CHECK(ne::eval(packed[1], {{"q", 5}, {"n", 7}}) == 7);
+  // what the layout refuses: groups wider than a tile, a value with no dim before its rows,
+  // groups of another layout, byte planes
+  CHECK_THROWS_WITH_AS(graph::pack(te::NDArray(DType::int8(), {1, 3, 4, 9}), l),
+                       doctest::Contains("2 groups of 9 columns do not fit a tile's 16 columns"),
+                       dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(graph::pack(te::NDArray(DType::int8(), {3, 4}), l),
+                       doctest::Contains("no dim before its rows"), dlavm::ShapeError);
+  graph::Layout matrix{Kind::Matrix, 1, 16};
+  matrix.groups = 2;
+  CHECK_THROWS_AS(graph::pack(te::NDArray(DType::int8(), {1, 3, 4, 8}), matrix), dlavm::ValueError);
+  graph::Layout planes = l;
+  planes.planes = 4;
+  CHECK_THROWS_AS(graph::packed_shape(planes, {1, q, n, 8}), dlavm::ValueError);
 }
 
 TEST_CASE("layout: unfolding a convolution's kernel width into the channels") {

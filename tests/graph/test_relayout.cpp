@@ -27,17 +27,24 @@ std::vector<std::uint8_t> bytes_of(const te::NDArray& a) {
   return out;
 }
 
-// A layout that takes a value of `rank` dims, at random.
-graph::Layout random_layout(std::size_t rank, std::mt19937_64& rng) {
+// A layout that takes a value of `shape`, at random (a batched matrix's lane groups where its
+// last dim leaves room for two).
+graph::Layout random_layout(const std::vector<std::int64_t>& shape, std::mt19937_64& rng) {
   const auto pick = [&](std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
   };
+  const std::size_t rank = shape.size();
   std::vector<Kind> kinds{Kind::Plain};
   if (rank >= 2) kinds.insert(kinds.end(), {Kind::Matrix, Kind::BatchedMatrix, Kind::MatmulWeight});
   if (rank == 2) kinds.push_back(Kind::DenseWeight);
   if (rank == 4) kinds.insert(kinds.end(), {Kind::Activation, Kind::ConvWeight});
   const auto kind = kinds[static_cast<std::size_t>(pick(0, std::ssize(kinds) - 1))];
-  return {kind, pick(1, 4), pick(1, 5)};
+  graph::Layout l{kind, pick(1, 4), pick(1, 5)};
+  if (kind == Kind::BatchedMatrix && rank >= 3 && pick(0, 1) == 1) {
+    l.cols = pick(2, 12);
+    if (2 * shape.back() <= l.cols) l.groups = pick(2, l.cols / shape.back());
+  }
+  return l;
 }
 
 }  // namespace
@@ -51,7 +58,7 @@ TEST_CASE("relayout: one copy of packed bytes equals packing the moved array") {
   for (int trial = 0; trial < trials; ++trial) {
     std::vector<std::int64_t> shape(static_cast<std::size_t>(pick(2, 4)));
     for (auto& d : shape) d = pick(1, 9);
-    const auto from_layout = random_layout(shape.size(), rng);
+    const auto from_layout = random_layout(shape, rng);
     auto logical = te::NDArray::random(DType::int8(), shape, 500 + trial);
     const auto src = bytes_of(graph::pack(logical, from_layout));
     auto map = graph::packed_offsets(from_layout, shape);
@@ -93,7 +100,7 @@ TEST_CASE("relayout: one copy of packed bytes equals packing the moved array") {
         if (!separable) CHECK(map->offsets() == before);  // refused: left as it was
       }
     }
-    const auto to_layout = random_layout(logical.ndim(), rng);
+    const auto to_layout = random_layout(logical.shape(), rng);
     CAPTURE(logical.shape());
     CAPTURE(graph::to_string(to_layout));
     const auto want = bytes_of(graph::pack(logical, to_layout));

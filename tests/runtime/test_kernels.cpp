@@ -77,6 +77,26 @@ i64 pick(std::mt19937_64& rng, i64 lo, i64 hi) {
 
 // ---- layouts ------------------------------------------------------------------------------
 
+TEST_CASE(
+    "round_half_even: ties to the even neighbour, as the default rounding mode, at every scale") {
+  // halves of both parities and signs up to 2^52, random doubles, and values next to halves;
+  // std::nearbyint rounds the same way in the default mode (ties to even)
+  std::mt19937_64 rng(17);
+  std::uniform_int_distribution<std::int64_t> integer(-(std::int64_t{1} << 52),
+                                                      std::int64_t{1} << 52);
+  std::uniform_real_distribution<double> real(-1e6, 1e6);
+  for (int i = 0; i < 20000; ++i) {
+    const double half = static_cast<double>(integer(rng) % (std::int64_t{1} << (i % 53))) + 0.5;
+    for (const double x : {half, -half, std::nextafter(half, 0.0), std::nextafter(half, 1e300),
+                           real(rng), static_cast<double>(integer(rng))})
+      CHECK(dlavm::runtime::round_half_even(x) == std::nearbyint(x));
+  }
+  CHECK(dlavm::runtime::round_half_even(2.5) == 2.0);
+  CHECK(dlavm::runtime::round_half_even(3.5) == 4.0);
+  CHECK(dlavm::runtime::round_half_even(-2.5) == -2.0);
+  CHECK(dlavm::runtime::round_half_even(-0.5) == 0.0);
+}
+
 TEST_CASE("runtime kernels: pack_tiled / unpack_tiled against element-wise tiling") {
   std::mt19937_64 rng(11);
   for (int n = 0; n < 60; ++n) {

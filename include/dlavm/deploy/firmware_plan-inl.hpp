@@ -373,6 +373,11 @@ class FirmwarePlanner {
     return {dim(graph::element_count(std::span(s).first(s.size() - 2))), dim(s[s.size() - 2]),
             dim(s.back())};
   }
+  // A lane-grouped BatchedMatrix's dims: [outer, queries, rows, columns, groups].
+  static std::vector<FirmwareArg> grouped5(const std::vector<ne::Expr>& s, std::int64_t groups) {
+    return {dim(graph::element_count(std::span(s).first(s.size() - 3))), dim(s[s.size() - 3]),
+            dim(s[s.size() - 2]), dim(s.back()), integer(groups)};
+  }
   static FirmwareCall tiles_call(std::string function, std::vector<FirmwareArg> dims,
                                  const graph::Layout& l) {
     FirmwareCall c{std::move(function), {FirmwareArg::input(0), FirmwareArg::output()}};
@@ -395,6 +400,8 @@ class FirmwarePlanner {
                           l);
       }
       case LayoutKind::BatchedMatrix:
+        if (l.groups > 1)
+          return tiles_call("dlavm::runtime::pack_batched_grouped", grouped5(xs, l.groups), l);
         return tiles_call("dlavm::runtime::pack_batched", batched3(xs), l);
       case LayoutKind::MatmulWeight:
         return tiles_call("dlavm::runtime::pack_matmul_weight", batched3(xs), l);
@@ -420,6 +427,9 @@ class FirmwarePlanner {
     if (!tiled && l.kind != LayoutKind::BatchedMatrix)
       refuse(s, fmt::format("unpacking layout {} has no firmware kernel", graph::to_string(l)));
     const bool batched = l.kind == LayoutKind::BatchedMatrix;
+    if (l.groups > 1)
+      return tiles_call("dlavm::runtime::unpack_batched_grouped",
+                        grouped5(m_.values()[s.output].logical, l.groups), l);
     auto dims = batched ? batched3(m_.values()[s.output].logical) : tiled4(l, x.logical);
     if (l.planes == 1)
       return tiles_call(batched ? "dlavm::runtime::unpack_batched" : "dlavm::runtime::unpack_tiled",

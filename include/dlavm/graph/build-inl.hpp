@@ -89,6 +89,22 @@ class ModuleBuilder {
     return values_.size() - 1;
   }
 
+  // A kernel's constant (VtaKernel::constants) for parameter `param` of the kernel computing
+  // `e`: a module constant in its DRAM form, named after both ("%18:sm_masks"), holding no
+  // graph node.
+  std::size_t kernel_constant(const Expr& e, const te::Tensor& param, const te::NDArray& data) {
+    ModuleValue v;
+    v.kind = ModuleValue::Kind::Constant;
+    v.name = fmt::format("{}:{}", names_.name(e), param.name());
+    v.logical = param.shape();
+    v.shape = param.shape();
+    v.dtype = data.dtype();
+    v.constant = std::make_shared<const te::NDArray>(data);
+    v.dram = std::make_shared<const std::vector<std::uint8_t>>(vta::dram_bytes(data));
+    values_.push_back(std::move(v));
+    return values_.size() - 1;
+  }
+
   // The module values of a graph node: its logical form and its packed ones. The entry holds
   // the node, so that no key outlives its node and a later node at the same address cannot find
   // another node's values.
@@ -261,6 +277,10 @@ class ModuleBuilder {
       const Expr& in = i < call.args.size() ? call.args[i] : g.operands[i - call.args.size()];
       s.inputs.push_back(packed(in, layouts.inputs[i]));
     }
+    const std::size_t first = s.inputs.size();
+    for (std::size_t k = 0; k < kernel->declared.constants.size(); ++k)
+      s.inputs.push_back(kernel_constant(g.output(), kernel->declared.args.at(first + k),
+                                         kernel->declared.constants[k]));
     s.output = add_value(g.output(), ModuleValue::Kind::Temp, layouts.output, nullptr);
     values_[s.output].dtype = target_.env.out_dtype;
     forms(g.output()).packed.emplace_back(layouts.output, s.output);

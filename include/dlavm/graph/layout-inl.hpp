@@ -40,7 +40,9 @@ DLAVM_INLINE std::string to_string(const Layout& l) {
     case Layout::Kind::Channel:
       return fmt::format("channel[{}x{}]", l.rows, l.cols);
     case Layout::Kind::BatchedMatrix:
-      return fmt::format("batched_matrix[{}x{}]", l.rows, l.cols);
+      return l.groups == 1
+                 ? fmt::format("batched_matrix[{}x{}]", l.rows, l.cols)
+                 : fmt::format("batched_matrix[{}x{}, {} groups]", l.rows, l.cols, l.groups);
     case Layout::Kind::MatmulWeight:
       return fmt::format("matmul_weight[{}x{}]", l.rows, l.cols);
     case Layout::Kind::UnfoldedActivation:
@@ -101,10 +103,28 @@ inline void require_layout_rank(const Layout& l, std::size_t rank) {
         return 0;
     }
   }();
+  if (l.groups != 1 && l.kind != Layout::Kind::GroupedConvWeight &&
+      (l.kind != Layout::Kind::BatchedMatrix || l.groups < 1 || l.planes != 1))
+    raise<ValueError>(
+        "layout {}: groups other than 1 are a grouped convolution's weights' or a batched "
+        "matrix's (without byte planes)",
+        to_string(l));
+  if (l.groups > 1 && rank < 3)
+    raise<ShapeError>(
+        "layout {}: a value of rank {} has no dim before its rows whose products the lanes "
+        "could group (it needs rank 3 or more)",
+        to_string(l), rank);
   const bool matrix = l.kind == Layout::Kind::Matrix || batched(l);
   if (matrix ? rank < 2 : rank != want)
     raise<ShapeError>("layout {}: a value of rank {} cannot take it (it needs rank {}{})",
                       to_string(l), rank, matrix ? 2 : want, matrix ? " or more" : "");
+}
+
+// A lane-grouped BatchedMatrix's G products of C columns must share one column tile.
+inline void require_lane_groups(const Layout& l, std::int64_t columns) {
+  if (l.groups * columns > l.cols)
+    raise<ValueError>("layout {}: {} groups of {} columns do not fit a tile's {} columns",
+                      to_string(l), l.groups, columns, l.cols);
 }
 
 template <class Dim, class Mul>
@@ -217,6 +237,21 @@ DLAVM_INLINE std::vector<ne::Expr> packed_shape(const Layout& l,
   }
   if (detail::batched(l)) {
     detail::require_layout_rank(l, shape.size());
+    if (l.groups > 1) {
+      // the products of the dim before the rows, G at a time in the lanes
+      const std::size_t r = shape.size();
+      const auto c = shape[r - 1].as_int();
+      if (!c)
+        raise<ShapeError>("layout {}: the columns must be a constant, got {}", to_string(l),
+                          shape[r - 1]);
+      detail::require_lane_groups(l, *c);
+      std::vector<ne::Expr> regrouped(shape.begin(), shape.end() - 3);
+      regrouped.insert(regrouped.end(), {ne::simplify(ne::ceildiv(shape[r - 3], l.groups)),
+                                         shape[r - 2], ne::Expr(l.groups * *c)});
+      Layout plain_groups = l;
+      plain_groups.groups = 1;
+      return packed_shape(plain_groups, regrouped);
+    }
     ne::Expr products = 1;
     for (std::size_t k = 0; k + 2 < shape.size(); ++k) products = products * shape[k];
     const bool weight = l.kind == Layout::Kind::MatmulWeight;
@@ -323,6 +358,34 @@ inline std::array<std::int64_t, 3> as_products(std::span<const std::int64_t> s) 
   return {products, s[s.size() - 2], s[s.size() - 1]};
 }
 
+// A BatchedMatrix value with lane groups G > 1, [B..., M, N, C], seen as the matrices it packs
+// as: [prod(B) * ceil(M / G), N, G * C] (ShapeError, ValueError as require_lane_groups).
+inline std::array<std::int64_t, 3> lane_grouped(const Layout& l, std::span<const std::int64_t> s) {
+  require_layout_rank(l, s.size());
+  const std::size_t r = s.size();
+  require_lane_groups(l, s[r - 1]);
+  const auto outer = std::accumulate(s.begin(), s.end() - 3, std::int64_t{1}, std::multiplies<>{});
+  return {outer * ne::ceil_div(s[r - 3], l.groups), s[r - 2], l.groups * s[r - 1]};
+}
+
+// Calls f(from, to) for every element of a lane-grouped value [B..., M, N, C]: its offset in the
+// logical array and in the regrouped [prod(B) * ceil(M / G), N, G * C].
+template <class F>
+void for_each_lane_grouped(const Layout& l, std::span<const std::int64_t> s, F&& f) {
+  const std::size_t r = s.size();
+  const std::int64_t g = l.groups, m = s[r - 3], n = s[r - 2], c = s[r - 1];
+  const std::int64_t outer =
+      std::accumulate(s.begin(), s.end() - 3, std::int64_t{1}, std::multiplies<>{});
+  const std::int64_t tiles = ne::ceil_div(m, g);
+  std::int64_t from = 0;
+  for (std::int64_t b = 0; b < outer; ++b)
+    for (std::int64_t q = 0; q < m; ++q)
+      for (std::int64_t k = 0; k < n; ++k) {
+        const std::int64_t to = (((b * tiles + q / g) * n + k) * g + q % g) * c;
+        for (std::int64_t j = 0; j < c; ++j) f(from++, to + j);
+      }
+}
+
 // packed_shape at constant dims, without building expressions (every unpack checks its array
 // against it), for the layouts unpack reads.
 inline std::vector<std::int64_t> packed_dims(const Layout& l, std::span<const std::int64_t> shape) {
@@ -331,6 +394,10 @@ inline std::vector<std::int64_t> packed_dims(const Layout& l, std::span<const st
   if (l.kind == Layout::Kind::ChannelWeights)
     return {ne::ceil_div(shape[0], l.rows) + 1, l.rows, l.cols};
   std::vector<std::int64_t> packed;
+  if (l.groups > 1) {
+    const auto g = lane_grouped(l, shape);
+    return {g[0], ne::ceil_div(g[1], l.rows), ne::ceil_div(g[2], l.cols), l.rows, l.cols};
+  }
   if (batched(l)) {
     const auto [products, m, c] = as_products(shape);
     const bool weight = l.kind == Layout::Kind::MatmulWeight;
@@ -439,6 +506,18 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
     detail::require_layout_rank(l, logical.ndim());
     return pack(detail::expand_groups(logical, l), {Layout::Kind::ConvWeight, l.rows, l.cols});
   }
+  if (l.groups > 1 && l.kind == Layout::Kind::BatchedMatrix) {
+    const auto g = detail::lane_grouped(l, logical.shape());
+    te::NDArray regrouped(logical.dtype(), {g[0], g[1], g[2]});
+    const auto src = logical.data();
+    auto dst = regrouped.data();
+    detail::for_each_lane_grouped(l, logical.shape(), [&](std::int64_t from, std::int64_t to) {
+      dst[static_cast<std::size_t>(to)] = src[static_cast<std::size_t>(from)];
+    });
+    Layout plain_groups = l;
+    plain_groups.groups = 1;
+    return detail::pack_products(regrouped, plain_groups);
+  }
   if (detail::batched(l)) return detail::pack_products(logical, l);
   if (l.kind == Layout::Kind::ChannelWeights) return detail::pack_channel_weights(logical, l);
   const auto& s = logical.shape();
@@ -520,6 +599,20 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
     Layout value = l;
     value.planes = 1;
     return unpack(detail::join_planes(packed, detail::batched(l) ? 3 : 2), value, shape);
+  }
+  if (l.groups > 1) {
+    const auto g = detail::lane_grouped(l, shape);
+    Layout plain_groups = l;
+    plain_groups.groups = 1;
+    const std::vector<std::int64_t> regrouped_shape{g[0], g[1], g[2]};
+    const auto regrouped = unpack(packed, plain_groups, regrouped_shape);
+    te::NDArray out(packed.dtype(), logical_shape);
+    const auto src = regrouped.data();
+    auto dst = out.data();
+    detail::for_each_lane_grouped(l, shape, [&](std::int64_t from, std::int64_t to) {
+      dst[static_cast<std::size_t>(from)] = src[static_cast<std::size_t>(to)];
+    });
+    return out;
   }
   if (l.kind == Layout::Kind::BatchedMatrix) {
     const auto [products, m, c] = detail::as_products(shape);

@@ -18,6 +18,11 @@
 //                                                                   activation: each product
 //                                                                   transposed into a
 //                                                                   DenseWeight)
+//   BatchedMatrix with lane groups (`groups` G > 1; rank 3 or more, G x C <= T, no planes):
+//     [B..., Q, M, C] -> [prod(B) x ceil(Q/G), M/R, 1, R, T]: G products of the dim before
+//     the rows side by side in a tile's lanes, product q's columns from (q % G) x C in packed
+//     product q / G (the queries of an integer softmax, which VTA's ALU normalizes lane by
+//     lane: 8 heads fill 16 lanes with two queries)
 //   UnfoldedActivation, UnfoldedConvWeight: a convolution's input and weights with its kernel
 //   width folded into the channels (im2col along the width), for a convolution whose few
 //   input channels would fill a fraction of each BLOCK_IN tile (an RGB image):
@@ -90,7 +95,7 @@ struct Layout {
   std::int64_t cols = 1;  // tile columns (T)
   Unfold unfold{};
   std::int64_t planes = 1;  // byte planes of an int32 value (1: the int8 value itself)
-  std::int64_t groups = 1;  // GroupedConvWeight's convolution groups
+  std::int64_t groups = 1;  // GroupedConvWeight's convolution groups; BatchedMatrix's lane groups
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 

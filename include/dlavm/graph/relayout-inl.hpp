@@ -174,6 +174,19 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
       break;
     }
     case Layout::Kind::BatchedMatrix:
+      if (l.groups > 1) {
+        // [B..., Q, M, C] -> [prod(B) * ceil(Q/G), M/R, 1, R, T]: query q in product q / G,
+        // its columns from (q % G) * C, all in the first column tile
+        detail::require_lane_groups(l, shape[rank - 1]);
+        const std::int64_t row_tile = tile, product = ne::ceil_div(shape[rank - 2], r) * row_tile;
+        out[rank - 2] = detail::tiled_offsets(shape[rank - 2], r, row_tile, t);
+        out[rank - 1] = detail::tiled_offsets(shape[rank - 1], t, tile, 1);
+        out[rank - 3] = detail::tiled_offsets(shape[rank - 3], l.groups, product, shape[rank - 1]);
+        detail::row_major_offsets(shape, 0, rank - 3,
+                                  ne::ceil_div(shape[rank - 3], l.groups) * product, out);
+        break;
+      }
+      [[fallthrough]];
     case Layout::Kind::MatmulWeight: {
       // [B..., M, C] -> [prod(B), M/R, C/T, R, T]; [B..., K, N] -> [prod(B), N/R, K/T, R, T]
       const bool weight = l.kind == Layout::Kind::MatmulWeight;

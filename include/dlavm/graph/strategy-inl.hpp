@@ -381,18 +381,30 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
   return s;
 }
 
+// The lane groups of an integer softmax's scores [B..., N, C]: as many products of the last
+// batch dim as fill a tile's lanes side by side (C <= BLOCK_OUT / 2: two queries of 8 heads),
+// where there is a batch dim; 1 otherwise.
+inline std::int64_t integer_softmax_groups(const std::vector<ne::Expr>& x, const vta::Env& env) {
+  const auto c = x.back().as_int();
+  if (x.size() < 3 || !c || *c < 1 || 2 * *c > env.block_out) return 1;
+  return env.block_out / *c;
+}
+
 // The integer softmax of a workload whose keys are dim -2: the lanes the last dim, the dims
-// before the keys its products (the last of them a causal softmax's queries).
-inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w) {
+// before the keys its products (the last of them a causal softmax's queries), in lane groups.
+inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w, const vta::Env& env) {
   const auto& x = w.args[0].shape;
   const auto p = integer_softmax_params(w.attrs);
+  const std::int64_t groups = integer_softmax_groups(x, env);
   ne::Expr products = 1;
-  for (std::size_t k = 0; k + 2 < x.size(); ++k) products = products * x[k];
+  for (std::size_t k = 0; k + 2 < x.size(); ++k)
+    products = products * (k + 3 == x.size() ? ne::ceildiv(x[k], groups) : x[k]);
   return {.products = ne::simplify(products),
           .keys = ne::simplify(x[x.size() - 2]),
           .lanes = constant_of(x.back()),
           .queries = p.causal ? ne::simplify(x[x.size() - 3]) : ne::Expr(0),
-          .fixed = host::integer_exp_for(p.scale)};
+          .fixed = host::integer_exp_for(p.scale),
+          .groups = groups};
 }
 
 inline AnchorStrategy integer_softmax_strategy() {
@@ -432,7 +444,7 @@ inline AnchorStrategy integer_softmax_strategy() {
     if (auto why = constant_dim(a, 0, rank - 1, "lane count (the last dim)")) return why;
     for (std::size_t k = 0; k + 1 < rank; ++k)
       require_bounded(a, 0, x.shape[k], fmt::format("as dim {}", k));
-    const auto shape = integer_softmax_shape(workload_of(a, e));
+    const auto shape = integer_softmax_shape(workload_of(a, e), env);
     const auto space = knob_space(env, shape);
     if (least_cost_point(space)) return std::nullopt;
     // the reason of the chunk that comes nearest to fitting
@@ -441,24 +453,29 @@ inline AnchorStrategy integer_softmax_strategy() {
       if (footprint(env, shape, c).acc < footprint(env, shape, nearest).acc) nearest = c;
     return fmt::format("no chunk of keys fits: {}", *check_chunk(env, shape, nearest));
   };
-  s.arg_layout = [](const Workload&, const vta::Env& env, std::size_t) {
-    return Layout{Layout::Kind::BatchedMatrix, env.batch, env.block_out};
+  // the scores and the probabilities with the products of the queries' dim in lane groups
+  const auto layout = [](const Workload& w, const vta::Env& env) {
+    Layout l{Layout::Kind::BatchedMatrix, env.batch, env.block_out};
+    l.groups = integer_softmax_groups(w.args[0].shape, env);
+    return l;
   };
-  s.result_layout = [](const Workload&, const vta::Env& env) {
-    return Layout{Layout::Kind::BatchedMatrix, env.batch, env.block_out};
+  s.arg_layout = [layout](const Workload& w, const vta::Env& env, std::size_t) {
+    return layout(w, env);
   };
+  s.result_layout = layout;
   s.space = [](const Workload& w, const vta::Env& env) {
-    return knob_space(env, integer_softmax_shape(w));
+    return knob_space(env, integer_softmax_shape(w, env));
   };
   s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
                  const std::string& name) {
-    const auto shape = integer_softmax_shape(w);
+    const auto shape = integer_softmax_shape(w, env);
     const std::int64_t chunk = knobs.at("keys");
     const IntegerSoftmaxKernel kernel(env, shape, chunk, name, w.epilogue);
     auto schedule = kernel.schedule();
     auto rewrite = kernel.skip_masked_work(schedule);
     return VtaKernel{std::move(schedule),         kernel.args(), fmt::format("keys {}", chunk),
-                     softmax_traffic(env, shape), ne::Expr(0),   std::move(rewrite)};
+                     softmax_traffic(env, shape), ne::Expr(0),   std::move(rewrite),
+                     kernel.constants()};
   };
   return s;
 }

@@ -48,7 +48,7 @@
 namespace dlavm::graph {
 
 // A declared and scheduled VTA kernel. `args` are the program's parameters: the anchor's
-// arguments in order, then the epilogue's operands, then the result.
+// arguments in order, then the epilogue's operands, then the kernel's constants, then the result.
 struct VtaKernel {
   te::Schedule schedule;
   std::vector<te::Tensor> args;
@@ -58,6 +58,11 @@ struct VtaKernel {
   // A rewrite of the lowered function, applied before the program is made (what te stages
   // cannot say: the integer softmax's store of a constant chunk), or none.
   std::function<tir::PrimFunc(const tir::PrimFunc&)> rewrite{};
+  // The data of the parameters after the epilogue's operands, which no graph value holds (an
+  // integer softmax's lane masks: VTA's ALU has no lane index, so what differs by lane comes
+  // from DRAM), each in its DRAM form: the parameter's shape and dtype. graph::build places
+  // them with the module's constants; the tuner's verify hands them to the kernel.
+  std::vector<te::NDArray> constants{};
 };
 
 // The kernel lowered for VTA (vta::lower), then its rewrite applied: what graph::build and the

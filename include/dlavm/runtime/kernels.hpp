@@ -87,6 +87,50 @@ void unpack_batched(const T* src, T* dst, std::int64_t products, std::int64_t m,
     unpack_tiled(src + p * packed, dst + p * m * c, m, c, 1, 1, rows, cols);
 }
 
+// A BatchedMatrix with lane groups (graph/layout.hpp): [outer, queries, m, c] with `groups` of
+// the queries in a tile's lanes, packed as pack_batched's [outer * ceil(queries / groups), m,
+// groups * c] (groups * c <= cols: one column tile), query q in product q / groups, its columns
+// from (q % groups) * c; the lanes of queries past the last are zero.
+namespace detail {
+// Calls f(logical, packed) with the offsets of each row of c elements, in logical order.
+template <class F>
+void for_each_grouped_row(std::int64_t outer, std::int64_t queries, std::int64_t m, std::int64_t c,
+                          std::int64_t groups, std::int64_t rows, std::int64_t cols, F&& f) {
+  const std::int64_t tiles = (queries + groups - 1) / groups;
+  const std::int64_t product = (m + rows - 1) / rows * rows * cols;
+  std::int64_t at = 0;
+  for (std::int64_t b = 0; b < outer; ++b)
+    for (std::int64_t q = 0; q < queries; ++q)
+      for (std::int64_t k = 0; k < m; ++k, at += c)
+        f(at, (b * tiles + q / groups) * product + k * cols + (q % groups) * c);
+}
+}  // namespace detail
+
+template <class T>
+void pack_batched_grouped(const T* src, T* dst, std::int64_t outer, std::int64_t queries,
+                          std::int64_t m, std::int64_t c, std::int64_t groups, std::int64_t rows,
+                          std::int64_t cols) {
+  const std::int64_t size =
+      outer * ((queries + groups - 1) / groups) * ((m + rows - 1) / rows) * rows * cols;
+  for (std::int64_t i = 0; i < size; ++i) dst[i] = T(0);
+  detail::for_each_grouped_row(outer, queries, m, c, groups, rows, cols,
+                               [&](std::int64_t logical, std::int64_t packed) {
+                                 for (std::int64_t j = 0; j < c; ++j)
+                                   dst[packed + j] = src[logical + j];
+                               });
+}
+
+template <class T>
+void unpack_batched_grouped(const T* src, T* dst, std::int64_t outer, std::int64_t queries,
+                            std::int64_t m, std::int64_t c, std::int64_t groups, std::int64_t rows,
+                            std::int64_t cols) {
+  detail::for_each_grouped_row(outer, queries, m, c, groups, rows, cols,
+                               [&](std::int64_t logical, std::int64_t packed) {
+                                 for (std::int64_t j = 0; j < c; ++j)
+                                   dst[logical + j] = src[packed + j];
+                               });
+}
+
 // An int32 value VTA stored as `planes` byte planes (graph/layout.hpp): tiles
 // [A/R, B/C, P, H, W, R, C], plane p holding bits 8p to 8p + 7, the low planes unsigned and the
 // top one signed; reassembled into [A, B, H, W].

@@ -181,8 +181,14 @@ DLAVM_INLINE std::optional<std::string> verify(const Task& task, const graph::Kn
   const auto& bindings = c.bindings;
   std::vector<te::NDArray> arrays;
   std::vector<te::TensorBinding> inputs;
+  // the kernel's constants are the parameters just before the result
+  const std::size_t constants = kernel.args.size() - 1 - kernel.constants.size();
   for (std::size_t a = 0; a < kernel.args.size(); ++a) {
     const auto& t = kernel.args[a];
+    if (a >= constants && a + 1 < kernel.args.size()) {
+      arrays.push_back(kernel.constants[a - constants]);
+      continue;
+    }
     std::vector<std::int64_t> shape;
     for (const auto& d : t.shape()) shape.push_back(ne::eval(d, bindings));
     // int32 operands (biases, residuals) small enough that no sum wraps

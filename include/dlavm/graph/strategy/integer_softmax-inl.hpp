@@ -9,6 +9,8 @@
 #include <dlavm/ne/int_math.hpp>
 #include <dlavm/ne/ops.hpp>
 #include <dlavm/ne/simplify.hpp>
+#include <dlavm/runtime/isa.hpp>
+#include <dlavm/te/buffer.hpp>
 #include <dlavm/te/ops.hpp>
 #include <dlavm/te/tensor.hpp>
 #include <dlavm/tir/functor.hpp>
@@ -279,14 +281,34 @@ inline bool softmax_causal(const IntegerSoftmaxShape& shape) {
   return shape.queries.defined() && !ne::can_prove(shape.queries <= 1);
 }
 
+// The query of (packed) product `p`'s first lane group: p modulo the products of a batch (p
+// itself where the products are the queries), times the groups.
+inline ne::Expr softmax_first_query(const IntegerSoftmaxShape& shape, const ne::Var& p) {
+  const ne::Expr rows =
+      shape.groups > 1 ? ne::simplify(ne::ceildiv(shape.queries, shape.groups)) : shape.queries;
+  const ne::Expr q =
+      ne::can_prove(ne::simplify(shape.products - rows) == 0) ? ne::Expr(p) : ne::floormod(p, rows);
+  return ne::simplify(q * shape.groups);
+}
+
 // The keys the query of product `p` sees: all N, or N - M + q + 1 (q = p: the products are
-// the queries).
+// the queries); with lane groups, the most any of its groups' queries sees (at most N).
 inline ne::Expr softmax_visible(const IntegerSoftmaxShape& shape, const ne::Var& p) {
   if (!softmax_causal(shape)) return shape.keys;
-  const ne::Expr q = ne::can_prove(ne::simplify(shape.products - shape.queries) == 0)
-                         ? ne::Expr(p)
-                         : ne::floormod(p, shape.queries);
-  return ne::simplify(shape.keys - shape.queries + q + 1);
+  const ne::Expr last =
+      ne::simplify(shape.keys - shape.queries + softmax_first_query(shape, p) + shape.groups);
+  return shape.groups > 1 ? ne::simplify(ne::min(last, shape.keys)) : last;
+}
+
+// The keys the query of product `p`'s first lane group sees (causal): the keys from there to
+// softmax_visible are seen by some of its groups only.
+inline ne::Expr softmax_first_visible(const IntegerSoftmaxShape& shape, const ne::Var& p) {
+  return ne::simplify(shape.keys - shape.queries + softmax_first_query(shape, p) + 1);
+}
+
+// Whether the kernel adds lane masks (a causal softmax with lane groups).
+inline bool softmax_lane_masks(const IntegerSoftmaxShape& shape) {
+  return shape.groups > 1 && softmax_causal(shape);
 }
 
 // The chunks of `chunk` keys that hold a key the query of product `p` sees.
@@ -297,7 +319,7 @@ inline ne::Expr softmax_seen(const IntegerSoftmaxShape& shape, const ne::Var& p,
 
 // The tiles of BLOCK_OUT lanes the last dim fills.
 inline std::int64_t lane_tiles(const vta::Env& env, const IntegerSoftmaxShape& shape) {
-  return ne::ceil_div(shape.lanes, env.block_out);
+  return ne::ceil_div(shape.lanes * shape.groups, env.block_out);
 }
 
 }  // namespace detail
@@ -328,6 +350,11 @@ inline void check_softmax_kernel(const vta::Env& env, const IntegerSoftmaxShape&
         "integer_softmax '{}': the exponent's fixed point has multiplier {} and {} fraction bits; "
         "host::integer_exp_for gives a multiplier in [32, 127] and 7 to 15 bits",
         name, shape.fixed.multiplier, shape.fixed.frac_bits);
+  if (shape.groups < 1 || (shape.groups > 1 && shape.groups * shape.lanes > env.block_out))
+    raise<ValueError>(
+        "integer_softmax '{}': {} lane groups of {} lanes; the groups must be at least 1 and "
+        "fill at most one tile of {} lanes",
+        name, shape.groups, shape.lanes, env.block_out);
   if (auto why = check_chunk(env, shape, chunk))
     raise<ScheduleError>("integer_softmax '{}': {}", name, *why);
   if (shape.queries.defined() && !ne::can_prove(ne::simplify(shape.keys - shape.queries) >= 0))
@@ -353,6 +380,9 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   const ne::Expr lanes = env.block_out;
   data_ = te::placeholder({products, keys, tiles, env.batch, env.block_out}, env.inp_dtype,
                           name + "_s");
+  if (detail::softmax_lane_masks(shape))
+    masks_ = te::placeholder({shape.groups - 1, env.batch, env.block_out}, env.acc_dtype,
+                             name + "_masks");
   const auto visible = [&](const ne::Var& p) { return detail::softmax_visible(shape, p); };
   // the scores of key `key` of block (p, t) as int32, a masked key -32768 (the padded copy)
   const auto score = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& t,
@@ -367,13 +397,37 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
         [&](std::span<const ne::Var> i) { return score(i[0], i[2] * chunk + i[3], i[1], i[4]); },
         fmt::format("{}.{}", name, what));
   };
+  // with lane groups, the mask row of key `key` of block p: the row of the masks for a key
+  // only some of its groups see, 0 for the others (a padded copy of the masks)
+  const auto mask = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& l) {
+    const ne::Expr first = detail::softmax_first_visible(shape, p);
+    return te::select(key >= first && key < visible(p), masks_.read({key - first, 0, l}),
+                      te::make_const(0, env.acc_dtype));
+  };
+  // a pass's scores with the masks added, where there are lane masks: the chunk loaded, the
+  // masks' rows loaded beside it (recorded in mask_loads_, a copy), and their sum
+  const auto masked = [&](SoftmaxStageWriter& w, std::vector<te::Tensor>& stages,
+                          const te::Tensor& loaded, const std::string& what,
+                          const std::function<te::Expr(std::span<const ne::Var>)>& rows) {
+    stages.push_back(loaded);
+    if (!masks_.defined()) return w.wrap(loaded);
+    std::vector<ne::Expr> shape(loaded.shape().begin(), loaded.shape().end());
+    const auto m = te::compute_dynamic(shape, rows, fmt::format("{}.{}", name, what));
+    stages.push_back(m);
+    mask_loads_.push_back(m);
+    const auto lw = w.wrap(loaded), mw = w.wrap(m);
+    return w.block("masked",
+                   [&](const ne::Var& k, const ne::Var& l) { return lw(k, l) + mw(k, l); });
+  };
 
   // pass 1: the max of each chunk, then of the block
   SoftmaxStageWriter max_pass(name + ".max", max_chunk_);
   max_pass.blocks({products, tiles, chunks}, chunk, lanes);
-  const auto s1 = load("max.s");
-  max_chunk_.push_back(s1);
-  const auto chunk_max = max_pass.reduce("chunk", max_pass.wrap(s1), true);
+  const auto chunk_rows = [&](std::span<const ne::Var> i) {
+    return mask(i[0], i[2] * chunk + i[3], i[4]);
+  };
+  const auto s1 = masked(max_pass, max_chunk_, load("max.s"), "max.mask", chunk_rows);
+  const auto chunk_max = max_pass.reduce("chunk", s1, true);
   max_rows_ = chunk_max.tensor;
   max_chunk_.pop_back();
   SoftmaxStageWriter rows(name, rows_);
@@ -389,10 +443,8 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   // pass 2: the sum of each chunk's exponentials, then of the block's
   SoftmaxStageWriter sum_pass(name + ".sum", sum_chunk_);
   sum_pass.blocks({products, tiles, chunks}, chunk, lanes);
-  const auto s2 = load("sum.s");
-  sum_chunk_.push_back(s2);
-  const auto e2 =
-      detail::exponential_stages(sum_pass, sum_pass.wrap(s2), sum_pass.wrap(m.tensor), shape.fixed);
+  const auto s2 = masked(sum_pass, sum_chunk_, load("sum.s"), "sum.mask", chunk_rows);
+  const auto e2 = detail::exponential_stages(sum_pass, s2, sum_pass.wrap(m.tensor), shape.fixed);
   sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
   sum_chunk_.pop_back();
   const auto total = rows.reduce_blocks("sum", sum_rows_, seen, false);
@@ -403,12 +455,13 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   // the stored result reads them by key
   SoftmaxStageWriter out_pass(name + ".y", out_chunk_);
   out_pass.blocks({products, tiles}, keys, lanes);
-  const auto s3 = te::compute_dynamic(
-      {products, tiles, keys, lanes},
-      [&](std::span<const ne::Var> i) { return score(i[0], i[2], i[1], i[3]); }, name + ".y.s");
-  out_chunk_.push_back(s3);
-  const auto e3 =
-      detail::exponential_stages(out_pass, out_pass.wrap(s3), out_pass.wrap(m.tensor), shape.fixed);
+  const auto s3 = masked(
+      out_pass, out_chunk_,
+      te::compute_dynamic(
+          {products, tiles, keys, lanes},
+          [&](std::span<const ne::Var> i) { return score(i[0], i[2], i[1], i[3]); }, name + ".y.s"),
+      "y.mask", [&](std::span<const ne::Var> i) { return mask(i[0], i[2], i[3]); });
+  const auto e3 = detail::exponential_stages(out_pass, s3, out_pass.wrap(m.tensor), shape.fixed);
   auto y = detail::probability_stages(
       out_pass, e3,
       {out_pass.wrap(reciprocal.first.tensor), out_pass.wrap(reciprocal.second.tensor)});
@@ -433,6 +486,11 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
   auto [c, k] = s[res_].split(axes[1], chunk_);
   s[res_].reorder({axes[0], axes[2], c, k, axes[3], axes[4]});
   const te::IterVar block = axes[2];
+  // a pass's load and its masks' rows are copies, the other stages ALU work
+  const auto copied = [&](const te::Tensor& t, const std::vector<te::Tensor>& stages) {
+    return t == stages.front() ||
+           std::ranges::any_of(mask_loads_, [&](const te::Tensor& m) { return m == t; });
+  };
   // every stage in the accumulator at `at` of `consumer`, a copy (the first of a pass's chunk
   // stages, its load) or on the ALU from loop `axis` inward
   const auto place = [&](const te::Tensor& t, const te::Tensor& consumer, const te::IterVar& at,
@@ -444,10 +502,10 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
   // passes 1 and 2: the chunk stages at their chunk row's chunk axis
   for (const auto& [rows, stages] : {std::pair{max_rows_, &max_chunk_}, {sum_rows_, &sum_chunk_}}) {
     place(rows, res_, block, false, 3);
-    for (const auto& t : *stages) place(t, rows, s[rows].axis(2), t == stages->front());
+    for (const auto& t : *stages) place(t, rows, s[rows].axis(2), copied(t, *stages));
   }
   for (const auto& t : rows_) place(t, res_, block, false);
-  for (const auto& t : out_chunk_) place(t, res_, c, t == out_chunk_.front());
+  for (const auto& t : out_chunk_) place(t, res_, c, copied(t, out_chunk_));
   s[res_].pragma(k, env_.dma_copy);
   return s;
 }
@@ -538,7 +596,44 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     std::vector<ne::Var> chunks;
     ne::Expr seen;
     std::optional<std::int64_t> constant;  // pass 3's masked chunks' value, if causal
+    // lane groups: the first key only some of a block's groups see, and the last + 1
+    bool lane_masks = false;
+    ne::Expr first_unseen, visible;
+    std::int64_t chunk = 1;
     int rewritten = 0;
+    // A chunk body's parts after its load (`parts` from 3 on) that copy the mask rows and add
+    // them (their buffers' names end in ".mask"), only where the chunk (`c`) holds a key only
+    // some groups see: elsewhere the rows are zero. Returns the parts.
+    std::vector<tir::Stmt> guard_masks(const std::vector<tir::Stmt>& parts, const ne::Expr& c) {
+      if (!lane_masks) return parts;
+      const auto masking = [](const tir::Stmt& st) {
+        return std::ranges::any_of(vta::detail::calls_in(st), [](const te::CallNode* call) {
+          return std::ranges::any_of(
+              call->buffers, [](const te::Buffer& b) { return b.name().ends_with(".mask"); });
+        });
+      };
+      std::size_t end = 3;
+      while (end < parts.size() && masking(parts[end])) ++end;
+      if (end == 3) return parts;
+      const ne::Expr start = ne::simplify(c * chunk);
+      const ne::Expr holds =
+          ne::simplify(ne::max(first_unseen, start) < ne::min(visible, start + chunk));
+      std::vector<tir::Stmt> out(parts.begin(), parts.begin() + 3);
+      out.push_back(tir::make_if(
+          holds, tir::make_seq(std::vector<tir::Stmt>(
+                     parts.begin() + 3, parts.begin() + static_cast<std::ptrdiff_t>(end)))));
+      out.insert(out.end(), parts.begin() + static_cast<std::ptrdiff_t>(end), parts.end());
+      ++guarded;
+      return out;
+    }
+    int guarded = 0;
+    // A pass whose keys fit one chunk has no chunk loop (the lowering drops a loop of one
+    // iteration): its body, chunk 0, gets the lane masks alone.
+    tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
+      const auto body = lane_masks ? detail::ChunkBody::of(s) : std::nullopt;
+      if (!body) return tir::StmtMutator<ChunkLoops>::visit_allocate(n, s);
+      return body->allocations_around(tir::make_seq(guard_masks(body->parts, ne::Expr(0))));
+    }
     tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
       std::size_t pass = chunks.size();
       for (std::size_t k = 0; k < chunks.size(); ++k)
@@ -549,9 +644,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const ne::Expr c = n.var;
       // the fill only where the chunk may hold a key the query does not see: the last it sees
       // (those before it are loaded whole)
-      std::vector<tir::Stmt> parts{
-          tir::make_if(c + 1 >= seen, tir::make_seq({body->parts[0], body->parts[1]}))};
-      parts.insert(parts.end(), body->parts.begin() + 2, body->parts.end());
+      std::vector<tir::Stmt> parts = guard_masks(body->parts, c);
+      parts[0] = tir::make_if(c + 1 >= seen, tir::make_seq({body->parts[0], body->parts[1]}));
+      parts.erase(parts.begin() + 1);
       tir::Stmt inner = tir::make_seq(parts);
       if (pass == 2 && constant && body->store != nullptr) {
         // a chunk the query sees none of: its stored buffer filled with the constant, stored
@@ -581,9 +676,25 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   loops.seen = seen;
   if (detail::softmax_causal(shape_))
     loops.constant = detail::epilogue_of_zero(epilogue_, env_.config);
+  loops.lane_masks = detail::softmax_lane_masks(shape_);
+  if (loops.lane_masks) {
+    loops.first_unseen = detail::softmax_first_visible(shape_, product);
+    loops.visible = detail::softmax_visible(shape_, product);
+    loops.chunk = chunk_;
+  }
   tir::PrimFunc out = f;
   out.body = loops.visit(f.body);
-  return loops.rewritten > 0 ? out : f;
+  return loops.rewritten > 0 || loops.guarded > 0 ? out : f;
+}
+
+DLAVM_INLINE std::vector<te::NDArray> IntegerSoftmaxKernel::constants() const {
+  if (!masks_.defined()) return {};
+  te::NDArray m(env_.acc_dtype, {shape_.groups - 1, env_.batch, env_.block_out});
+  auto d = m.data();
+  for (std::int64_t i = 0; i + 1 < shape_.groups; ++i)
+    for (std::int64_t l = 0; l < (i + 1) * shape_.lanes; ++l)
+      d[static_cast<std::size_t>(i * env_.batch * env_.block_out + l)] = -32768;
+  return {m};
 }
 
 DLAVM_INLINE std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue) {
@@ -619,11 +730,13 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape&
   // A block's rows, live through its three passes: each chunk's max and sum (a row per chunk),
   // and the 28 one-entry rows the storage pass keeps of the max, the sum and the division.
   // Inside, the largest pass is the third: the load and five more chunk buffers (the others
-  // computed in place, tir::reuse_inplace) and three rows.
+  // computed in place, tir::reuse_inplace) and three rows. Lane masks: the mask rows' chunk
+  // buffer beside the load.
   constexpr std::int64_t kBlockRows = 28, kChunkBuffers = 6, kChunkRows = 3;
   SramFootprint f;
   f.acc =
       2 * detail::softmax_chunks(shape, chunk) + kBlockRows + kChunkBuffers * chunk + kChunkRows;
+  if (detail::softmax_lane_masks(shape)) f.acc += chunk;
   return f;
 }
 

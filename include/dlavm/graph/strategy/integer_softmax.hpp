@@ -76,12 +76,26 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // them: the others add nothing to the max or the sum (a prefill of 2,048 tokens skips 7 of 16
 // chunk iterations of 256 keys); pass 3, rewritten by skip_masked_work, stores each other
 // chunk from a fill of the epilogue of 0. Each pass fills only the last chunk its query sees.
+//
+// Lane groups (`groups` G > 1, G x C <= BLOCK_OUT): the scores in graph/layout.hpp's
+// BatchedMatrix with G lane groups, G products of the last batch dim side by side in a tile's
+// lanes (8 heads: two queries a tile, every lane busy), `products` the packed products
+// (prod(B[:-1]) x ceil(M / G)). A causal softmax's queries then see keys that differ by lane
+// group: packed product p holds queries q0 .. q0 + G - 1, q0 = (p mod ceil(M / G)) x G, and
+// query q0 + g sees N - M + q0 + g + 1 keys. The keys none of them sees load as -32768; the
+// G - 1 keys only some see get -32768 added in the lanes of the groups that do not see them.
+// VTA's ALU has no lane index, and a micro-op's entries are fixed (a decode step's stream is
+// rewritten in place only where no micro-op reads a dim), so those rows come from DRAM (the
+// kernel's constant, int32 [G - 1, BATCH, BLOCK_OUT]): each pass copies the rows of the keys
+// its chunk holds into a chunk buffer of zeros (a padded copy, like the scores') and adds it,
+// in the chunks that hold such a key only (skip_masked_work).
 struct IntegerSoftmaxShape {
-  ne::Expr products = 1;   // prod(B): may be symbolic
+  ne::Expr products = 1;   // prod(B), or the packed products with lane groups: may be symbolic
   ne::Expr keys = 1;       // N: may be symbolic
   std::int64_t lanes = 1;  // C
   ne::Expr queries = 0;    // a causal softmax's M (the last batch dim); 0: not causal
   runtime::IntegerExp fixed{};
+  std::int64_t groups = 1;  // G: products side by side in the lanes
 };
 
 class IntegerSoftmaxKernel {
@@ -91,8 +105,16 @@ class IntegerSoftmaxKernel {
   // ValueError for an operand step or an int32 result.
   IntegerSoftmaxKernel(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk,
                        const std::string& name, const Epilogue& epilogue = {});
-  // The scores and the probabilities, both int8 in the packed layout.
-  std::vector<te::Tensor> args() const { return {data_, res_}; }
+  // The scores, the lane masks of a causal softmax with lane groups (constants() holds them),
+  // and the probabilities, int8 in the packed layout.
+  std::vector<te::Tensor> args() const {
+    if (masks_.defined()) return {data_, masks_, res_};
+    return {data_, res_};
+  }
+  // The data of the kernel's constant parameters (VtaKernel::constants): row i of the lane
+  // masks is -32768 in the lanes of groups 0 to i (those that do not see the key i after the
+  // first group's last), 0 elsewhere.
+  std::vector<te::NDArray> constants() const;
   te::Schedule schedule() const;
   // For the function lowered from schedule() `s`, the work on keys no query sees skipped,
   // which te stages cannot say:
@@ -101,8 +123,11 @@ class IntegerSoftmaxKernel {
   //     whole;
   //   - pass 3 of a causal softmax, over a chunk its query sees none of, fills the stored buffer
   //     with the epilogue of 0 (each exponential there is 0) and stores it, in place of the
-  //     exponentials; not where that constant is no ALU immediate.
-  // A chunk loop not as the lowering writes it is left as it is.
+  //     exponentials; not where that constant is no ALU immediate;
+  //   - with lane groups, each pass copies and adds the mask rows only in the chunks that
+  //     hold a key only some of a block's queries see (the others' rows are zero).
+  // A chunk loop not as the lowering writes it is left as it is (ValueError where the lane
+  // masks then have nowhere to go).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
 
  private:
@@ -113,10 +138,11 @@ class IntegerSoftmaxKernel {
   IntegerSoftmaxShape shape_;
   Epilogue epilogue_;
   std::int64_t chunk_;
-  te::Tensor data_, res_;
+  te::Tensor data_, masks_, res_;
   // the stages of pass 1 and 2 computed per chunk (the load first), each pass's chunk rows,
   // the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk
   std::vector<te::Tensor> max_chunk_, sum_chunk_, rows_, out_chunk_;
+  std::vector<te::Tensor> mask_loads_;  // with lane groups: each pass's copy of the mask rows
   te::Tensor max_rows_, sum_rows_;
 };
 
