@@ -375,18 +375,27 @@ TEST_CASE("integer softmax kernel: what it cannot run is an error naming the ker
 
 TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering allocates") {
   const vta::Env env;
-  for (const auto& [keys, chunk] : {std::pair{40, 16}, {300, 128}, {2048, 256}, {64, 64}}) {
-    CAPTURE(keys);
-    CAPTURE(chunk);
-    const graph::IntegerSoftmaxShape shape{
-        .products = 2, .keys = keys, .lanes = 16, .queries = 2, .fixed = {}};
-    const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
-    auto s = kernel.schedule();
-    const auto prog = vta::build(s, kernel.args(), env, "sm");
-    std::int64_t peak = 0;
-    for (const auto& [buffer, slot] : prog.sram()) peak = std::max(peak, slot.base + slot.entries);
-    CHECK(graph::footprint(env, shape, chunk).acc == peak);
-  }
+  // with lane groups (two queries of 8 lanes a tile), a causal one's mask rows beside each
+  // pass's chunk
+  for (const std::int64_t groups : {1, 2})
+    for (const auto& [keys, chunk] : {std::pair{40, 16}, {300, 128}, {2048, 256}, {64, 64}}) {
+      CAPTURE(groups);
+      CAPTURE(keys);
+      CAPTURE(chunk);
+      const graph::IntegerSoftmaxShape shape{.products = 2,
+                                             .keys = keys,
+                                             .lanes = 16 / groups,
+                                             .queries = 2 * groups,
+                                             .fixed = {},
+                                             .groups = groups};
+      const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
+      auto s = kernel.schedule();
+      const auto prog = vta::build(s, kernel.args(), env, "sm");
+      std::int64_t peak = 0;
+      for (const auto& [buffer, slot] : prog.sram())
+        peak = std::max(peak, slot.base + slot.entries);
+      CHECK(graph::footprint(env, shape, chunk).acc == peak);
+    }
   // the default chunk for 2048 keys: the largest that fits (512 keys would need 3,111 entries)
   const graph::IntegerSoftmaxShape wide{.products = 1, .keys = 2048, .lanes = 16};
   const auto space = graph::knob_space(env, wide);
@@ -457,6 +466,13 @@ TEST_CASE("integer softmax on VTA through the graph: placed, bit-exact with the 
   CHECK(layouts == std::vector<std::string>{"batched_matrix[1x16, 2 groups]",
                                             "batched_matrix[1x16]",
                                             "batched_matrix[1x16, 2 groups]"});
+  // one query (a decode step's graph with a constant 1): nothing to put beside it
+  const auto one = graph::input("one", {1, 1, ne::Expr(last) + 1, 8}, DType::int8());
+  const auto single = graph::build(graph::function({one}, {graph::integer_softmax(one, causal)}),
+                                   target, {.name = "one"});
+  for (const auto& st : single.steps())
+    if (st.kind == graph::ModuleStep::Kind::Vta)
+      CHECK(graph::to_string(single.values()[st.output].layout) == "batched_matrix[1x16]");
   // the tuner's check of a candidate (te::evaluate of the kernel's stages, the lane masks
   // among them, against the simulator) holds for every chunk of the causal ones
   const auto tasks = tune::tasks(graph::function({s, w}, {graph::integer_softmax(s, causal),

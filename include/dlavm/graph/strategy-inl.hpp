@@ -383,10 +383,11 @@ inline AnchorStrategy pool2d_strategy(std::string op) {
 
 // The lane groups of an integer softmax's scores [B..., N, C]: as many products of the last
 // batch dim as fill a tile's lanes side by side (C <= BLOCK_OUT / 2: two queries of 8 heads),
-// where there is a batch dim; 1 otherwise.
+// where there is a batch dim of more than one product; 1 otherwise.
 inline std::int64_t integer_softmax_groups(const std::vector<ne::Expr>& x, const vta::Env& env) {
   const auto c = x.back().as_int();
-  if (x.size() < 3 || !c || *c < 1 || 2 * *c > env.block_out) return 1;
+  if (x.size() < 3 || !c || *c < 1 || 2 * *c > env.block_out || x[x.size() - 3].as_int() == 1)
+    return 1;
   return env.block_out / *c;
 }
 

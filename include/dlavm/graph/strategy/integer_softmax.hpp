@@ -126,8 +126,8 @@ class IntegerSoftmaxKernel {
   //     exponentials; not where that constant is no ALU immediate;
   //   - with lane groups, each pass copies and adds the mask rows only in the chunks that
   //     hold a key only some of a block's queries see (the others' rows are zero).
-  // A chunk loop not as the lowering writes it is left as it is (ValueError where the lane
-  // masks then have nowhere to go).
+  // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
+  // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
 
  private:
