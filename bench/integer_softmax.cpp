@@ -57,15 +57,16 @@ void BM_IntegerSoftmaxBlock(benchmark::State& state) {
 BENCHMARK(BM_IntegerSoftmaxBlock)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
 
 // The graph strategy's kernel (graph::IntegerSoftmaxKernel, chunks of 256 keys) at N keys, N
-// queries and 8 lanes (the gallery's 8 heads), causal (range 1) or not, in G lane groups
-// (range 2: two queries side by side fill the 16 lanes, as the strategy packs them): where its
+// queries and C lanes (range 3: the gallery's 8 heads, or 3), causal (range 1) or not, in G
+// lane groups (range 2: 16 / C queries side by side, as the strategy packs them): where its
 // cycles go. Timed: instantiating the stream; the cycle model then runs it once. Counters: the
 // stream's cycles, ALU micro-ops, GEMM resets and accumulator-load bytes, and each of them per
 // key and lane tile the passes compute (`entries`: each block's chunks that hold a key one of
 // its queries sees, times the chunk: what passes 1 and 2 run over, and pass 3 over all but the
 // skipped chunks).
 void BM_IntegerSoftmaxKernel(benchmark::State& state) {
-  const std::int64_t n = state.range(0), chunk = 256, groups = state.range(2);
+  const std::int64_t n = state.range(0), chunk = 256, groups = state.range(2),
+                     lanes = state.range(3);
   const bool causal = state.range(1) != 0;
   const graph::Target target;
   const auto& env = target.env;
@@ -73,7 +74,7 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
   const graph::IntegerSoftmaxKernel kernel(env,
                                            {.products = products,
                                             .keys = n,
-                                            .lanes = 8,
+                                            .lanes = lanes,
                                             .queries = causal ? n : 0,
                                             .fixed = host::integer_exp_for(0.125),
                                             .groups = groups},
@@ -111,10 +112,12 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
   state.counters["acc_bytes_per_entry"] = per_entry(report.counters.acc_load_bytes);
 }
 BENCHMARK(BM_IntegerSoftmaxKernel)
-    ->Args({256, 0, 1})
-    ->Args({2048, 1, 1})
-    ->Args({2048, 1, 2})
-    ->ArgNames({"keys", "causal", "groups"})
+    ->Args({256, 0, 1, 8})
+    ->Args({2048, 1, 1, 8})
+    ->Args({2048, 1, 2, 8})
+    ->Args({2048, 1, 1, 3})
+    ->Args({2048, 1, 5, 3})
+    ->ArgNames({"keys", "causal", "groups", "lanes"})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
