@@ -97,6 +97,29 @@ TEST_CASE("appended state: random appends equal packing the concatenated state")
   }
 }
 
+TEST_CASE("appended state: reserved, appends up to the reserve never move its buffer") {
+  // a K cache [1, 2, T, 16] held transposed as [1, 2, 16, T] in 4 x 4 tiles: a new tile of
+  // positions every 4; reserved for 40 positions, the bytes stay where they are through 40
+  // appends of one position and an assign, and equal the packed state after each
+  const graph::Layout layout{graph::Layout::Kind::MatmulWeight, 4, 4};
+  graph::AppendedState held(DType::int8(), {1, 2, 0, 16}, 2, {0, 1, 3, 2}, layout, "k");
+  held.reserve(40);
+  held.assign(te::NDArray::random(DType::int8(), {1, 2, 1, 16}, 3));
+  const std::uint8_t* at = held.bytes().data();
+  te::NDArray state = held.logical();
+  for (std::uint64_t k = 1; k < 40; ++k) {
+    const auto row = te::NDArray::random(DType::int8(), {1, 2, 1, 16}, 10 + k);
+    held.append(row);
+    held.commit();
+    const te::NDArray* parts[] = {&state, &row};
+    state = host::concat(parts, {.axis = 2});
+    CHECK(held.bytes().data() == at);
+    CHECK(held.logical() == state);
+  }
+  held.assign(te::NDArray::random(DType::int8(), {1, 2, 3, 16}, 4));
+  CHECK(held.bytes().data() == at);
+}
+
 TEST_CASE("appended state: rows of another shape or dtype name the state") {
   graph::AppendedState held(DType::int8(), {1, 2, 0, 4}, 2, {0, 1, 3, 2},
                             {graph::Layout::Kind::MatmulWeight, 16, 16}, "k_cache");

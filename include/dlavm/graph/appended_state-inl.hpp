@@ -98,6 +98,10 @@ DLAVM_INLINE void AppendedState::append(std::span<const std::uint8_t> data,
   pending_ = held_[0] + count;
 }
 
+DLAVM_INLINE void AppendedState::reserve(std::int64_t length) {
+  bytes_.reserve(static_cast<std::size_t>(runtime::packed_state_bytes(packed_, length)));
+}
+
 DLAVM_INLINE std::vector<AppendedState::ByteRange> AppendedState::take_written() {
   std::vector<ByteRange> out;
   if (written_all_) {

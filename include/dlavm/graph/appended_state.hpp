@@ -11,6 +11,7 @@
 //
 //   graph::AppendedState cache(DType::int8(), {1, 8, 0, 64}, /*axis=*/2, {0, 1, 3, 2},
 //                              {graph::Layout::Kind::MatmulWeight, 16, 16});
+//   cache.reserve(2048);     // the most it will hold: appends never reallocate
 //   cache.append(keys);      // keys [1, 8, T, 64]: bytes() holds T positions
 //   cache.commit();          // and length() is T
 //   for (auto w : cache.take_written()) ...  // copy bytes()[w.offset, + w.size) to the device
@@ -50,6 +51,11 @@ class AppendedState {
   // relayout copy (graph/relayout.hpp) gives. ShapeError for bytes of another size.
   void append(std::span<const std::uint8_t> data, std::span<const std::int64_t> shape);
   void commit() { held_[0] = pending_; }
+  // Room for the bytes of `length` positions, so that appends up to there never reallocate:
+  // a run whose positions need another tile then moves the held tiles within the buffer
+  // instead of copying them all to a new one first (graph::Executor reserves each state's
+  // maximum). assign() keeps the room.
+  void reserve(std::int64_t length);
   // The packed array's DRAM bytes at the pending length (the length after append).
   std::span<const std::uint8_t> bytes() const { return bytes_; }
   // The ranges of bytes() written since the last call, merged where they meet; all of bytes()

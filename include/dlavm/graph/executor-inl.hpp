@@ -554,6 +554,8 @@ DLAVM_INLINE Executor::Executor(std::shared_ptr<const Module> module, vta::Devic
     const auto& v = m.values()[st.value];
     states_.appended.back().emplace(v.dtype, detail::initial_shape(v.shape), m.growing_dim(i),
                                     st.perm, m.values()[*st.packed].layout, v.param);
+    // its most positions: a run's new tile moves the held ones in place, not into a new buffer
+    states_.appended.back()->reserve(detail::state_capacity(v.shape[m.growing_dim(i)]));
   }
   reset_state();
 }
