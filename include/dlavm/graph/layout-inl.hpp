@@ -7,6 +7,7 @@
 #include <dlavm/ne/int_math.hpp>
 #include <dlavm/ne/ops.hpp>
 #include <dlavm/ne/simplify.hpp>
+#include <dlavm/runtime/kernels.hpp>
 #include <dlavm/vta/layout.hpp>
 
 #include <fmt/format.h>
@@ -358,32 +359,14 @@ inline std::array<std::int64_t, 3> as_products(std::span<const std::int64_t> s) 
   return {products, s[s.size() - 2], s[s.size() - 1]};
 }
 
-// A BatchedMatrix value with lane groups G > 1, [B..., M, N, C], seen as the matrices it packs
-// as: [prod(B) * ceil(M / G), N, G * C] (ShapeError, ValueError as require_lane_groups).
-inline std::array<std::int64_t, 3> lane_grouped(const Layout& l, std::span<const std::int64_t> s) {
+// A BatchedMatrix value with lane groups G > 1, [B..., Q, M, C], as [prod(B), Q, M, C]: the
+// dims runtime::pack_batched_grouped takes (ShapeError, ValueError as require_lane_groups).
+inline std::array<std::int64_t, 4> lane_grouped(const Layout& l, std::span<const std::int64_t> s) {
   require_layout_rank(l, s.size());
   const std::size_t r = s.size();
   require_lane_groups(l, s[r - 1]);
   const auto outer = std::accumulate(s.begin(), s.end() - 3, std::int64_t{1}, std::multiplies<>{});
-  return {outer * ne::ceil_div(s[r - 3], l.groups), s[r - 2], l.groups * s[r - 1]};
-}
-
-// Calls f(from, to) for every element of a lane-grouped value [B..., M, N, C]: its offset in the
-// logical array and in the regrouped [prod(B) * ceil(M / G), N, G * C].
-template <class F>
-void for_each_lane_grouped(const Layout& l, std::span<const std::int64_t> s, F&& f) {
-  const std::size_t r = s.size();
-  const std::int64_t g = l.groups, m = s[r - 3], n = s[r - 2], c = s[r - 1];
-  const std::int64_t outer =
-      std::accumulate(s.begin(), s.end() - 3, std::int64_t{1}, std::multiplies<>{});
-  const std::int64_t tiles = ne::ceil_div(m, g);
-  std::int64_t from = 0;
-  for (std::int64_t b = 0; b < outer; ++b)
-    for (std::int64_t q = 0; q < m; ++q)
-      for (std::int64_t k = 0; k < n; ++k) {
-        const std::int64_t to = (((b * tiles + q / g) * n + k) * g + q % g) * c;
-        for (std::int64_t j = 0; j < c; ++j) f(from++, to + j);
-      }
+  return {outer, s[r - 3], s[r - 2], s[r - 1]};
 }
 
 // packed_shape at constant dims, without building expressions (every unpack checks its array
@@ -395,8 +378,8 @@ inline std::vector<std::int64_t> packed_dims(const Layout& l, std::span<const st
     return {ne::ceil_div(shape[0], l.rows) + 1, l.rows, l.cols};
   std::vector<std::int64_t> packed;
   if (l.groups > 1) {
-    const auto g = lane_grouped(l, shape);
-    return {g[0], ne::ceil_div(g[1], l.rows), ne::ceil_div(g[2], l.cols), l.rows, l.cols};
+    const auto g = lane_grouped(l, shape);  // one column tile: G x C <= T
+    return {g[0] * ne::ceil_div(g[1], l.groups), ne::ceil_div(g[2], l.rows), 1, l.rows, l.cols};
   }
   if (batched(l)) {
     const auto [products, m, c] = as_products(shape);
@@ -508,15 +491,10 @@ DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
   }
   if (l.groups > 1 && l.kind == Layout::Kind::BatchedMatrix) {
     const auto g = detail::lane_grouped(l, logical.shape());
-    te::NDArray regrouped(logical.dtype(), {g[0], g[1], g[2]});
-    const auto src = logical.data();
-    auto dst = regrouped.data();
-    detail::for_each_lane_grouped(l, logical.shape(), [&](std::int64_t from, std::int64_t to) {
-      dst[static_cast<std::size_t>(to)] = src[static_cast<std::size_t>(from)];
-    });
-    Layout plain_groups = l;
-    plain_groups.groups = 1;
-    return detail::pack_products(regrouped, plain_groups);
+    te::NDArray out(logical.dtype(), detail::packed_dims(l, logical.shape()));
+    runtime::pack_batched_grouped(logical.data().data(), out.data().data(), g[0], g[1], g[2], g[3],
+                                  l.groups, l.rows, l.cols);
+    return out;
   }
   if (detail::batched(l)) return detail::pack_products(logical, l);
   if (l.kind == Layout::Kind::ChannelWeights) return detail::pack_channel_weights(logical, l);
@@ -602,16 +580,9 @@ DLAVM_INLINE te::NDArray unpack(const te::NDArray& packed, const Layout& l,
   }
   if (l.groups > 1) {
     const auto g = detail::lane_grouped(l, shape);
-    Layout plain_groups = l;
-    plain_groups.groups = 1;
-    const std::vector<std::int64_t> regrouped_shape{g[0], g[1], g[2]};
-    const auto regrouped = unpack(packed, plain_groups, regrouped_shape);
     te::NDArray out(packed.dtype(), logical_shape);
-    const auto src = regrouped.data();
-    auto dst = out.data();
-    detail::for_each_lane_grouped(l, shape, [&](std::int64_t from, std::int64_t to) {
-      dst[static_cast<std::size_t>(from)] = src[static_cast<std::size_t>(to)];
-    });
+    runtime::unpack_batched_grouped(packed.data().data(), out.data().data(), g[0], g[1], g[2], g[3],
+                                    l.groups, l.rows, l.cols);
     return out;
   }
   if (l.kind == Layout::Kind::BatchedMatrix) {

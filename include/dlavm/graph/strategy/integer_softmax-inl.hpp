@@ -9,8 +9,6 @@
 #include <dlavm/ne/int_math.hpp>
 #include <dlavm/ne/ops.hpp>
 #include <dlavm/ne/simplify.hpp>
-#include <dlavm/runtime/isa.hpp>
-#include <dlavm/te/buffer.hpp>
 #include <dlavm/te/ops.hpp>
 #include <dlavm/te/tensor.hpp>
 #include <dlavm/tir/functor.hpp>
@@ -411,8 +409,8 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
                           const std::function<te::Expr(std::span<const ne::Var>)>& rows) {
     stages.push_back(loaded);
     if (!masks_.defined()) return w.wrap(loaded);
-    std::vector<ne::Expr> shape(loaded.shape().begin(), loaded.shape().end());
-    const auto m = te::compute_dynamic(shape, rows, fmt::format("{}.{}", name, what));
+    const std::vector<ne::Expr> dims(loaded.shape().begin(), loaded.shape().end());
+    const auto m = te::compute_dynamic(dims, rows, fmt::format("{}.{}", name, what));
     stages.push_back(m);
     mask_loads_.push_back(m);
     const auto lw = w.wrap(loaded), mw = w.wrap(m);
@@ -600,7 +598,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     bool lane_masks = false;
     ne::Expr first_unseen, visible;
     std::int64_t chunk = 1;
-    int rewritten = 0;
+    int rewritten = 0, guarded = 0;
     // A chunk body's parts after its load (`parts` from 3 on) that copy the mask rows and add
     // them (their buffers' names end in ".mask"), only where the chunk (`c`) holds a key only
     // some groups see: elsewhere the rows are zero. Returns the parts.
@@ -626,7 +624,6 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       ++guarded;
       return out;
     }
-    int guarded = 0;
     // A pass whose keys fit one chunk has no chunk loop (the lowering drops a loop of one
     // iteration): its body, chunk 0, gets the lane masks alone.
     tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
