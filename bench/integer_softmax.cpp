@@ -56,29 +56,32 @@ void BM_IntegerSoftmaxBlock(benchmark::State& state) {
 }
 BENCHMARK(BM_IntegerSoftmaxBlock)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
 
-// The graph strategy's kernel (graph::IntegerSoftmaxKernel, chunks of 256 keys) at N keys, N
-// queries and C lanes (range 3: the gallery's 8 heads, or 3), causal (range 1) or not, in G
-// lane groups (range 2: 16 / C queries side by side, as the strategy packs them): where its
-// cycles go. Timed: instantiating the stream; the cycle model then runs it once. Counters: the
+// The graph strategy's kernel (graph::IntegerSoftmaxKernel, in the chunks the strategy
+// chooses: 256 keys, 512 for the normalization) at N keys, N queries and C lanes (range 3: the
+// gallery's 8 heads, or 3), causal (range 1) or not, in G lane groups (range 2: 16 / C queries
+// side by side, as the strategy packs them), the whole softmax or one of its halves (range 4:
+// 0 whole, 1 the exponentials, 2 the normalization): where its cycles go. Timed: instantiating the stream; the cycle model then runs it once. Counters: the
 // stream's cycles, ALU micro-ops, GEMM resets and accumulator-load bytes, and each of them per
 // key and lane tile the passes compute (`entries`: each block's chunks that hold a key one of
 // its queries sees, times the chunk: what passes 1 and 2 run over, and pass 3 over all but the
 // skipped chunks).
 void BM_IntegerSoftmaxKernel(benchmark::State& state) {
-  const std::int64_t n = state.range(0), chunk = 256, groups = state.range(2),
-                     lanes = state.range(3);
+  const std::int64_t n = state.range(0), groups = state.range(2), lanes = state.range(3);
   const bool causal = state.range(1) != 0;
   const graph::Target target;
   const auto& env = target.env;
   const std::int64_t products = (n + groups - 1) / groups;
-  const graph::IntegerSoftmaxKernel kernel(env,
-                                           {.products = products,
-                                            .keys = n,
-                                            .lanes = lanes,
-                                            .queries = causal ? n : 0,
-                                            .fixed = host::integer_exp_for(0.125),
-                                            .groups = groups},
-                                           chunk, "sm");
+  const graph::IntegerSoftmaxShape shape{.products = products,
+                                         .keys = n,
+                                         .lanes = lanes,
+                                         .queries = causal ? n : 0,
+                                         .fixed = host::integer_exp_for(0.125),
+                                         .groups = groups,
+                                         .part = static_cast<graph::IntegerSoftmaxPart>(
+                                             state.range(4))};
+  const std::int64_t chunk =
+      graph::Chooser().choose({}, graph::knob_space(env, shape)).values.at(0);
+  const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
   auto s = kernel.schedule();
   auto rewrite = kernel.skip_masked_work(s);
   graph::VtaKernel declared{std::move(s),       kernel.args(),     "", 0, 0,
@@ -102,6 +105,7 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
   const auto per_entry = [&](std::uint64_t v) {
     return static_cast<double>(v) / static_cast<double>(entries);
   };
+  state.counters["chunk"] = static_cast<double>(chunk);
   state.counters["cycles"] = static_cast<double>(report.total_cycles);
   state.counters["insns"] = static_cast<double>(insns.size());
   state.counters["alu_uops"] = static_cast<double>(report.counters.alu_uops);
@@ -112,12 +116,16 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
   state.counters["acc_bytes_per_entry"] = per_entry(report.counters.acc_load_bytes);
 }
 BENCHMARK(BM_IntegerSoftmaxKernel)
-    ->Args({256, 0, 1, 8})
-    ->Args({2048, 1, 1, 8})
-    ->Args({2048, 1, 2, 8})
-    ->Args({2048, 1, 1, 3})
-    ->Args({2048, 1, 5, 3})
-    ->ArgNames({"keys", "causal", "groups", "lanes"})
+    ->Args({256, 0, 1, 8, 0})
+    ->Args({2048, 1, 1, 8, 0})
+    ->Args({2048, 1, 2, 8, 0})
+    ->Args({2048, 1, 2, 8, 1})
+    ->Args({2048, 1, 2, 8, 2})
+    ->Args({2048, 1, 1, 3, 0})
+    ->Args({2048, 1, 5, 3, 0})
+    ->Args({2048, 1, 5, 3, 1})
+    ->Args({2048, 1, 5, 3, 2})
+    ->ArgNames({"keys", "causal", "groups", "lanes", "part"})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

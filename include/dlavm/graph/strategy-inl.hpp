@@ -393,9 +393,11 @@ inline std::int64_t integer_softmax_groups(const std::vector<ne::Expr>& x, const
 
 // The integer softmax of a workload whose keys are dim -2: the lanes the last dim, the dims
 // before the keys its products (the last of them a causal softmax's queries), in lane groups.
-inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w, const vta::Env& env) {
+inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w, const vta::Env& env,
+                                                 IntegerSoftmaxPart part) {
   const auto& x = w.args[0].shape;
-  const auto p = integer_softmax_params(w.attrs);
+  const bool normalize = part == IntegerSoftmaxPart::Normalize;
+  const auto p = normalize ? integer_softmax_normalize_params(w.attrs) : integer_softmax_params(w.attrs);
   const std::int64_t groups = integer_softmax_groups(x, env);
   ne::Expr products = 1;
   for (std::size_t k = 0; k + 2 < x.size(); ++k)
@@ -404,15 +406,17 @@ inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w, const vta::E
           .keys = ne::simplify(x[x.size() - 2]),
           .lanes = constant_of(x.back()),
           .queries = p.causal ? ne::simplify(x[x.size() - 3]) : ne::Expr(0),
-          .fixed = host::integer_exp_for(p.scale),
-          .groups = groups};
+          .fixed = normalize ? runtime::IntegerExp{} : host::integer_exp_for(p.scale),
+          .groups = groups,
+          .part = part};
 }
 
-inline AnchorStrategy integer_softmax_strategy() {
+// integer_softmax, integer_softmax_exp or integer_softmax_normalize (`part`).
+inline AnchorStrategy integer_softmax_strategy(const char* op, IntegerSoftmaxPart part) {
   AnchorStrategy s;
-  s.op = "integer_softmax";
-  s.support = [](const AnchorCall& a, const vta::Env& env,
-                 const Epilogue& e) -> std::optional<std::string> {
+  s.op = op;
+  s.support = [part](const AnchorCall& a, const vta::Env& env,
+                     const Epilogue& e) -> std::optional<std::string> {
     const auto& x = a.call.type(0);
     if (x.dtype != env.inp_dtype)
       return fmt::format("VTA loads {} scores (through ACC_8BIT), the input is {}", env.inp_dtype,
@@ -428,7 +432,9 @@ inline AnchorStrategy integer_softmax_strategy() {
           "VTA normalizes the keys along the accumulator's entries, one key per row; a BATCH of "
           "{} puts {} keys in each",
           env.batch, env.batch);
-    const auto p = integer_softmax_params(a.call.attrs);
+    const auto p = part == IntegerSoftmaxPart::Normalize
+                       ? integer_softmax_normalize_params(a.call.attrs)
+                       : integer_softmax_params(a.call.attrs);
     const std::size_t rank = x.ndim();
     const std::size_t axis = a.call.axis("axis", rank);
     if (rank < 2 || axis + 2 != rank)
@@ -445,7 +451,7 @@ inline AnchorStrategy integer_softmax_strategy() {
     if (auto why = constant_dim(a, 0, rank - 1, "lane count (the last dim)")) return why;
     for (std::size_t k = 0; k + 1 < rank; ++k)
       require_bounded(a, 0, x.shape[k], fmt::format("as dim {}", k));
-    const auto shape = integer_softmax_shape(workload_of(a, e), env);
+    const auto shape = integer_softmax_shape(workload_of(a, e), env, part);
     const auto space = knob_space(env, shape);
     if (least_cost_point(space)) return std::nullopt;
     // the reason of the chunk that comes nearest to fitting
@@ -464,12 +470,12 @@ inline AnchorStrategy integer_softmax_strategy() {
     return layout(w, env);
   };
   s.result_layout = layout;
-  s.space = [](const Workload& w, const vta::Env& env) {
-    return knob_space(env, integer_softmax_shape(w, env));
+  s.space = [part](const Workload& w, const vta::Env& env) {
+    return knob_space(env, integer_softmax_shape(w, env, part));
   };
-  s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
-                 const std::string& name) {
-    const auto shape = integer_softmax_shape(w, env);
+  s.declare = [part](const Workload& w, const vta::Env& env, const Knobs& knobs,
+                     const std::string& name) {
+    const auto shape = integer_softmax_shape(w, env, part);
     const std::int64_t chunk = knobs.at("keys");
     const IntegerSoftmaxKernel kernel(env, shape, chunk, name, w.epilogue);
     auto schedule = kernel.schedule();
@@ -496,7 +502,10 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
   s.add(detail::matmul_strategy());
   for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
     s.add(detail::pool2d_strategy(op));
-  s.add(detail::integer_softmax_strategy());
+  s.add(detail::integer_softmax_strategy("integer_softmax", IntegerSoftmaxPart::Whole));
+  s.add(detail::integer_softmax_strategy("integer_softmax_exp", IntegerSoftmaxPart::Exp));
+  s.add(detail::integer_softmax_strategy("integer_softmax_normalize",
+                                         IntegerSoftmaxPart::Normalize));
   for (auto& [op, rule] : default_epilogue_rules()) s.add_epilogue(op, std::move(rule));
   s.set_host_reason("rescale",
                     "its float32 multiplier, rounded half to even, is no shift VTA's ALU has: "

@@ -135,8 +135,9 @@ class VtaStrategies {
   std::map<std::string, std::string, std::less<>> host_reasons_;
 };
 
-// conv2d, dense, matmul, max_pool2d, avg_pool2d, global_avg_pool2d and integer_softmax (keys
-// along dim -2: graph/strategy/integer_softmax.hpp), the epilogue rules of
+// conv2d, dense, matmul, max_pool2d, avg_pool2d, global_avg_pool2d, integer_softmax and its
+// halves integer_softmax_exp and integer_softmax_normalize (keys along dim -2:
+// graph/strategy/integer_softmax.hpp), the epilogue rules of
 // bias_add, add, requantize, relu, clip and cast, and the host reasons of rescale,
 // quantize_linear and dequantize_linear.
 VtaStrategies default_vta_strategies();

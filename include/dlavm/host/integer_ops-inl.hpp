@@ -32,36 +32,81 @@ DLAVM_INLINE runtime::IntegerExp integer_exp_for(double scale, std::string_view 
   return {multiplier(bits), bits};
 }
 
+namespace detail {
+
+// The rows of a softmax over `axis` of s, checked: [outer, extent, inner], and a causal one's
+// query count and whether the queries are the inner index.
+struct IntegerSoftmaxRows {
+  AxisSplit<std::int64_t> split;
+  std::int64_t queries = 0;
+  bool query_inner = false;
+};
+
+inline IntegerSoftmaxRows integer_softmax_rows(const te::NDArray& s, const IntegerSoftmaxParams& p,
+                                               std::string_view who, std::string_view what) {
+  if (s.dtype() != DType::int8())
+    raise<TypeError>("{}: s is {}; the integer softmax takes int8 {}", who, s.dtype(), what);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, s.ndim());
+  const auto& shape = s.shape();
+  IntegerSoftmaxRows rows{split_at(shape, axis)};
+  if (rows.split.extent > runtime::kIntegerSoftmaxMaxExtent)
+    raise<ShapeError>("{}: {} keys along axis {} of s {}; at most {} keep the sum in 32 bits", who,
+                      rows.split.extent, axis, detail::shape_str(shape),
+                      runtime::kIntegerSoftmaxMaxExtent);
+  if (const char* why =
+          p.causal ? integer_softmax_causal_axis_error(axis, shape.size(), p.queries) : nullptr)
+    raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of s {}: {}", who, axis,
+                      detail::shape_str(shape), why);
+  if (const auto query = integer_softmax_causal_queries(p, axis, shape.size())) {
+    rows.queries = shape[query->axis];
+    rows.query_inner = query->inner;
+    if (rows.queries > rows.split.extent)
+      raise<ShapeError>(
+          "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
+          "(the queries are the last positions)",
+          who, detail::shape_str(shape), rows.queries, rows.split.extent);
+  }
+  return rows;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p) {
   constexpr std::string_view who = "host::integer_softmax";
   if (s.dtype() != DType::int8())
     raise<TypeError>("{}: s is {}; the integer softmax takes int8 scores", who, s.dtype());
   const auto fixed = integer_exp_for(p.scale, who);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, s.ndim());
-  const auto& shape = s.shape();
-  const auto split = split_at(shape, axis);
-  if (split.extent > runtime::kIntegerSoftmaxMaxExtent)
-    raise<ShapeError>("{}: {} keys along axis {} of s {}; at most {} keep the sum in 32 bits", who,
-                      split.extent, axis, detail::shape_str(shape),
-                      runtime::kIntegerSoftmaxMaxExtent);
-  std::int64_t queries = 0;
-  if (const char* why =
-          p.causal ? integer_softmax_causal_axis_error(axis, shape.size(), p.queries) : nullptr)
-    raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of s {}: {}", who, axis,
-                      detail::shape_str(shape), why);
-  const auto query = integer_softmax_causal_queries(p, axis, shape.size());
-  if (query) {
-    queries = shape[query->axis];
-    if (queries > split.extent)
-      raise<ShapeError>(
-          "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
-          "(the queries are the last positions)",
-          who, detail::shape_str(shape), queries, split.extent);
-  }
-  te::NDArray y(s.dtype(), shape);
+  const auto rows = detail::integer_softmax_rows(s, p, who, "scores");
+  te::NDArray y(s.dtype(), s.shape());
   if (y.size() == 0) return y;  // no rows, empty rows, or no queries
-  runtime::integer_softmax(s.data().data(), y.data().data(), split.outer, split.extent, split.inner,
-                           fixed, queries, query && query->inner);
+  runtime::integer_softmax(s.data().data(), y.data().data(), rows.split.outer, rows.split.extent,
+                           rows.split.inner, fixed, rows.queries, rows.query_inner);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray integer_softmax_exp(const te::NDArray& s, const IntegerSoftmaxParams& p) {
+  constexpr std::string_view who = "host::integer_softmax_exp";
+  if (s.dtype() != DType::int8())
+    raise<TypeError>("{}: s is {}; the integer softmax takes int8 scores", who, s.dtype());
+  const auto fixed = integer_exp_for(p.scale, who);
+  const auto rows = detail::integer_softmax_rows(s, p, who, "scores");
+  te::NDArray y(s.dtype(), s.shape());
+  if (y.size() == 0) return y;
+  runtime::integer_softmax_exp(s.data().data(), y.data().data(), rows.split.outer,
+                               rows.split.extent, rows.split.inner, fixed, rows.queries,
+                               rows.query_inner);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray integer_softmax_normalize(const te::NDArray& e,
+                                                   const IntegerSoftmaxParams& p) {
+  constexpr std::string_view who = "host::integer_softmax_normalize";
+  const auto rows = detail::integer_softmax_rows(e, p, who, "exponentials");
+  te::NDArray y(e.dtype(), e.shape());
+  if (y.size() == 0) return y;
+  runtime::integer_softmax_normalize(e.data().data(), y.data().data(), rows.split.outer,
+                                     rows.split.extent, rows.split.inner, rows.queries,
+                                     rows.query_inner);
   return y;
 }
 

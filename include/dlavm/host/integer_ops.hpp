@@ -10,6 +10,14 @@
 //       N - M + q, the others get 0. `queries = Before` puts the queries in the dim just before
 //       the keys instead (any axis but the first): scores [.., M, N, H] with keys along -2 and
 //       independent rows (heads) in the last dim, the layout VTA's ALU normalizes.
+//   integer_softmax_exp(s int8, params) -> int8, s's shape: the same softmax's first half,
+//       each visible key's exponential in units of 1/127 of its row's largest (the max's is
+//       127), rounded; 0 for the keys a causal row does not see
+//   integer_softmax_normalize(e int8, {axis, causal, queries}) -> int8: the second half, the
+//       probabilities of exponentials e along `axis` (the scale unused). Composed, the two
+//       give a softmax within one unit of the exact one, as integer_softmax's (each
+//       exponential rounded to int8 in between, so an accelerator keeps it in DRAM and
+//       computes it once: runtime/kernels.hpp)
 //   integer_exp_for(scale): the fixed point of x * scale * log2(e) (runtime::IntegerExp);
 //       ValueError when scale is outside [min_integer_softmax_scale, max_...] (the exponent's
 //       multiplier would not fit the 7 bits VTA's ALU multiplies by, or lose precision)
@@ -79,6 +87,8 @@ constexpr const char* integer_softmax_causal_axis_error(std::size_t axis, std::s
              : nullptr;
 }
 te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
+te::NDArray integer_softmax_exp(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
+te::NDArray integer_softmax_normalize(const te::NDArray& e, const IntegerSoftmaxParams& p = {});
 
 }  // namespace dlavm::host
 

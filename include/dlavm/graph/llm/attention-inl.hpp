@@ -59,10 +59,12 @@ DLAVM_INLINE Expr merge_heads(Expr x, std::int64_t d_model) {
 
 DLAVM_INLINE Expr integer_probabilities(Expr scores, float score_scale) {
   auto by_key = transpose(std::move(scores), {.perm = {0, 2, 3, 1}});
-  auto p = integer_softmax(
-      by_key,
-      {.axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before});
-  return transpose(p, {.perm = {0, 3, 1, 2}});
+  const host::IntegerSoftmaxParams p{
+      .axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before};
+  // in two halves, so that VTA computes each exponential once (the accumulator holds no row of
+  // the keys: a single kernel computes them twice, for the sum and for the probabilities)
+  return transpose(integer_softmax_normalize(integer_softmax_exp(by_key, p), p),
+                   {.perm = {0, 3, 1, 2}});
 }
 
 DLAVM_INLINE Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& options) {

@@ -76,7 +76,8 @@ Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& options = {});
 
 // The integer softmax of causal scores [1, heads, token, positions] on VTA: VTA's ALU combines
 // the lanes of a tile only one by one, so the keys go to dim -2 and the heads to the lanes,
-// with the queries before the keys; then back.
+// with the queries before the keys; then back. In its two halves, integer_softmax_exp and
+// integer_softmax_normalize (each exponential kept in DRAM as int8, computed once).
 Expr integer_probabilities(Expr scores, float score_scale);
 
 // int8 -> float32 (x * scale) -> layer norm over the last dim -> int8 (/ scale), on the host;

@@ -11,6 +11,10 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+#include <utility>
+#include <vector>
+
 namespace dlavm::graph {
 
 namespace detail {
@@ -29,13 +33,29 @@ inline const AttrSchema<host::IntegerSoftmaxParams>& integer_softmax_schema() {
   return schema;
 }
 
-inline TensorType integer_softmax_type(const TypeCall& c) {
+// integer_softmax_normalize's: integer_softmax's but the scale, which it does not use.
+inline const AttrSchema<host::IntegerSoftmaxParams>& integer_softmax_normalize_schema() {
+  using P = host::IntegerSoftmaxParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the dim of the keys, normalized over (negative: from the end)")
+          .field("causal", &P::causal, "mask the keys after each query")
+          .field("queries", &P::queries,
+                 "a causal softmax's queries: the other of the last two dims, or the dim before "
+                 "the keys",
+                 {{"other", host::CausalQueries::Other}, {"before", host::CausalQueries::Before}});
+  return schema;
+}
+
+// The type of integer_softmax and its two halves (`normalize`: the second, which has no scale).
+inline TensorType integer_softmax_type(const TypeCall& c, bool normalize) {
   const auto& s = c.type(0);
   if (s.dtype != DType::int8())
-    raise<TypeError>("{}: {} is {}; the integer softmax takes int8 scores", c.label, c.arg(0),
-                     s.dtype);
-  const auto p = params_of(c, integer_softmax_schema());
-  (void)host::integer_exp_for(p.scale, c.label);
+    raise<TypeError>("{}: {} is {}; the integer softmax takes int8 {}", c.label, c.arg(0),
+                     s.dtype, normalize ? "exponentials" : "scores");
+  const auto p = params_of(
+      c, normalize ? integer_softmax_normalize_schema() : integer_softmax_schema());
+  if (!normalize) (void)host::integer_exp_for(p.scale, c.label);
   const std::size_t axis = c.axis("axis", s.ndim());
   const auto& keys = s.shape[axis];
   if (ne::bounds(keys).max > runtime::kIntegerSoftmaxMaxExtent)
@@ -63,28 +83,48 @@ DLAVM_INLINE host::IntegerSoftmaxParams integer_softmax_params(const Attrs& attr
   return detail::integer_softmax_schema().from_attrs(attrs);
 }
 
+DLAVM_INLINE host::IntegerSoftmaxParams integer_softmax_normalize_params(const Attrs& attrs) {
+  return detail::integer_softmax_normalize_schema().from_attrs(attrs);
+}
+
 DLAVM_INLINE Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p) {
   return call("integer_softmax", {std::move(s)}, detail::integer_softmax_schema().to_attrs(p));
 }
 
+DLAVM_INLINE Expr integer_softmax_exp(Expr s, const host::IntegerSoftmaxParams& p) {
+  return call("integer_softmax_exp", {std::move(s)}, detail::integer_softmax_schema().to_attrs(p));
+}
+
+DLAVM_INLINE Expr integer_softmax_normalize(Expr e, const host::IntegerSoftmaxParams& p) {
+  return call("integer_softmax_normalize", {std::move(e)},
+              detail::integer_softmax_normalize_schema().to_attrs(p));
+}
+
 namespace detail {
 
-// runtime::integer_softmax(x, y, outer, keys, inner, exponential, queries, queries inner).
-inline FirmwareCall integer_softmax_firmware(const FirmwareStep& s) {
+// runtime::integer_softmax or integer_softmax_exp (`function`): (x, y, outer, keys, inner,
+// exponential, queries, queries inner); runtime::integer_softmax_normalize without the
+// exponential.
+inline FirmwareCall integer_softmax_firmware(const FirmwareStep& s, const char* function) {
   const auto& x = s.input(0);
-  const auto p = integer_softmax_params(s.call.attrs);
-  const auto fixed = host::integer_exp_for(p.scale);
+  const bool normalize = std::string_view(function).ends_with("normalize");
+  const auto p = normalize ? integer_softmax_normalize_params(s.call.attrs)
+                           : integer_softmax_params(s.call.attrs);
   const auto axis = s.call.axis("axis", x.size());
   const auto split = host::split_at(std::span(x), axis);
   const auto query = host::integer_softmax_causal_queries(p, axis, x.size());
-  return {"dlavm::runtime::integer_softmax",
-          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::dim(split.outer),
-           FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner),
-           FirmwareArg::aggregate(
-               "dlavm::runtime::IntegerExp",
-               {FirmwareArg::integer(fixed.multiplier), FirmwareArg::integer(fixed.frac_bits)}),
-           FirmwareArg::dim(query ? x[query->axis] : ne::Expr(0)),
-           FirmwareArg::boolean(query && query->inner)}};
+  std::vector<FirmwareArg> args{FirmwareArg::input(0), FirmwareArg::output(),
+                                FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
+                                FirmwareArg::dim(split.inner)};
+  if (!normalize) {
+    const auto fixed = host::integer_exp_for(p.scale);
+    args.push_back(FirmwareArg::aggregate(
+        "dlavm::runtime::IntegerExp",
+        {FirmwareArg::integer(fixed.multiplier), FirmwareArg::integer(fixed.frac_bits)}));
+  }
+  args.push_back(FirmwareArg::dim(query ? x[query->axis] : ne::Expr(0)));
+  args.push_back(FirmwareArg::boolean(query && query->inner));
+  return {function, std::move(args)};
 }
 
 }  // namespace detail
@@ -92,12 +132,36 @@ inline FirmwareCall integer_softmax_firmware(const FirmwareStep& s) {
 DLAVM_INLINE void add_integer_ops(OpRegistry& ops) {
   ops.add({.name = "integer_softmax",
            .attrs = detail::integer_softmax_schema().specs(),
-           .type_rule = detail::integer_softmax_type,
+           .type_rule = [](const TypeCall& c) { return detail::integer_softmax_type(c, false); },
            .host_kernel =
                [](HostArgs a, const Attrs& attrs) {
                  return host::integer_softmax(*a[0], integer_softmax_params(attrs));
                },
-           .firmware = {.call = detail::integer_softmax_firmware}});
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::integer_softmax_firmware(s, "dlavm::runtime::integer_softmax");
+           }}});
+  ops.add({.name = "integer_softmax_exp",
+           .attrs = detail::integer_softmax_schema().specs(),
+           .type_rule = [](const TypeCall& c) { return detail::integer_softmax_type(c, false); },
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::integer_softmax_exp(*a[0], integer_softmax_params(attrs));
+               },
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::integer_softmax_firmware(s, "dlavm::runtime::integer_softmax_exp");
+           }}});
+  ops.add({.name = "integer_softmax_normalize",
+           .attrs = detail::integer_softmax_normalize_schema().specs(),
+           .type_rule = [](const TypeCall& c) { return detail::integer_softmax_type(c, true); },
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::integer_softmax_normalize(*a[0],
+                                                        integer_softmax_normalize_params(attrs));
+               },
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::integer_softmax_firmware(
+                 s, "dlavm::runtime::integer_softmax_normalize");
+           }}});
 }
 
 }  // namespace dlavm::graph

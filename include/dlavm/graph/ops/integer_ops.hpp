@@ -8,6 +8,13 @@
 //       the other of the last two dims ("other", axis one of them) or the dim before the keys
 //       ("before", any axis but the first)
 //
+//   integer_softmax_exp(s int8, axis, scale, causal, queries) -> int8, s's shape
+//       the first half of the same softmax: each exponential in units of 1/127 of its row's
+//       largest (host::integer_softmax_exp)
+//   integer_softmax_normalize(e int8, axis = -1, causal = false, queries = "other") -> int8
+//       the second half: the probabilities of those exponentials. Composed, a softmax within
+//       one unit of the exact one that an accelerator computes each exponential of once
+//
 //   auto p = graph::integer_softmax(scores, {.scale = 0.125, .causal = true});
 #pragma once
 
@@ -19,8 +26,13 @@
 namespace dlavm::graph {
 
 Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p = {});
-// The parameters in an integer_softmax call's attributes.
+Expr integer_softmax_exp(Expr s, const host::IntegerSoftmaxParams& p = {});
+// (p.scale unused)
+Expr integer_softmax_normalize(Expr e, const host::IntegerSoftmaxParams& p = {});
+// The parameters in an integer_softmax or integer_softmax_exp call's attributes, and in an
+// integer_softmax_normalize call's (the scale left at its default).
 host::IntegerSoftmaxParams integer_softmax_params(const Attrs& attrs);
+host::IntegerSoftmaxParams integer_softmax_normalize_params(const Attrs& attrs);
 
 void add_integer_ops(OpRegistry& ops);
 

@@ -170,10 +170,12 @@ inline te::Expr BlockTensor::operator()(const ne::Expr& key, const ne::Expr& lan
 
 using V = const ne::Var&;
 
-// e of every score: t = (s - max) * multiplier, z = -(t >> bits), r = (t + (z << bits)) >>
-// (bits - 7); p = (((84 r + 21864) r) >> 4) + 2^18; e = (p >> min(z, 15)) >> min(max(z - 15,
-// 0), 15). `m` the rows' max.
-inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& s,
+// The exponent of every score: t = (s - max) * multiplier, z = -(t >> bits), r = (t + (z <<
+// bits)) >> (bits - 7), and the quadratic's v2 = (84 r + 21864) r. `m` the rows' max.
+struct ExponentStages {
+  BlockTensor z, v2;
+};
+inline ExponentStages exponent_stages(SoftmaxStageWriter& w, const BlockTensor& s,
                                       const BlockTensor& m, runtime::IntegerExp fixed) {
   const auto c = SoftmaxStageWriter::c;
   const std::int64_t bits = fixed.frac_bits;
@@ -187,7 +189,15 @@ inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& 
   const auto r = w.block("r", [&](V k, V l) { return frac(k, l) >> c(bits - 7); });
   const auto v0 = w.block("v0", [&](V k, V l) { return r(k, l) * c(84); });
   const auto v1 = w.block("v1", [&](V k, V l) { return v0(k, l) + c(21864); });
-  const auto v2 = w.block("v2", [&](V k, V l) { return v1(k, l) * r(k, l); });
+  return {z, w.block("v2", [&](V k, V l) { return v1(k, l) * r(k, l); })};
+}
+
+// e of every score (runtime::integer_exp): the exponent, p = (v2 >> 4) + 2^18; e = (p >> min(z,
+// 15)) >> min(max(z - 15, 0), 15).
+inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& s,
+                                      const BlockTensor& m, runtime::IntegerExp fixed) {
+  const auto c = SoftmaxStageWriter::c;
+  const auto [z, v2] = exponent_stages(w, s, m, fixed);
   const auto v3 = w.block("v3", [&](V k, V l) { return v2(k, l) >> c(4); });
   const auto one = w.row("one", [&](V) { return c(std::int64_t{1} << 18); });
   const auto p = w.block("p", [&](V k, V l) { return v3(k, l) + one(0, l); });
@@ -199,14 +209,29 @@ inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& 
   return w.block("e", [&](V k, V l) { return e1(k, l) >> z2(k, l); });
 }
 
-// R = floor(127 * 2^23 / sum) of every row, as its two 6-bit halves (high, low): one quotient
-// bit at a time from bit 11, bit = (rem >> b) >= sum, then rem -= (sum * bit) << b (sum << b
-// fits only where the bit is 1).
-inline std::pair<BlockTensor, BlockTensor> reciprocal_stages(SoftmaxStageWriter& w,
-                                                             const BlockTensor& sum) {
+// e8 of every score (runtime::integer_exp8): the exponent, p = (v2 >> 8) + 2^14, e8 = ((p *
+// 127 >> min(z, 15)) + 2^13) >> 14.
+inline BlockTensor exponential8_stages(SoftmaxStageWriter& w, const BlockTensor& s,
+                                       const BlockTensor& m, runtime::IntegerExp fixed) {
+  const auto c = SoftmaxStageWriter::c;
+  const auto [z, v2] = exponent_stages(w, s, m, fixed);
+  const auto v3 = w.block("v3", [&](V k, V l) { return v2(k, l) >> c(8); });
+  const auto p = w.block("p", [&](V k, V l) { return v3(k, l) + c(std::int64_t{1} << 14); });
+  const auto q = w.block("q", [&](V k, V l) { return p(k, l) * c(127); });
+  const auto z1 = w.block("z1", [&](V k, V l) { return te::min(z(k, l), c(15)); });
+  const auto e1 = w.block("e1", [&](V k, V l) { return q(k, l) >> z1(k, l); });
+  const auto e2 = w.block("e2", [&](V k, V l) { return e1(k, l) + c(std::int64_t{1} << 13); });
+  return w.block("e8", [&](V k, V l) { return e2(k, l) >> c(14); });
+}
+
+// R = floor(127 * 2^shift / sum) of every row (at most 12 bits: the sum at least 2^(shift - 5)):
+// one quotient bit at a time from bit 11, bit = (rem >> b) >= sum, then rem -= (sum * bit) << b
+// (sum << b fits only where the bit is 1).
+inline BlockTensor reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& sum,
+                                     std::int64_t shift) {
   const auto c = SoftmaxStageWriter::c;
   const auto neg_sum = w.row("neg_sum", [&](V l) { return sum(0, l) * c(-1); });
-  auto rem = w.row("rem", [&](V) { return c(std::int64_t{127} << 23); });
+  auto rem = w.row("rem", [&](V) { return c(std::int64_t{127} << shift); });
   auto q = w.row("q", [&](V) { return c(0); });
   for (std::int64_t b = 11; b >= 0; --b) {
     const auto tag = [&](const char* what) { return fmt::format("{}{}", what, b); };
@@ -223,6 +248,13 @@ inline std::pair<BlockTensor, BlockTensor> reciprocal_stages(SoftmaxStageWriter&
     const auto u3 = w.row(tag("take_neg"), [&](V l) { return u2(0, l) * c(-1); });
     rem = w.row(tag("rem"), [&](V l) { return rem(0, l) + u3(0, l); });
   }
+  return q;
+}
+
+// R's two 6-bit halves (high, low), each a multiplier VTA's ALU takes.
+inline std::pair<BlockTensor, BlockTensor> split_reciprocal(SoftmaxStageWriter& w,
+                                                            const BlockTensor& q) {
+  const auto c = SoftmaxStageWriter::c;
   const auto rh = w.row("r_hi", [&](V l) { return q(0, l) >> c(6); });
   const auto rh_up = w.row("r_hi_up", [&](V l) { return rh(0, l) << c(6); });
   const auto rh_neg = w.row("r_hi_neg", [&](V l) { return rh_up(0, l) * c(-1); });
@@ -245,6 +277,16 @@ inline BlockTensor probability_stages(SoftmaxStageWriter& w, const BlockTensor& 
   return w.block("y", [&](V k, V l) { return y0(k, l) >> c(23); });
 }
 
+// y = (R * e + 2^10) >> 11 of int8 exponentials e (runtime::integer_probability8): R (12 bits)
+// copied beside the chunk and multiplied by e, a multiplier within the ALU's 8 bits.
+inline BlockTensor normalized_stages(SoftmaxStageWriter& w, const BlockTensor& e,
+                                     const BlockTensor& reciprocal) {
+  const auto c = SoftmaxStageWriter::c;
+  const auto er = w.block("e_r", [&](V k, V l) { return reciprocal(0, l) * e(k, l); });
+  const auto y0 = w.block("y0", [&](V k, V l) { return er(k, l) + c(std::int64_t{1} << 10); });
+  return w.block("y", [&](V k, V l) { return y0(k, l) >> c(11); });
+}
+
 }  // namespace detail
 
 DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores,
@@ -262,8 +304,8 @@ DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& score
   const auto s = w.wrap(scores);
   const auto m = w.reduce("max", s, true);
   const auto e = detail::exponential_stages(w, s, m, fixed);
-  const auto reciprocal = detail::reciprocal_stages(w, w.reduce("sum", e, false));
-  st.result = detail::probability_stages(w, e, reciprocal).tensor;
+  const auto q = detail::reciprocal_stages(w, w.reduce("sum", e, false), 23);
+  st.result = detail::probability_stages(w, e, detail::split_reciprocal(w, q)).tensor;
   return st;
 }
 
@@ -382,11 +424,13 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     masks_ = te::placeholder({shape.groups - 1, env.batch, env.block_out}, env.acc_dtype,
                              name + "_masks");
   const auto visible = [&](const ne::Var& p) { return detail::softmax_visible(shape, p); };
-  // the scores of key `key` of block (p, t) as int32, a masked key -32768 (the padded copy)
+  const bool normalize = shape.part == IntegerSoftmaxPart::Normalize;
+  // the scores of key `key` of block (p, t) as int32, a masked key -32768 (the padded copy); the
+  // exponentials a normalization loads, a masked key 0
   const auto score = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& t,
                          const ne::Var& l) {
     return te::select(key < visible(p), te::cast(env.acc_dtype, data_.read({p, key, t, 0, l})),
-                      te::make_const(-32768, env.acc_dtype));
+                      te::make_const(normalize ? 0 : -32768, env.acc_dtype));
   };
   // a pass's load of one chunk: [products, tiles, chunks, chunk, lanes]
   const auto load = [&](const std::string& what) {
@@ -396,14 +440,16 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
         fmt::format("{}.{}", name, what));
   };
   // with lane groups, the mask row of key `key` of block p: the row of the masks for a key
-  // only some of its groups see, 0 for the others (a padded copy of the masks)
+  // only some of its groups see, for the others what leaves a key as it is: 0 to add, 1 to
+  // multiply by (a padded copy of the masks)
   const auto mask = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& l) {
     const ne::Expr first = detail::softmax_first_visible(shape, p);
     return te::select(key >= first && key < visible(p), masks_.read({key - first, 0, l}),
-                      te::make_const(0, env.acc_dtype));
+                      te::make_const(normalize ? 1 : 0, env.acc_dtype));
   };
-  // a pass's scores with the masks added, where there are lane masks: the chunk loaded, the
-  // masks' rows loaded beside it (recorded in mask_loads_, a copy), and their sum
+  // a pass's scores with the masks applied, where there are lane masks: the chunk loaded, the
+  // masks' rows loaded beside it (recorded in mask_loads_, a copy), and their sum (the
+  // exponentials a normalization loads: their product)
   const auto masked = [&](SoftmaxStageWriter& w, std::vector<te::Tensor>& stages,
                           const te::Tensor& loaded, const std::string& what,
                           const std::function<te::Expr(std::span<const ne::Var>)>& rows) {
@@ -414,43 +460,61 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     stages.push_back(m);
     mask_loads_.push_back(m);
     const auto lw = w.wrap(loaded), mw = w.wrap(m);
-    return w.block("masked",
-                   [&](const ne::Var& k, const ne::Var& l) { return lw(k, l) + mw(k, l); });
+    return w.block("masked", [&](const ne::Var& k, const ne::Var& l) {
+      return normalize ? lw(k, l) * mw(k, l) : lw(k, l) + mw(k, l);
+    });
   };
 
-  // pass 1: the max of each chunk, then of the block
-  SoftmaxStageWriter max_pass(name + ".max", max_chunk_);
-  max_pass.blocks({products, tiles, chunks}, chunk, lanes);
   const auto chunk_rows = [&](std::span<const ne::Var> i) {
     return mask(i[0], i[2] * chunk + i[3], i[4]);
   };
-  const auto s1 = masked(max_pass, max_chunk_, load("max.s"), "max.mask", chunk_rows);
-  const auto chunk_max = max_pass.reduce("chunk", s1, true);
-  max_rows_ = chunk_max.tensor;
-  max_chunk_.pop_back();
   SoftmaxStageWriter rows(name, rows_);
   rows.blocks({products, tiles, chunks}, 1, lanes);
   // the chunks a block's query sees: a causal softmax's later ones are wholly masked (every
-  // key -32768, whose exponential is 0: no part of the max or the sum), and passes 1 and 2
-  // skip them
+  // key -32768, whose exponential is 0: no part of the max or the sum; a normalization's 0),
+  // and passes 1 and 2 skip them
   const auto seen = [&](std::span<const ne::Var> at) {
     return detail::softmax_seen(shape, at[0], chunk);
   };
-  const auto m = rows.reduce_blocks("max", max_rows_, seen, true);
 
-  // pass 2: the sum of each chunk's exponentials, then of the block's
-  SoftmaxStageWriter sum_pass(name + ".sum", sum_chunk_);
-  sum_pass.blocks({products, tiles, chunks}, chunk, lanes);
-  const auto s2 = masked(sum_pass, sum_chunk_, load("sum.s"), "sum.mask", chunk_rows);
-  const auto e2 = detail::exponential_stages(sum_pass, s2, sum_pass.wrap(m.tensor), shape.fixed);
-  sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
-  sum_chunk_.pop_back();
-  const auto total = rows.reduce_blocks("sum", sum_rows_, seen, false);
-  rows.blocks({products, tiles}, 1, lanes);
-  const auto reciprocal = detail::reciprocal_stages(rows, total);
+  // pass 1: the max of each chunk, then of the block
+  std::optional<detail::BlockTensor> m;
+  if (!normalize) {
+    SoftmaxStageWriter max_pass(name + ".max", max_chunk_);
+    max_pass.blocks({products, tiles, chunks}, chunk, lanes);
+    const auto s1 = masked(max_pass, max_chunk_, load("max.s"), "max.mask", chunk_rows);
+    max_rows_ = max_pass.reduce("chunk", s1, true).tensor;
+    max_chunk_.pop_back();
+    m = rows.reduce_blocks("max", max_rows_, seen, true);
+  }
 
-  // pass 3: the probabilities of each chunk, keys flat ([products, tiles, keys, lanes]) so that
-  // the stored result reads them by key
+  // pass 2: the sum of each chunk's exponentials (those loaded by a normalization), then of the
+  // block's; its reciprocal
+  std::optional<detail::BlockTensor> reciprocal;
+  std::optional<std::pair<detail::BlockTensor, detail::BlockTensor>> halves;
+  if (shape.part != IntegerSoftmaxPart::Exp) {
+    SoftmaxStageWriter sum_pass(name + ".sum", sum_chunk_);
+    sum_pass.blocks({products, tiles, chunks}, chunk, lanes);
+    const auto s2 = masked(sum_pass, sum_chunk_, load("sum.s"), "sum.mask", chunk_rows);
+    const auto e2 =
+        normalize ? s2
+                  : detail::exponential_stages(sum_pass, s2, sum_pass.wrap(m->tensor), shape.fixed);
+    sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
+    sum_chunk_.pop_back();
+    auto total = rows.reduce_blocks("sum", sum_rows_, seen, false);
+    rows.blocks({products, tiles}, 1, lanes);
+    if (normalize) {
+      const auto sum = total;
+      total = rows.row("sum_floor", [&](const ne::Var& l) {
+        return te::max(sum(0, l), SoftmaxStageWriter::c(127));
+      });
+    }
+    reciprocal = detail::reciprocal_stages(rows, total, normalize ? 11 : 23);
+    if (!normalize) halves = detail::split_reciprocal(rows, *reciprocal);
+  }
+
+  // pass 3: the probabilities (or the exponentials) of each chunk, keys flat ([products, tiles,
+  // keys, lanes]) so that the stored result reads them by key
   SoftmaxStageWriter out_pass(name + ".y", out_chunk_);
   out_pass.blocks({products, tiles}, keys, lanes);
   const auto s3 = masked(
@@ -459,10 +523,15 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
           {products, tiles, keys, lanes},
           [&](std::span<const ne::Var> i) { return score(i[0], i[2], i[1], i[3]); }, name + ".y.s"),
       "y.mask", [&](std::span<const ne::Var> i) { return mask(i[0], i[2], i[3]); });
-  const auto e3 = detail::exponential_stages(out_pass, s3, out_pass.wrap(m.tensor), shape.fixed);
-  auto y = detail::probability_stages(
-      out_pass, e3,
-      {out_pass.wrap(reciprocal.first.tensor), out_pass.wrap(reciprocal.second.tensor)});
+  detail::BlockTensor y = s3;
+  if (shape.part == IntegerSoftmaxPart::Exp)
+    y = detail::exponential8_stages(out_pass, s3, out_pass.wrap(m->tensor), shape.fixed);
+  else if (normalize)
+    y = detail::normalized_stages(out_pass, s3, out_pass.wrap(reciprocal->tensor));
+  else
+    y = detail::probability_stages(
+        out_pass, detail::exponential_stages(out_pass, s3, out_pass.wrap(m->tensor), shape.fixed),
+        {out_pass.wrap(halves->first.tensor), out_pass.wrap(halves->second.tensor)});
   // the epilogue's immediate steps, each an ALU pass over the chunk
   for (std::size_t i = 0; i < epilogue.steps.size(); ++i) {
     const auto prev = y;
@@ -499,6 +568,7 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
   };
   // passes 1 and 2: the chunk stages at their chunk row's chunk axis
   for (const auto& [rows, stages] : {std::pair{max_rows_, &max_chunk_}, {sum_rows_, &sum_chunk_}}) {
+    if (!rows.defined()) continue;
     place(rows, res_, block, false, 3);
     for (const auto& t : *stages) place(t, rows, s[rows].axis(2), copied(t, *stages));
   }
@@ -510,9 +580,10 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
 
 DLAVM_INLINE std::function<tir::PrimFunc(const tir::PrimFunc&)>
 IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
-  // the chunk loops: passes 1 and 2 at their rows' chunk axis, pass 3 at the result's
-  std::vector<ne::Var> chunks{s[max_rows_].leaf_iter_vars()[2].var(),
-                              s[sum_rows_].leaf_iter_vars()[2].var()};
+  // the chunk loops: passes 1 and 2 at their rows' chunk axis, pass 3 at the result's (the last)
+  std::vector<ne::Var> chunks;
+  for (const auto& rows : {max_rows_, sum_rows_})
+    if (rows.defined()) chunks.push_back(s[rows].leaf_iter_vars()[2].var());
   const auto& leaf = s[res_].leaf_iter_vars();  // product, tile, chunk, key, batch, lane
   chunks.push_back(leaf[2].var());
   return [kernel = *this, product = leaf[0].var(), chunks](const tir::PrimFunc& f) {
@@ -545,11 +616,12 @@ inline std::optional<std::int64_t> epilogue_of_zero(const Epilogue& epilogue,
 }
 
 // A chunk loop's body as the lowering writes it: allocations around the load's fill (a reset
-// and an ADD of -32768 over the chunk's rows), the load, and the rest (pass 3: ending in the
-// store).
+// and an ADD of -32768 over the chunk's rows; a normalization's fill of 0, a reset alone), the
+// load, and the rest (pass 3: ending in the store).
 struct ChunkBody {
   std::vector<tir::Buffer> allocated;
   std::vector<tir::Stmt> parts;
+  std::size_t fill = 2;  // the fill's parts, before the load
   const te::CallNode* load = nullptr;
   const te::CallNode* store = nullptr;  // pass 3's, or null
 
@@ -565,14 +637,17 @@ struct ChunkBody {
     b.parts = seq->seq;
     const auto* reset = vta::detail::first_call(b.parts[0], vta::intrin::gemm_reset);
     const auto* add = vta::detail::first_call(b.parts[1], vta::intrin::alu);
-    b.load = vta::detail::first_call(b.parts[2], vta::intrin::load);
-    if (reset == nullptr || add == nullptr || b.load == nullptr || add->args.size() != 5 ||
-        vta::detail::constant_index(add->args[0]) !=
-            static_cast<std::int64_t>(runtime::AluOp::Add) ||
-        vta::detail::constant_index(add->args[1]) != 1 ||
-        vta::detail::constant_index(add->args[2]) != -32768 ||
-        !reset->buffers[0].same_as(b.load->buffers[0]) ||
-        !add->buffers[0].same_as(b.load->buffers[0]))
+    if (add == nullptr) b.fill = 1;
+    b.load = vta::detail::first_call(b.parts[b.fill], vta::intrin::load);
+    if (reset == nullptr || b.load == nullptr || !reset->buffers[0].same_as(b.load->buffers[0]))
+      return std::nullopt;
+    if (add != nullptr &&
+        (add->args.size() != 5 ||
+         vta::detail::constant_index(add->args[0]) !=
+             static_cast<std::int64_t>(runtime::AluOp::Add) ||
+         vta::detail::constant_index(add->args[1]) != 1 ||
+         vta::detail::constant_index(add->args[2]) != -32768 ||
+         !add->buffers[0].same_as(b.load->buffers[0])))
       return std::nullopt;
     if (b.parts.back().as<tir::EvaluateNode>() != nullptr)
       b.store = vta::detail::first_call(b.parts.back(), vta::intrin::store);
@@ -599,28 +674,29 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     ne::Expr first_unseen, visible;
     std::int64_t chunk = 1;
     int rewritten = 0, guarded = 0;
-    // A chunk body's parts after its load (`parts` from 3 on) that copy the mask rows and add
-    // them (their buffers' names end in ".mask"), only where the chunk (`c`) holds a key only
-    // some groups see: elsewhere the rows are zero. Returns the parts.
-    std::vector<tir::Stmt> guard_masks(const std::vector<tir::Stmt>& parts, const ne::Expr& c) {
+    // A chunk body's parts after its load (`parts` from `first` on) that copy the mask rows and
+    // apply them (their buffers' names end in ".mask"), only where the chunk (`c`) holds a key
+    // only some groups see: elsewhere the rows leave every key as it is. Returns the parts.
+    std::vector<tir::Stmt> guard_masks(const std::vector<tir::Stmt>& parts, std::size_t first,
+                                       const ne::Expr& c) {
       if (!lane_masks) return parts;
+      const auto at = [&](std::size_t i) { return parts.begin() + static_cast<std::ptrdiff_t>(i); };
       const auto masking = [](const tir::Stmt& st) {
         return std::ranges::any_of(vta::detail::calls_in(st), [](const te::CallNode* call) {
           return std::ranges::any_of(
               call->buffers, [](const te::Buffer& b) { return b.name().ends_with(".mask"); });
         });
       };
-      std::size_t end = 3;
+      std::size_t end = first;
       while (end < parts.size() && masking(parts[end])) ++end;
-      if (end == 3) return parts;
+      if (end == first) return parts;
       const ne::Expr start = ne::simplify(c * chunk);
       const ne::Expr holds =
           ne::simplify(ne::max(first_unseen, start) < ne::min(visible, start + chunk));
-      std::vector<tir::Stmt> out(parts.begin(), parts.begin() + 3);
-      out.push_back(tir::make_if(
-          holds, tir::make_seq(std::vector<tir::Stmt>(
-                     parts.begin() + 3, parts.begin() + static_cast<std::ptrdiff_t>(end)))));
-      out.insert(out.end(), parts.begin() + static_cast<std::ptrdiff_t>(end), parts.end());
+      std::vector<tir::Stmt> out(parts.begin(), at(first));
+      out.push_back(
+          tir::make_if(holds, tir::make_seq(std::vector<tir::Stmt>(at(first), at(end)))));
+      out.insert(out.end(), at(end), parts.end());
       ++guarded;
       return out;
     }
@@ -629,7 +705,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
       const auto body = lane_masks ? detail::ChunkBody::of(s) : std::nullopt;
       if (!body) return tir::StmtMutator<ChunkLoops>::visit_allocate(n, s);
-      return body->allocations_around(tir::make_seq(guard_masks(body->parts, ne::Expr(0))));
+      return body->allocations_around(
+          tir::make_seq(guard_masks(body->parts, body->fill + 1, ne::Expr(0))));
     }
     tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
       std::size_t pass = chunks.size();
@@ -641,11 +718,15 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const ne::Expr c = n.var;
       // the fill only where the chunk may hold a key the query does not see: the last it sees
       // (those before it are loaded whole)
-      std::vector<tir::Stmt> parts = guard_masks(body->parts, c);
-      parts[0] = tir::make_if(c + 1 >= seen, tir::make_seq({body->parts[0], body->parts[1]}));
-      parts.erase(parts.begin() + 1);
+      const auto fill_end = body->parts.begin() + static_cast<std::ptrdiff_t>(body->fill);
+      std::vector<tir::Stmt> parts = guard_masks(body->parts, body->fill + 1, c);
+      parts[0] = tir::make_if(
+          c + 1 >= seen, tir::make_seq(std::vector<tir::Stmt>(body->parts.begin(), fill_end)));
+      parts.erase(parts.begin() + 1, parts.begin() + static_cast<std::ptrdiff_t>(body->fill));
       tir::Stmt inner = tir::make_seq(parts);
-      if (pass == 2 && constant && body->store != nullptr) {
+      // (a fill without an ADD has no immediate to set: a constant other than 0 is computed)
+      if (pass + 1 == chunks.size() && constant && body->store != nullptr &&
+          (body->fill == 2 || *constant == 0)) {
         // a chunk the query sees none of: its stored buffer filled with the constant, stored
         const tir::BufferMap to_stored{{body->load->buffers[0].get(), body->store->buffers[0]}};
         struct Imm : tir::StmtMutator<Imm> {
@@ -660,9 +741,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           }
         } imm;
         imm.value = *constant;
-        const std::vector<tir::Stmt> fill{tir::rewrite(body->parts[0], {}, to_stored),
-                                          imm.visit(tir::rewrite(body->parts[1], {}, to_stored)),
-                                          body->parts.back()};
+        std::vector<tir::Stmt> fill{tir::rewrite(body->parts[0], {}, to_stored)};
+        if (body->fill == 2) fill.push_back(imm.visit(tir::rewrite(body->parts[1], {}, to_stored)));
+        fill.push_back(body->parts.back());
         inner = tir::make_if(c < seen, inner, tir::make_seq(fill));
       }
       ++rewritten;
@@ -688,9 +769,11 @@ DLAVM_INLINE std::vector<te::NDArray> IntegerSoftmaxKernel::constants() const {
   if (!masks_.defined()) return {};
   te::NDArray m(env_.acc_dtype, {shape_.groups - 1, env_.batch, env_.block_out});
   auto d = m.data();
+  const bool normalize = shape_.part == IntegerSoftmaxPart::Normalize;
   for (std::int64_t i = 0; i + 1 < shape_.groups; ++i)
-    for (std::int64_t l = 0; l < (i + 1) * shape_.lanes; ++l)
-      d[static_cast<std::size_t>(i * env_.batch * env_.block_out + l)] = -32768;
+    for (std::int64_t l = 0; l < env_.block_out; ++l)
+      d[static_cast<std::size_t>(i * env_.batch * env_.block_out + l)] =
+          l < (i + 1) * shape_.lanes ? (normalize ? 0 : -32768) : (normalize ? 1 : 0);
   return {m};
 }
 
@@ -728,11 +811,16 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape&
   // and the 28 one-entry rows the storage pass keeps of the max, the sum and the division.
   // Inside, the largest pass is the third: the load and five more chunk buffers (the others
   // computed in place, tir::reuse_inplace) and three rows. Lane masks: the mask rows' chunk
-  // buffer beside the load.
-  constexpr std::int64_t kBlockRows = 28, kChunkBuffers = 6, kChunkRows = 3;
+  // buffer beside the load. The exponentials alone: the chunks' max rows and two rows of the
+  // block, and four chunk buffers in pass 3; the normalization: the chunks' sum rows and the
+  // division's 25 rows, and two chunk buffers (measured from the lowering, tests/graph).
+  const std::int64_t chunks = detail::softmax_chunks(shape, chunk);
   SramFootprint f;
-  f.acc =
-      2 * detail::softmax_chunks(shape, chunk) + kBlockRows + kChunkBuffers * chunk + kChunkRows;
+  switch (shape.part) {
+    case IntegerSoftmaxPart::Whole: f.acc = 2 * chunks + 28 + 6 * chunk + 3; break;
+    case IntegerSoftmaxPart::Exp: f.acc = chunks + 2 + 4 * chunk; break;
+    case IntegerSoftmaxPart::Normalize: f.acc = chunks + 25 + 2 * chunk; break;
+  }
   if (detail::softmax_lane_masks(shape)) f.acc += chunk;
   return f;
 }
@@ -752,18 +840,23 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // the two halvings' log2(chunk) levels each (8 cycles of overhead apiece), and 57 ALU
   // micro-ops per key (2 cycles each): fewer, larger chunks win until the last one pads too many
   // keys.
+  // A part's micro-ops per key: the exponentials' 24, the normalization's 7.
   space.estimate = [shape](std::span<const std::int64_t> v) {
     const auto chunk = v[0];
     const auto chunks = static_cast<double>(detail::softmax_chunks(shape, chunk));
     const auto levels = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(chunk)) - 1);
-    return chunks * ((100.0 + 2.0 * levels) * 8.0 + 57.0 * 2.0 * static_cast<double>(chunk));
+    const double per_key = shape.part == IntegerSoftmaxPart::Whole ? 57.0
+                           : shape.part == IntegerSoftmaxPart::Exp ? 24.0
+                                                                   : 7.0;
+    return chunks * ((100.0 + 2.0 * levels) * 8.0 + per_key * 2.0 * static_cast<double>(chunk));
   };
   return space;
 }
 
 DLAVM_INLINE ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape) {
+  const std::int64_t moves = shape.part == IntegerSoftmaxPart::Whole ? 4 : 3;
   return ne::simplify(shape.products * shape.keys *
-                      (4 * detail::lane_tiles(env, shape) * env.batch * env.block_out));
+                      (moves * detail::lane_tiles(env, shape) * env.batch * env.block_out));
 }
 
 }  // namespace dlavm::graph

@@ -89,6 +89,16 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // kernel's constant, int32 [G - 1, BATCH, BLOCK_OUT]): each pass copies the rows of the keys
 // its chunk holds into a chunk buffer of zeros (a padded copy, like the scores') and adds it,
 // in the chunks that hold such a key only (skip_masked_work).
+//
+// Parts (`part`): the whole softmax (host::integer_softmax), or one of its two halves, each a
+// kernel of two passes, so that each exponential is computed once and kept in DRAM as int8:
+//   - Exp (host::integer_softmax_exp): pass 1, then pass 3 storing each exponential in units
+//     of 1/127 of its row's largest;
+//   - Normalize (host::integer_softmax_normalize): pass 2 summing the int8 exponentials it
+//     loads, then pass 3 their probabilities. A masked key loads as 0, and the lane masks
+//     multiply (rows of 0 and 1) where the other parts add -32768.
+enum class IntegerSoftmaxPart : std::uint8_t { Whole, Exp, Normalize };
+
 struct IntegerSoftmaxShape {
   ne::Expr products = 1;   // prod(B), or the packed products with lane groups: may be symbolic
   ne::Expr keys = 1;       // N: may be symbolic
@@ -96,6 +106,7 @@ struct IntegerSoftmaxShape {
   ne::Expr queries = 0;    // a causal softmax's M (the last batch dim); 0: not causal
   runtime::IntegerExp fixed{};
   std::int64_t groups = 1;  // G: products side by side in the lanes
+  IntegerSoftmaxPart part = IntegerSoftmaxPart::Whole;
 };
 
 class IntegerSoftmaxKernel {
@@ -113,7 +124,7 @@ class IntegerSoftmaxKernel {
   }
   // The data of the kernel's constant parameters (VtaKernel::constants): row i of the lane
   // masks is -32768 in the lanes of groups 0 to i (those that do not see the key i after the
-  // first group's last), 0 elsewhere.
+  // first group's last), 0 elsewhere; a normalization's 0 there and 1 elsewhere.
   std::vector<te::NDArray> constants() const;
   te::Schedule schedule() const;
   // For the function lowered from schedule() `s`, the work on keys no query sees skipped,
@@ -140,7 +151,8 @@ class IntegerSoftmaxKernel {
   std::int64_t chunk_;
   te::Tensor data_, masks_, res_;
   // the stages of pass 1 and 2 computed per chunk (the load first), each pass's chunk rows,
-  // the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk
+  // the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk; a part's
+  // absent pass has no stages and no rows tensor
   std::vector<te::Tensor> max_chunk_, sum_chunk_, rows_, out_chunk_;
   std::vector<te::Tensor> mask_loads_;  // with lane groups: each pass's copy of the mask rows
   te::Tensor max_rows_, sum_rows_;
@@ -160,7 +172,8 @@ SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, s
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up);
 // the estimate counts ALU instructions and tiles, so the largest chunk that fits wins.
 KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape);
-// DRAM bytes the kernel moves: the scores three times, the probabilities once.
+// DRAM bytes the kernel moves: the scores three times, the probabilities once (a part: its
+// input twice, its result once).
 ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 
 }  // namespace dlavm::graph
