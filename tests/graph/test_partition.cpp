@@ -332,7 +332,9 @@ TEST_CASE("epilogue: immediates merge only where that is exact") {
 TEST_CASE("strategies: the registry refuses duplicates and incomplete records") {
   auto s = graph::default_vta_strategies();
   CHECK(s.names() == std::vector<std::string>{"avg_pool2d", "conv2d", "dense", "global_avg_pool2d",
-                                              "integer_softmax", "matmul", "max_pool2d"});
+                                              "integer_softmax", "integer_softmax_exp",
+                                              "integer_softmax_normalize", "matmul",
+                                              "max_pool2d"});
   CHECK_THROWS_WITH_AS(s.add(graph::AnchorStrategy{.op = "pool"}),
                        "VTA strategy 'pool': support, arg_layout, result_layout, space and "
                        "declare are all required",

@@ -47,7 +47,7 @@ graph::OpRecord scale_op() {
 
 TEST_CASE("registry: default_ops holds every op of the spec with its attributes") {
   auto ops = graph::default_ops();
-  CHECK(ops.size() == 94);
+  CHECK(ops.size() == 96);
   CHECK(ops.at("batch_norm").min_args == 5);
   // the data movement ops ONNX needs (issue 40)
   CHECK_FALSE(ops.at("strided_slice").find_attr("begin")->default_value.has_value());
