@@ -382,8 +382,8 @@ TEST_CASE("llm layer: the integer-only softmax option equals its reference, near
   // no host softmax
   std::int64_t softmax_steps = 0, host_softmax = 0, float_steps = 0;
   for (const auto& s : mod.steps()) {
-    softmax_steps += s.kind == graph::ModuleStep::Kind::Vta &&
-                     s.workload.op.starts_with("integer_softmax_");
+    softmax_steps +=
+        s.kind == graph::ModuleStep::Kind::Vta && s.workload.op.starts_with("integer_softmax_");
     host_softmax += s.kind == graph::ModuleStep::Kind::Host && s.op == "integer_softmax";
     float_steps += s.op == "softmax" || s.op == "causal_mask" || s.op == "quantize_linear";
   }
@@ -435,10 +435,11 @@ TEST_CASE("llm layer: the integer-only softmax option equals its reference, near
       for (const auto& s : kept.last_run().steps) CHECK_FALSE(s.relayout);
     }
   }
-  // the integer softmax moves some outputs by a unit or two (579 of 4096, by at most 2, when
-  // written), most not at all
+  // the integer softmax moves some outputs by a unit or two, most not at all: 853 of 4096, by
+  // at most 2, when written (each exponential rounded to int8 between the halves: the single
+  // kernel's about 19%)
   CHECK(from_float > 0);
-  CHECK(from_float * 5 < compared);
+  CHECK(from_float * 100 < compared * 22);
   CHECK(largest <= 3);
 }
 

@@ -161,6 +161,34 @@ TEST_CASE("infer_type: integer_softmax, its attributes and shapes checked at the
                        dlavm::ShapeError);
 }
 
+TEST_CASE("infer_type: integer_softmax's halves, their attributes and shapes checked at the call") {
+  auto token = ne::var("token", 1, 64);
+  auto last = ne::var("last", 0, 100);
+  auto sh = graph::input("sh", {1, token, ne::Expr(last) + token, 8}, DType::int8());
+  const host::IntegerSoftmaxParams before{
+      .axis = -2, .causal = true, .queries = host::CausalQueries::Before};
+  const auto e = graph::integer_softmax_exp(sh, before);
+  CHECK(shape_of(typed({sh}, e)) == "(1, token, last + token, 8)");
+  CHECK(shape_of(typed({sh}, graph::integer_softmax_normalize(e, before))) ==
+        "(1, token, last + token, 8)");
+  CHECK_THROWS_WITH_AS(typed({sh}, graph::integer_softmax_exp(sh, {.scale = 2.0})),
+                       doctest::Contains("%0 (integer_softmax_exp): scale 2 is outside [0.000666"),
+                       dlavm::ValueError);
+  // the normalization has no scale attribute: the exponentials' scale is the first half's
+  const auto n = graph::integer_softmax_normalize(sh, before);
+  CHECK_FALSE(n.as<graph::CallNode>()->attrs.contains("scale"));
+  auto f = graph::input("f", {4, 4}, DType::float32());
+  CHECK_THROWS_WITH_AS(typed({f}, graph::integer_softmax_normalize(f, {})),
+                       "%0 (integer_softmax_normalize): input 0 (%f) is float32; the integer "
+                       "softmax takes int8 exponentials",
+                       dlavm::TypeError);
+  auto hq = graph::input("hq", {token, 4, 8}, DType::int8());
+  CHECK_THROWS_WITH_AS(typed({hq}, graph::integer_softmax_normalize(hq, before)),
+                       doctest::Contains("%0 (integer_softmax_normalize): input 0 (%hq) has 4 "
+                                         "keys (dim 1) and token queries"),
+                       dlavm::ShapeError);
+}
+
 TEST_CASE("infer_type: float ops, and the host's float32-only rule as a placement error") {
   auto token = ne::var("token", 1, 64);
   auto x = graph::input("x", {token, 16}, DType::float32());

@@ -253,6 +253,78 @@ TEST_CASE("integer softmax kernel: lane groups, bit-exact with the host referenc
   CHECK(runs == 72);
 }
 
+TEST_CASE(
+    "integer softmax halves on VTA: each part bit-exact with its host kernel, random shapes") {
+  // IntegerSoftmaxPart::Exp (the max, then each key's int8 exponential) and ::Normalize (the
+  // sum, the reciprocal, then the probabilities) over random lanes, lane groups (or none),
+  // batches, query and key counts (symbolic), chunks and masks, run on the simulator and
+  // compared with host::integer_softmax_exp and _normalize; the normalization also on
+  // arbitrary int8 rows, not only on exponentials
+  const vta::Env env;
+  std::mt19937_64 rng(37);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  std::uint64_t seed = 500;
+  int runs = 0;
+  for (int trial = 0; trial < 16; ++trial)
+    for (const auto part : {graph::IntegerSoftmaxPart::Exp, graph::IntegerSoftmaxPart::Normalize}) {
+      const std::int64_t lanes = pick(1, 8), batches = pick(1, 2);
+      const std::int64_t groups = trial % 3 == 0 ? 1 : pick(2, 16 / lanes);
+      const std::int64_t chunk = std::int64_t{1} << pick(1, 4);
+      const bool causal = trial % 4 != 3;
+      CAPTURE(trial);
+      CAPTURE(static_cast<int>(part));
+      CAPTURE(lanes);
+      CAPTURE(groups);
+      CAPTURE(batches);
+      CAPTURE(chunk);
+      CAPTURE(causal);
+      const auto m = ne::var("m", 1, 11);
+      const auto last = ne::var("last", 0, 40);
+      const graph::IntegerSoftmaxShape shape{
+          .products = ne::simplify(batches * ne::ceildiv(m, groups)),
+          .keys = ne::Expr(last) + m,
+          .lanes = lanes,
+          .queries = causal ? ne::Expr(m) : 0,
+          .fixed = host::integer_exp_for(0.25),
+          .groups = groups,
+          .part = part};
+      const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
+      auto s = kernel.schedule();
+      auto rewrite = kernel.skip_masked_work(s);
+      graph::VtaKernel declared{std::move(s), kernel.args(), "", 0, 0, rewrite, kernel.constants()};
+      const vta::Program prog(env, graph::lower_kernel(declared, env, "sm"));
+      vta::SimDevice dev(env.config);
+      graph::Layout layout{graph::Layout::Kind::BatchedMatrix, 1, 16};
+      layout.groups = groups;
+      const host::IntegerSoftmaxParams p{
+          .axis = -2, .scale = 0.25, .causal = causal, .queries = host::CausalQueries::Before};
+      for (int k = 0; k < 3; ++k) {
+        const std::int64_t q = pick(1, 11), l = pick(0, 40);
+        CAPTURE(q);
+        CAPTURE(l);
+        auto logical = te::NDArray::random(DType::int8(), {batches, q, q + l, lanes}, seed++);
+        if (part == graph::IntegerSoftmaxPart::Normalize && k < 2)
+          logical = host::integer_softmax_exp(logical, p);
+        auto a = graph::pack(logical, layout);
+        te::NDArray r(DType::int8(), a.shape());
+        std::vector<te::NDArray*> arrays{&a};
+        auto constants = kernel.constants();
+        for (auto& c : constants) arrays.push_back(&c);
+        arrays.push_back(&r);
+        const ne::Binding bindings[] = {{"m", q}, {"last", l}};
+        CHECK(prog.run(dev, arrays, bindings).result.finished);
+        const auto want = part == graph::IntegerSoftmaxPart::Exp
+                              ? host::integer_softmax_exp(logical, p)
+                              : host::integer_softmax_normalize(logical, p);
+        CHECK(graph::unpack(r, layout, logical.shape()) == want);
+        ++runs;
+      }
+    }
+  CHECK(runs == 96);
+}
+
 TEST_CASE("integer softmax kernel: causal blocks of several query rows each") {
   // [2, M, N, 16] scores: 2 M products, query q = product % M (the floormod in the mask)
   const vta::Env env;
@@ -377,29 +449,43 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
   const vta::Env env;
   // with lane groups (two queries of 8 lanes a tile), a causal one's mask rows beside each
   // pass's chunk
-  for (const std::int64_t groups : {1, 2})
-    for (const auto& [keys, chunk] : {std::pair{40, 16}, {300, 128}, {2048, 256}, {64, 64}}) {
-      CAPTURE(groups);
-      CAPTURE(keys);
-      CAPTURE(chunk);
-      const graph::IntegerSoftmaxShape shape{.products = 2,
-                                             .keys = keys,
-                                             .lanes = 16 / groups,
-                                             .queries = 2 * groups,
-                                             .fixed = {},
-                                             .groups = groups};
-      const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
-      auto s = kernel.schedule();
-      const auto prog = vta::build(s, kernel.args(), env, "sm");
-      std::int64_t peak = 0;
-      for (const auto& [buffer, slot] : prog.sram())
-        peak = std::max(peak, slot.base + slot.entries);
-      CHECK(graph::footprint(env, shape, chunk).acc == peak);
-    }
+  // each part's too (the exponentials: a chunk of scores and its max's rows; the normalization:
+  // a chunk, its sums and the reciprocal's steps)
+  for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp,
+                          graph::IntegerSoftmaxPart::Normalize})
+    for (const std::int64_t groups : {1, 2})
+      for (const auto& [keys, chunk] : {std::pair{40, 16}, {300, 128}, {2048, 256}, {64, 64}}) {
+        CAPTURE(static_cast<int>(part));
+        CAPTURE(groups);
+        CAPTURE(keys);
+        CAPTURE(chunk);
+        const graph::IntegerSoftmaxShape shape{.products = 2,
+                                               .keys = keys,
+                                               .lanes = 16 / groups,
+                                               .queries = 2 * groups,
+                                               .fixed = {},
+                                               .groups = groups,
+                                               .part = part};
+        const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
+        auto s = kernel.schedule();
+        const auto prog = vta::build(s, kernel.args(), env, "sm");
+        std::int64_t peak = 0;
+        for (const auto& [buffer, slot] : prog.sram())
+          peak = std::max(peak, slot.base + slot.entries);
+        CHECK(graph::footprint(env, shape, chunk).acc == peak);
+      }
   // the default chunk for 2048 keys: the largest that fits (512 keys would need 3,111 entries)
   const graph::IntegerSoftmaxShape wide{.products = 1, .keys = 2048, .lanes = 16};
   const auto space = graph::knob_space(env, wide);
   CHECK(graph::Chooser().choose({}, space).values == std::vector<std::int64_t>{256});
+  // the normalization keeps no exponential's steps, and fits a chunk twice as wide
+  for (const auto& [part, chosen] : {std::pair{graph::IntegerSoftmaxPart::Exp, 256},
+                                     {graph::IntegerSoftmaxPart::Normalize, 512}}) {
+    auto half = wide;
+    half.part = part;
+    CHECK(graph::Chooser().choose({}, graph::knob_space(env, half)).values ==
+          std::vector<std::int64_t>{chosen});
+  }
   CHECK(*space.check(std::vector<std::int64_t>{512}) ==
         "a chunk of 512 keys needs 3111 accumulator entries (with 4 chunks for 2048 keys), it "
         "has 2048");

@@ -184,3 +184,108 @@ TEST_CASE("host integer_softmax: errors name the argument and the numbers") {
       doctest::Contains("s [5, 3] has 5 queries and 3 keys"), dlavm::ShapeError);
   CHECK_THROWS_AS(host::integer_softmax(int8_row({1}), {.axis = 1}), dlavm::ValueError);
 }
+
+TEST_CASE("host integer_softmax_exp and _normalize: the softmax in two halves, by hand") {
+  const auto fixed = host::integer_exp_for(0.125);
+  // x = -8: t = -736, z = 2, r = 72, p = ((84 * 72 + 21864) * 72 >> 8) + 2^14 = 24234,
+  // e8 = ((24234 * 127 >> 2) + 2^13) >> 14 = 47 (127 / e = 46.72); the max's is 127
+  CHECK(runtime::integer_exp8(-8, fixed) == 47);
+  CHECK(runtime::integer_exp8(0, fixed) == 127);
+  CHECK(runtime::integer_exp8(-255, fixed) == 0);
+  const auto e = host::integer_softmax_exp(int8_row({0, -8}), {});
+  CHECK(values(e) == std::vector<std::int64_t>{127, 47});
+  // S = 174, R = floor(127 * 2^11 / 174) = 1494, y = (127 * 1494 + 2^10) >> 11 = 93 and
+  // (47 * 1494 + 2^10) >> 11 = 34, as the single kernel's
+  CHECK(runtime::integer_reciprocal8(174) == 1494);
+  CHECK(values(host::integer_softmax_normalize(e, {})) == std::vector<std::int64_t>{93, 34});
+  // a sum below 127 (exponentials not from integer_softmax_exp) divides by 127
+  CHECK(values(host::integer_softmax_normalize(int8_row({10, 20}), {})) ==
+        std::vector<std::int64_t>{10, 20});
+  CHECK(host::integer_softmax_normalize(te::NDArray(DType::int8(), {3, 0}), {}).shape() ==
+        std::vector<std::int64_t>{3, 0});
+}
+
+TEST_CASE("host integer_softmax halves: within 2.1 units of the float softmax") {
+  // each exponential rounded to 1/127 of its row's largest in between costs up to a unit more
+  // than the single kernel's (measured worst over these rows: 2.04 at scale 0.3, 1.48 at 1/8)
+  std::mt19937_64 rng(7);
+  for (const double scale : {0.125, 0.3, 0.05}) {
+    double worst = 0;
+    for (std::int64_t n : {1, 2, 3, 16, 100, 777, 2048, 8191}) {
+      for (int trial = 0; trial < (n > 1000 ? 3 : 20); ++trial) {
+        std::uniform_int_distribution<std::int64_t> lo_d(-128, 100);
+        const auto lo = lo_d(rng);
+        std::uniform_int_distribution<std::int64_t> hi_d(lo, 127);
+        std::uniform_int_distribution<std::int64_t> v(lo, hi_d(rng));
+        std::vector<std::int64_t> s(static_cast<std::size_t>(n));
+        for (auto& x : s) x = v(rng);
+        const host::IntegerSoftmaxParams p{.scale = scale};
+        const auto e = values(host::integer_softmax_exp(int8_row(s), p));
+        const auto y = values(host::integer_softmax_normalize(int8_row(e), p));
+        const auto f = float_probs(s, scale);
+        CHECK(*std::max_element(e.begin(), e.end()) == 127);
+        std::int64_t sum = 0;
+        for (std::size_t j = 0; j < s.size(); ++j) {
+          CHECK(e[j] >= 0);
+          CHECK(y[j] >= 0);
+          worst = std::max(worst, std::abs(double(y[j]) - f[j]));
+          sum += y[j];
+        }
+        CHECK(sum <= 127 + n / 2 + 1);
+      }
+    }
+    CAPTURE(scale);
+    CHECK(worst <= 2.1);
+    CHECK(worst > 0.5);  // the rounding is really there
+  }
+}
+
+TEST_CASE("host integer_softmax halves: causal rows and the keys' axes as integer_softmax's") {
+  // the masked keys get 0 from either half; every shape integer_softmax takes
+  auto s = te::NDArray::random(DType::int8(), {2, 3, 5}, 3);
+  for (const host::IntegerSoftmaxParams p :
+       {host::IntegerSoftmaxParams{.axis = -1, .causal = true},
+        host::IntegerSoftmaxParams{.axis = -2, .causal = false},
+        host::IntegerSoftmaxParams{.axis = -2, .causal = true},
+        host::IntegerSoftmaxParams{
+            .axis = -2, .scale = 0.3, .causal = true, .queries = host::CausalQueries::Before}}) {
+    const auto t = p.axis == -2 ? host::transpose(s, {.perm = {0, 2, 1}}) : s;
+    const auto e = host::integer_softmax_exp(t, p);
+    const auto y = host::integer_softmax_normalize(e, p);
+    const auto whole = host::integer_softmax(t, p);
+    // equal scores: every key the mask shows gets a positive probability, the others 0
+    const auto shown = host::integer_softmax(te::NDArray(DType::int8(), t.shape()), p);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      CHECK(std::abs(y.data()[i] - whole.data()[i]) <= 2);
+      if (shown.data()[i] == 0) {
+        CHECK(e.data()[i] == 0);
+        CHECK(y.data()[i] == 0);
+      }
+    }
+    CHECK((std::count(shown.data().begin(), shown.data().end(), 0) > 0) == p.causal);
+  }
+}
+
+TEST_CASE("host integer_softmax halves: errors name the half, the argument and the numbers") {
+  CHECK_THROWS_WITH_AS(host::integer_softmax_exp(te::NDArray(DType::float32(), {2}), {}),
+                       doctest::Contains("host::integer_softmax_exp: s is float32; the integer "
+                                         "softmax takes int8 scores"),
+                       dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(host::integer_softmax_normalize(te::NDArray(DType::int32(), {2}), {}),
+                       doctest::Contains("host::integer_softmax_normalize: s is int32; the "
+                                         "integer softmax takes int8 exponentials"),
+                       dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(host::integer_softmax_exp(int8_row({1, 2}), {.scale = 1.0}),
+                       doctest::Contains("host::integer_softmax_exp: scale 1 is outside"),
+                       dlavm::ValueError);
+  // the normalization takes no scale: any is accepted
+  CHECK_NOTHROW(host::integer_softmax_normalize(int8_row({1, 2}), {.scale = 1.0}));
+  CHECK_THROWS_WITH_AS(host::integer_softmax_normalize(te::NDArray(DType::int8(), {2, 8192}), {}),
+                       doctest::Contains("8192 keys along axis 1 of s [2, 8192]; at most 8191"),
+                       dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      host::integer_softmax_normalize(te::NDArray(DType::int8(), {5, 3}),
+                                      {.axis = -1, .causal = true}),
+      doctest::Contains("host::integer_softmax_normalize: s [5, 3] has 5 queries and 3 keys"),
+      dlavm::ShapeError);
+}

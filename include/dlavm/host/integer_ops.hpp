@@ -15,9 +15,9 @@
 //       127), rounded; 0 for the keys a causal row does not see
 //   integer_softmax_normalize(e int8, {axis, causal, queries}) -> int8: the second half, the
 //       probabilities of exponentials e along `axis` (the scale unused). Composed, the two
-//       give a softmax within one unit of the exact one, as integer_softmax's (each
-//       exponential rounded to int8 in between, so an accelerator keeps it in DRAM and
-//       computes it once: runtime/kernels.hpp)
+//       keep each exponential as int8 in between, so that an accelerator computes it once
+//       and keeps it in DRAM (runtime/kernels.hpp); the price is precision: within 2.1 units
+//       of the exact softmax where integer_softmax is within one (tests/host)
 //   integer_exp_for(scale): the fixed point of x * scale * log2(e) (runtime::IntegerExp);
 //       ValueError when scale is outside [min_integer_softmax_scale, max_...] (the exponent's
 //       multiplier would not fit the 7 bits VTA's ALU multiplies by, or lose precision)
