@@ -3877,11 +3877,21 @@ inline void lay_out_packed(std::uint8_t* bytes, const PackedStateShape& s, std::
                    static_cast<std::size_t>(tile));
   };
   if (b.n_tiles >= a.n_tiles && b.k_tiles >= a.k_tiles) {
-    // growing: every tile moves to a place at or after its old one, so moving the last tile
-    // first never overwrites one still to move
-    for (std::int64_t p = b.products; p-- > 0;)
-      for (std::int64_t n = n_kept; n-- > 0;)
-        for (std::int64_t k = k_kept; k-- > 0;) move(p, n, k);
+    // growing: every tile moves to a place at or after its old one, so moving the last first
+    // never overwrites one still to move. A row of k tiles moves as one block, and a product's
+    // rows too when the k tiles stay (a KV cache's megabyte in 8 moves, not 4,096)
+    const auto move_run = [&](std::int64_t p, std::int64_t n, std::int64_t tiles) {
+      if (old_at(p, n, 0) != new_at(p, n, 0))
+        std::memmove(bytes + new_at(p, n, 0), bytes + old_at(p, n, 0),
+                     static_cast<std::size_t>(tiles * tile));
+    };
+    for (std::int64_t p = b.products; p-- > 0;) {
+      if (a.k_tiles == b.k_tiles) {
+        move_run(p, 0, n_kept * k_kept);
+        continue;
+      }
+      for (std::int64_t n = n_kept; n-- > 0;) move_run(p, n, k_kept);
+    }
     for (std::int64_t p = 0; p < b.products; ++p)
       for (std::int64_t n = 0; n < b.n_tiles; ++n)
         for (std::int64_t k = 0; k < b.k_tiles; ++k)
@@ -3903,25 +3913,58 @@ template <class F>
 void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t from,
                      std::int64_t to, F&& f) {
   if (from >= to) return;
-  std::int64_t extent[8] = {}, index[8] = {};
+  std::int64_t extent[8] = {}, index[8] = {}, at[8] = {}, part[8] = {}, product_stride[8] = {};
   for (std::int64_t k = 0; k < s.rank; ++k) {
     extent[k] = k == s.axis ? to - from : s.shape[k];
     if (extent[k] == 0) return;
   }
   const PackedGrid g = packed_grid(s, laid);
+  const std::int64_t tile = s.rows * s.cols * s.width;
+  for (std::int64_t i = s.rank - 3, stride = g.n_tiles * g.k_tiles * tile; i >= 0; --i) {
+    product_stride[s.perm[i]] = stride;
+    stride *= s.shape[s.perm[i]];
+  }
+  // the offset separates by dim: a product's tiles, then the tile of row n and column k and
+  // the place in it. Each dim keeps its index as (tile, place in the tile), stepped without a
+  // division (the innermost dim steps every element); its part of the offset is
+  // tile * tile_step[k] + place * place_step[k].
+  const std::int64_t n_dim = s.perm[s.rank - 1], k_dim = s.perm[s.rank - 2];
+  std::int64_t span[8] = {}, tile_step[8] = {}, place_step[8] = {}, tile_at[8] = {}, place[8] = {};
+  for (std::int64_t k = 0; k < s.rank; ++k) {
+    span[k] = k == n_dim ? s.rows : k == k_dim ? s.cols : 1;
+    tile_step[k] = k == n_dim ? g.k_tiles * tile : k == k_dim ? tile : product_stride[k];
+    place_step[k] = k == n_dim ? s.cols * s.width : k == k_dim ? s.width : 0;
+  }
+  const auto start = [&](std::int64_t k) {
+    at[k] = k == s.axis ? from : 0;
+    tile_at[k] = at[k] / span[k];
+    place[k] = at[k] % span[k];
+    part[k] = tile_at[k] * tile_step[k] + place[k] * place_step[k];
+  };
+  std::int64_t offset = 0;
+  for (std::int64_t k = 0; k < s.rank; ++k) {
+    start(k);
+    offset += part[k];
+  }
   for (;;) {
-    std::int64_t at[8] = {};
-    for (std::int64_t k = 0; k < s.rank; ++k) at[k] = index[k] + (k == s.axis ? from : 0);
-    std::int64_t product = 0;
-    for (std::int64_t i = 0; i + 2 < s.rank; ++i)
-      product = product * s.shape[s.perm[i]] + at[s.perm[i]];
-    const std::int64_t kk = at[s.perm[s.rank - 2]], n = at[s.perm[s.rank - 1]];
-    const std::int64_t t = (product * g.n_tiles + n / s.rows) * g.k_tiles + kk / s.cols;
-    f(at, ((t * s.rows + n % s.rows) * s.cols + kk % s.cols) * s.width);
+    f(static_cast<const std::int64_t*>(at), offset);
     std::int64_t k = s.rank;
     while (k-- > 0) {
-      if (++index[k] < extent[k]) break;
-      index[k] = 0;
+      offset -= part[k];
+      if (++index[k] == extent[k]) {
+        index[k] = 0;
+        start(k);
+        offset += part[k];
+        continue;
+      }
+      ++at[k];
+      if (++place[k] == span[k]) {
+        place[k] = 0;
+        ++tile_at[k];
+      }
+      part[k] = tile_at[k] * tile_step[k] + place[k] * place_step[k];
+      offset += part[k];
+      break;
     }
     if (k < 0) return;
   }
@@ -4984,6 +5027,88 @@ void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t e
         dst[base + j * inner] =
             j < visible ? static_cast<Out>(integer_probability(integer_exp(at(j) - m, c), r))
                         : Out(0);
+    }
+}
+
+// ---- the integer softmax in two halves: int8 exponentials, then their normalization ------
+//
+// The same softmax with each exponential rounded to int8 in between, so that an accelerator
+// computes it once and keeps it in DRAM (VTA's accumulator holds no row of 2,048 keys):
+//   t, z and r as above; p = (((84 r + 21864) r) >> 8) + 2^14: 2^(r / 128) in units of 2^-14
+//   e8 = ((p * 127 >> min(z, 15)) + 2^13) >> 14 in [0, 127]: 127 * 2^-z * 2^(r / 128) rounded
+//        once, the exponential in units of 1/127 of the row's largest (whose e8 is 127; where
+//        z >= 15 the exact value is below 2^-8 and e8 is 0 either way)
+//   S = max(sum of the row's e8, 127); R = floor(127 * 2^11 / S) <= 2048;
+//   y = (e8 * R + 2^10) >> 11 in [0, 127].
+// The second rounding costs accuracy: over random rows of scale 1/8 to 1/2 the probabilities
+// lie within two units of the exact softmax's (one for integer_softmax) and differ from it
+// rounded in 0.4 to 0.5% of keys (0.05 to 0.11%; tests/host). integer_softmax_normalize takes
+// any int8 row: the sum is of the values as they are, at least 127.
+inline std::int32_t integer_exp8(std::int32_t x, IntegerExp c) {
+  const std::int32_t t = x * c.multiplier;
+  const std::int32_t z = -(t >> c.frac_bits);
+  const std::int32_t r = (t + z * (std::int32_t{1} << c.frac_bits)) >> (c.frac_bits - 7);
+  const std::int32_t p = (((84 * r + 21864) * r) >> 8) + (std::int32_t{1} << 14);
+  return (((p * 127) >> (z < 15 ? z : 15)) + (std::int32_t{1} << 13)) >> 14;
+}
+inline std::int32_t integer_reciprocal8(std::int32_t sum) {
+  return (std::int32_t{127} << 11) / (sum > 127 ? sum : 127);
+}
+inline std::int32_t integer_probability8(std::int32_t e8, std::int32_t reciprocal) {
+  return (e8 * reciprocal + (std::int32_t{1} << 10)) >> 11;
+}
+
+namespace detail {
+// The keys query row (o, i) of integer_softmax's layout sees.
+inline std::int64_t integer_softmax_visible(std::int64_t extent, std::int64_t queries,
+                                            bool query_inner, std::int64_t o, std::int64_t i) {
+  return queries > 0 ? extent - queries + 1 + (query_inner ? i : o % queries) : extent;
+}
+}  // namespace detail
+
+// The first half, in integer_softmax's layout and masking: e8 of every visible key, 0 for the
+// others.
+template <class In, class Out>
+void integer_softmax_exp(const In* src, Out* dst, std::int64_t outer, std::int64_t extent,
+                         std::int64_t inner, IntegerExp c, std::int64_t queries = 0,
+                         bool query_inner = false) {
+  if (extent == 0) return;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const std::int64_t base = o * extent * inner + i;
+      const std::int64_t visible =
+          detail::integer_softmax_visible(extent, queries, query_inner, o, i);
+      const auto at = [&](std::int64_t j) {
+        return static_cast<std::int32_t>(src[base + j * inner]);
+      };
+      std::int32_t m = at(0);
+      for (std::int64_t j = 1; j < visible; ++j)
+        if (at(j) > m) m = at(j);
+      for (std::int64_t j = 0; j < extent; ++j)
+        dst[base + j * inner] = j < visible ? static_cast<Out>(integer_exp8(at(j) - m, c)) : Out(0);
+    }
+}
+
+// The second half: the probabilities of int8 exponentials x (integer_softmax_exp's), the keys
+// a causal row does not see taking no part and getting 0.
+template <class In, class Out>
+void integer_softmax_normalize(const In* src, Out* dst, std::int64_t outer, std::int64_t extent,
+                               std::int64_t inner, std::int64_t queries = 0,
+                               bool query_inner = false) {
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const std::int64_t base = o * extent * inner + i;
+      const std::int64_t visible =
+          detail::integer_softmax_visible(extent, queries, query_inner, o, i);
+      std::int32_t sum = 0;
+      for (std::int64_t j = 0; j < visible; ++j)
+        sum += static_cast<std::int32_t>(src[base + j * inner]);
+      const std::int32_t r = integer_reciprocal8(sum);
+      for (std::int64_t j = 0; j < extent; ++j)
+        dst[base + j * inner] = j < visible
+                                    ? static_cast<Out>(integer_probability8(
+                                          static_cast<std::int32_t>(src[base + j * inner]), r))
+                                    : Out(0);
     }
 }
 
@@ -31227,6 +31352,13 @@ DLAVM_INLINE void add_image_ops(OpRegistry& ops) {
 //       the other of the last two dims ("other", axis one of them) or the dim before the keys
 //       ("before", any axis but the first)
 //
+//   integer_softmax_exp(s int8, axis, scale, causal, queries) -> int8, s's shape
+//       the first half of the same softmax: each exponential in units of 1/127 of its row's
+//       largest (host::integer_softmax_exp)
+//   integer_softmax_normalize(e int8, axis = -1, causal = false, queries = "other") -> int8
+//       the second half: the probabilities of those exponentials. Composed, a softmax within
+//       one unit of the exact one that an accelerator computes each exponential of once
+//
 //   auto p = graph::integer_softmax(scores, {.scale = 0.125, .causal = true});
 
 // begin dlavm/core/api.hpp
@@ -31248,6 +31380,14 @@ DLAVM_INLINE void add_image_ops(OpRegistry& ops) {
 //       N - M + q, the others get 0. `queries = Before` puts the queries in the dim just before
 //       the keys instead (any axis but the first): scores [.., M, N, H] with keys along -2 and
 //       independent rows (heads) in the last dim, the layout VTA's ALU normalizes.
+//   integer_softmax_exp(s int8, params) -> int8, s's shape: the same softmax's first half,
+//       each visible key's exponential in units of 1/127 of its row's largest (the max's is
+//       127), rounded; 0 for the keys a causal row does not see
+//   integer_softmax_normalize(e int8, {axis, causal, queries}) -> int8: the second half, the
+//       probabilities of exponentials e along `axis` (the scale unused). Composed, the two
+//       keep each exponential as int8 in between, so that an accelerator computes it once
+//       and keeps it in DRAM (runtime/kernels.hpp); the price is precision: within 2.1 units
+//       of the exact softmax where integer_softmax is within one (tests/host)
 //   integer_exp_for(scale): the fixed point of x * scale * log2(e) (runtime::IntegerExp);
 //       ValueError when scale is outside [min_integer_softmax_scale, max_...] (the exponent's
 //       multiplier would not fit the 7 bits VTA's ALU multiplies by, or lose precision)
@@ -31319,6 +31459,8 @@ constexpr const char* integer_softmax_causal_axis_error(std::size_t axis, std::s
              : nullptr;
 }
 te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
+te::NDArray integer_softmax_exp(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
+te::NDArray integer_softmax_normalize(const te::NDArray& e, const IntegerSoftmaxParams& p = {});
 
 }  // namespace dlavm::host
 
@@ -31363,36 +31505,81 @@ DLAVM_INLINE runtime::IntegerExp integer_exp_for(double scale, std::string_view 
   return {multiplier(bits), bits};
 }
 
+namespace detail {
+
+// The rows of a softmax over `axis` of s, checked: [outer, extent, inner], and a causal one's
+// query count and whether the queries are the inner index.
+struct IntegerSoftmaxRows {
+  AxisSplit<std::int64_t> split;
+  std::int64_t queries = 0;
+  bool query_inner = false;
+};
+
+inline IntegerSoftmaxRows integer_softmax_rows(const te::NDArray& s, const IntegerSoftmaxParams& p,
+                                               std::string_view who, std::string_view what) {
+  if (s.dtype() != DType::int8())
+    raise<TypeError>("{}: s is {}; the integer softmax takes int8 {}", who, s.dtype(), what);
+  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, s.ndim());
+  const auto& shape = s.shape();
+  IntegerSoftmaxRows rows{split_at(shape, axis)};
+  if (rows.split.extent > runtime::kIntegerSoftmaxMaxExtent)
+    raise<ShapeError>("{}: {} keys along axis {} of s {}; at most {} keep the sum in 32 bits", who,
+                      rows.split.extent, axis, detail::shape_str(shape),
+                      runtime::kIntegerSoftmaxMaxExtent);
+  if (const char* why =
+          p.causal ? integer_softmax_causal_axis_error(axis, shape.size(), p.queries) : nullptr)
+    raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of s {}: {}", who, axis,
+                      detail::shape_str(shape), why);
+  if (const auto query = integer_softmax_causal_queries(p, axis, shape.size())) {
+    rows.queries = shape[query->axis];
+    rows.query_inner = query->inner;
+    if (rows.queries > rows.split.extent)
+      raise<ShapeError>(
+          "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
+          "(the queries are the last positions)",
+          who, detail::shape_str(shape), rows.queries, rows.split.extent);
+  }
+  return rows;
+}
+
+}  // namespace detail
+
 DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p) {
   constexpr std::string_view who = "host::integer_softmax";
   if (s.dtype() != DType::int8())
     raise<TypeError>("{}: s is {}; the integer softmax takes int8 scores", who, s.dtype());
   const auto fixed = integer_exp_for(p.scale, who);
-  const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, s.ndim());
-  const auto& shape = s.shape();
-  const auto split = split_at(shape, axis);
-  if (split.extent > runtime::kIntegerSoftmaxMaxExtent)
-    raise<ShapeError>("{}: {} keys along axis {} of s {}; at most {} keep the sum in 32 bits", who,
-                      split.extent, axis, detail::shape_str(shape),
-                      runtime::kIntegerSoftmaxMaxExtent);
-  std::int64_t queries = 0;
-  if (const char* why =
-          p.causal ? integer_softmax_causal_axis_error(axis, shape.size(), p.queries) : nullptr)
-    raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of s {}: {}", who, axis,
-                      detail::shape_str(shape), why);
-  const auto query = integer_softmax_causal_queries(p, axis, shape.size());
-  if (query) {
-    queries = shape[query->axis];
-    if (queries > split.extent)
-      raise<ShapeError>(
-          "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
-          "(the queries are the last positions)",
-          who, detail::shape_str(shape), queries, split.extent);
-  }
-  te::NDArray y(s.dtype(), shape);
+  const auto rows = detail::integer_softmax_rows(s, p, who, "scores");
+  te::NDArray y(s.dtype(), s.shape());
   if (y.size() == 0) return y;  // no rows, empty rows, or no queries
-  runtime::integer_softmax(s.data().data(), y.data().data(), split.outer, split.extent, split.inner,
-                           fixed, queries, query && query->inner);
+  runtime::integer_softmax(s.data().data(), y.data().data(), rows.split.outer, rows.split.extent,
+                           rows.split.inner, fixed, rows.queries, rows.query_inner);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray integer_softmax_exp(const te::NDArray& s, const IntegerSoftmaxParams& p) {
+  constexpr std::string_view who = "host::integer_softmax_exp";
+  if (s.dtype() != DType::int8())
+    raise<TypeError>("{}: s is {}; the integer softmax takes int8 scores", who, s.dtype());
+  const auto fixed = integer_exp_for(p.scale, who);
+  const auto rows = detail::integer_softmax_rows(s, p, who, "scores");
+  te::NDArray y(s.dtype(), s.shape());
+  if (y.size() == 0) return y;
+  runtime::integer_softmax_exp(s.data().data(), y.data().data(), rows.split.outer,
+                               rows.split.extent, rows.split.inner, fixed, rows.queries,
+                               rows.query_inner);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray integer_softmax_normalize(const te::NDArray& e,
+                                                   const IntegerSoftmaxParams& p) {
+  constexpr std::string_view who = "host::integer_softmax_normalize";
+  const auto rows = detail::integer_softmax_rows(e, p, who, "exponentials");
+  te::NDArray y(e.dtype(), e.shape());
+  if (y.size() == 0) return y;
+  runtime::integer_softmax_normalize(e.data().data(), y.data().data(), rows.split.outer,
+                                     rows.split.extent, rows.split.inner, rows.queries,
+                                     rows.query_inner);
   return y;
 }
 
@@ -31404,8 +31591,13 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
 namespace dlavm::graph {
 
 Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p = {});
-// The parameters in an integer_softmax call's attributes.
+Expr integer_softmax_exp(Expr s, const host::IntegerSoftmaxParams& p = {});
+// (p.scale unused)
+Expr integer_softmax_normalize(Expr e, const host::IntegerSoftmaxParams& p = {});
+// The parameters in an integer_softmax or integer_softmax_exp call's attributes, and in an
+// integer_softmax_normalize call's (the scale left at its default).
 host::IntegerSoftmaxParams integer_softmax_params(const Attrs& attrs);
+host::IntegerSoftmaxParams integer_softmax_normalize_params(const Attrs& attrs);
 
 void add_integer_ops(OpRegistry& ops);
 
@@ -31432,6 +31624,10 @@ void add_integer_ops(OpRegistry& ops);
 
 #include <fmt/format.h>
 
+#include <string_view>
+#include <utility>
+#include <vector>
+
 namespace dlavm::graph {
 
 namespace detail {
@@ -31450,13 +31646,29 @@ inline const AttrSchema<host::IntegerSoftmaxParams>& integer_softmax_schema() {
   return schema;
 }
 
-inline TensorType integer_softmax_type(const TypeCall& c) {
+// integer_softmax_normalize's: integer_softmax's but the scale, which it does not use.
+inline const AttrSchema<host::IntegerSoftmaxParams>& integer_softmax_normalize_schema() {
+  using P = host::IntegerSoftmaxParams;
+  static const auto schema =
+      AttrSchema<P>()
+          .field("axis", &P::axis, "the dim of the keys, normalized over (negative: from the end)")
+          .field("causal", &P::causal, "mask the keys after each query")
+          .field("queries", &P::queries,
+                 "a causal softmax's queries: the other of the last two dims, or the dim before "
+                 "the keys",
+                 {{"other", host::CausalQueries::Other}, {"before", host::CausalQueries::Before}});
+  return schema;
+}
+
+// The type of integer_softmax and its two halves (`normalize`: the second, which has no scale).
+inline TensorType integer_softmax_type(const TypeCall& c, bool normalize) {
   const auto& s = c.type(0);
   if (s.dtype != DType::int8())
-    raise<TypeError>("{}: {} is {}; the integer softmax takes int8 scores", c.label, c.arg(0),
-                     s.dtype);
-  const auto p = params_of(c, integer_softmax_schema());
-  (void)host::integer_exp_for(p.scale, c.label);
+    raise<TypeError>("{}: {} is {}; the integer softmax takes int8 {}", c.label, c.arg(0),
+                     s.dtype, normalize ? "exponentials" : "scores");
+  const auto p = params_of(
+      c, normalize ? integer_softmax_normalize_schema() : integer_softmax_schema());
+  if (!normalize) (void)host::integer_exp_for(p.scale, c.label);
   const std::size_t axis = c.axis("axis", s.ndim());
   const auto& keys = s.shape[axis];
   if (ne::bounds(keys).max > runtime::kIntegerSoftmaxMaxExtent)
@@ -31484,28 +31696,48 @@ DLAVM_INLINE host::IntegerSoftmaxParams integer_softmax_params(const Attrs& attr
   return detail::integer_softmax_schema().from_attrs(attrs);
 }
 
+DLAVM_INLINE host::IntegerSoftmaxParams integer_softmax_normalize_params(const Attrs& attrs) {
+  return detail::integer_softmax_normalize_schema().from_attrs(attrs);
+}
+
 DLAVM_INLINE Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p) {
   return call("integer_softmax", {std::move(s)}, detail::integer_softmax_schema().to_attrs(p));
 }
 
+DLAVM_INLINE Expr integer_softmax_exp(Expr s, const host::IntegerSoftmaxParams& p) {
+  return call("integer_softmax_exp", {std::move(s)}, detail::integer_softmax_schema().to_attrs(p));
+}
+
+DLAVM_INLINE Expr integer_softmax_normalize(Expr e, const host::IntegerSoftmaxParams& p) {
+  return call("integer_softmax_normalize", {std::move(e)},
+              detail::integer_softmax_normalize_schema().to_attrs(p));
+}
+
 namespace detail {
 
-// runtime::integer_softmax(x, y, outer, keys, inner, exponential, queries, queries inner).
-inline FirmwareCall integer_softmax_firmware(const FirmwareStep& s) {
+// runtime::integer_softmax or integer_softmax_exp (`function`): (x, y, outer, keys, inner,
+// exponential, queries, queries inner); runtime::integer_softmax_normalize without the
+// exponential.
+inline FirmwareCall integer_softmax_firmware(const FirmwareStep& s, const char* function) {
   const auto& x = s.input(0);
-  const auto p = integer_softmax_params(s.call.attrs);
-  const auto fixed = host::integer_exp_for(p.scale);
+  const bool normalize = std::string_view(function).ends_with("normalize");
+  const auto p = normalize ? integer_softmax_normalize_params(s.call.attrs)
+                           : integer_softmax_params(s.call.attrs);
   const auto axis = s.call.axis("axis", x.size());
   const auto split = host::split_at(std::span(x), axis);
   const auto query = host::integer_softmax_causal_queries(p, axis, x.size());
-  return {"dlavm::runtime::integer_softmax",
-          {FirmwareArg::input(0), FirmwareArg::output(), FirmwareArg::dim(split.outer),
-           FirmwareArg::dim(split.extent), FirmwareArg::dim(split.inner),
-           FirmwareArg::aggregate(
-               "dlavm::runtime::IntegerExp",
-               {FirmwareArg::integer(fixed.multiplier), FirmwareArg::integer(fixed.frac_bits)}),
-           FirmwareArg::dim(query ? x[query->axis] : ne::Expr(0)),
-           FirmwareArg::boolean(query && query->inner)}};
+  std::vector<FirmwareArg> args{FirmwareArg::input(0), FirmwareArg::output(),
+                                FirmwareArg::dim(split.outer), FirmwareArg::dim(split.extent),
+                                FirmwareArg::dim(split.inner)};
+  if (!normalize) {
+    const auto fixed = host::integer_exp_for(p.scale);
+    args.push_back(FirmwareArg::aggregate(
+        "dlavm::runtime::IntegerExp",
+        {FirmwareArg::integer(fixed.multiplier), FirmwareArg::integer(fixed.frac_bits)}));
+  }
+  args.push_back(FirmwareArg::dim(query ? x[query->axis] : ne::Expr(0)));
+  args.push_back(FirmwareArg::boolean(query && query->inner));
+  return {function, std::move(args)};
 }
 
 }  // namespace detail
@@ -31513,12 +31745,36 @@ inline FirmwareCall integer_softmax_firmware(const FirmwareStep& s) {
 DLAVM_INLINE void add_integer_ops(OpRegistry& ops) {
   ops.add({.name = "integer_softmax",
            .attrs = detail::integer_softmax_schema().specs(),
-           .type_rule = detail::integer_softmax_type,
+           .type_rule = [](const TypeCall& c) { return detail::integer_softmax_type(c, false); },
            .host_kernel =
                [](HostArgs a, const Attrs& attrs) {
                  return host::integer_softmax(*a[0], integer_softmax_params(attrs));
                },
-           .firmware = {.call = detail::integer_softmax_firmware}});
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::integer_softmax_firmware(s, "dlavm::runtime::integer_softmax");
+           }}});
+  ops.add({.name = "integer_softmax_exp",
+           .attrs = detail::integer_softmax_schema().specs(),
+           .type_rule = [](const TypeCall& c) { return detail::integer_softmax_type(c, false); },
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::integer_softmax_exp(*a[0], integer_softmax_params(attrs));
+               },
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::integer_softmax_firmware(s, "dlavm::runtime::integer_softmax_exp");
+           }}});
+  ops.add({.name = "integer_softmax_normalize",
+           .attrs = detail::integer_softmax_normalize_schema().specs(),
+           .type_rule = [](const TypeCall& c) { return detail::integer_softmax_type(c, true); },
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::integer_softmax_normalize(*a[0],
+                                                        integer_softmax_normalize_params(attrs));
+               },
+           .firmware = {.call = [](const FirmwareStep& s) {
+             return detail::integer_softmax_firmware(
+                 s, "dlavm::runtime::integer_softmax_normalize");
+           }}});
 }
 
 }  // namespace dlavm::graph
@@ -37459,6 +37715,16 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // kernel's constant, int32 [G - 1, BATCH, BLOCK_OUT]): each pass copies the rows of the keys
 // its chunk holds into a chunk buffer of zeros (a padded copy, like the scores') and adds it,
 // in the chunks that hold such a key only (skip_masked_work).
+//
+// Parts (`part`): the whole softmax (host::integer_softmax), or one of its two halves, each a
+// kernel of two passes, so that each exponential is computed once and kept in DRAM as int8:
+//   - Exp (host::integer_softmax_exp): pass 1, then pass 3 storing each exponential in units
+//     of 1/127 of its row's largest;
+//   - Normalize (host::integer_softmax_normalize): pass 2 summing the int8 exponentials it
+//     loads, then pass 3 their probabilities. A masked key loads as 0, and the lane masks
+//     multiply (rows of 0 and 1) where the other parts add -32768.
+enum class IntegerSoftmaxPart : std::uint8_t { Whole, Exp, Normalize };
+
 struct IntegerSoftmaxShape {
   ne::Expr products = 1;   // prod(B), or the packed products with lane groups: may be symbolic
   ne::Expr keys = 1;       // N: may be symbolic
@@ -37466,6 +37732,7 @@ struct IntegerSoftmaxShape {
   ne::Expr queries = 0;    // a causal softmax's M (the last batch dim); 0: not causal
   runtime::IntegerExp fixed{};
   std::int64_t groups = 1;  // G: products side by side in the lanes
+  IntegerSoftmaxPart part = IntegerSoftmaxPart::Whole;
 };
 
 class IntegerSoftmaxKernel {
@@ -37483,7 +37750,7 @@ class IntegerSoftmaxKernel {
   }
   // The data of the kernel's constant parameters (VtaKernel::constants): row i of the lane
   // masks is -32768 in the lanes of groups 0 to i (those that do not see the key i after the
-  // first group's last), 0 elsewhere.
+  // first group's last), 0 elsewhere; a normalization's 0 there and 1 elsewhere.
   std::vector<te::NDArray> constants() const;
   te::Schedule schedule() const;
   // For the function lowered from schedule() `s`, the work on keys no query sees skipped,
@@ -37510,7 +37777,8 @@ class IntegerSoftmaxKernel {
   std::int64_t chunk_;
   te::Tensor data_, masks_, res_;
   // the stages of pass 1 and 2 computed per chunk (the load first), each pass's chunk rows,
-  // the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk
+  // the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk; a part's
+  // absent pass has no stages and no rows tensor
   std::vector<te::Tensor> max_chunk_, sum_chunk_, rows_, out_chunk_;
   std::vector<te::Tensor> mask_loads_;  // with lane groups: each pass's copy of the mask rows
   te::Tensor max_rows_, sum_rows_;
@@ -37530,7 +37798,8 @@ SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, s
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up);
 // the estimate counts ALU instructions and tiles, so the largest chunk that fits wins.
 KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape);
-// DRAM bytes the kernel moves: the scores three times, the probabilities once.
+// DRAM bytes the kernel moves: the scores three times, the probabilities once (a part: its
+// input twice, its result once).
 ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 
 }  // namespace dlavm::graph
@@ -37722,10 +37991,12 @@ inline te::Expr BlockTensor::operator()(const ne::Expr& key, const ne::Expr& lan
 
 using V = const ne::Var&;
 
-// e of every score: t = (s - max) * multiplier, z = -(t >> bits), r = (t + (z << bits)) >>
-// (bits - 7); p = (((84 r + 21864) r) >> 4) + 2^18; e = (p >> min(z, 15)) >> min(max(z - 15,
-// 0), 15). `m` the rows' max.
-inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& s,
+// The exponent of every score: t = (s - max) * multiplier, z = -(t >> bits), r = (t + (z <<
+// bits)) >> (bits - 7), and the quadratic's v2 = (84 r + 21864) r. `m` the rows' max.
+struct ExponentStages {
+  BlockTensor z, v2;
+};
+inline ExponentStages exponent_stages(SoftmaxStageWriter& w, const BlockTensor& s,
                                       const BlockTensor& m, runtime::IntegerExp fixed) {
   const auto c = SoftmaxStageWriter::c;
   const std::int64_t bits = fixed.frac_bits;
@@ -37739,7 +38010,15 @@ inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& 
   const auto r = w.block("r", [&](V k, V l) { return frac(k, l) >> c(bits - 7); });
   const auto v0 = w.block("v0", [&](V k, V l) { return r(k, l) * c(84); });
   const auto v1 = w.block("v1", [&](V k, V l) { return v0(k, l) + c(21864); });
-  const auto v2 = w.block("v2", [&](V k, V l) { return v1(k, l) * r(k, l); });
+  return {z, w.block("v2", [&](V k, V l) { return v1(k, l) * r(k, l); })};
+}
+
+// e of every score (runtime::integer_exp): the exponent, p = (v2 >> 4) + 2^18; e = (p >> min(z,
+// 15)) >> min(max(z - 15, 0), 15).
+inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& s,
+                                      const BlockTensor& m, runtime::IntegerExp fixed) {
+  const auto c = SoftmaxStageWriter::c;
+  const auto [z, v2] = exponent_stages(w, s, m, fixed);
   const auto v3 = w.block("v3", [&](V k, V l) { return v2(k, l) >> c(4); });
   const auto one = w.row("one", [&](V) { return c(std::int64_t{1} << 18); });
   const auto p = w.block("p", [&](V k, V l) { return v3(k, l) + one(0, l); });
@@ -37751,14 +38030,29 @@ inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& 
   return w.block("e", [&](V k, V l) { return e1(k, l) >> z2(k, l); });
 }
 
-// R = floor(127 * 2^23 / sum) of every row, as its two 6-bit halves (high, low): one quotient
-// bit at a time from bit 11, bit = (rem >> b) >= sum, then rem -= (sum * bit) << b (sum << b
-// fits only where the bit is 1).
-inline std::pair<BlockTensor, BlockTensor> reciprocal_stages(SoftmaxStageWriter& w,
-                                                             const BlockTensor& sum) {
+// e8 of every score (runtime::integer_exp8): the exponent, p = (v2 >> 8) + 2^14, e8 = ((p *
+// 127 >> min(z, 15)) + 2^13) >> 14.
+inline BlockTensor exponential8_stages(SoftmaxStageWriter& w, const BlockTensor& s,
+                                       const BlockTensor& m, runtime::IntegerExp fixed) {
+  const auto c = SoftmaxStageWriter::c;
+  const auto [z, v2] = exponent_stages(w, s, m, fixed);
+  const auto v3 = w.block("v3", [&](V k, V l) { return v2(k, l) >> c(8); });
+  const auto p = w.block("p", [&](V k, V l) { return v3(k, l) + c(std::int64_t{1} << 14); });
+  const auto q = w.block("q", [&](V k, V l) { return p(k, l) * c(127); });
+  const auto z1 = w.block("z1", [&](V k, V l) { return te::min(z(k, l), c(15)); });
+  const auto e1 = w.block("e1", [&](V k, V l) { return q(k, l) >> z1(k, l); });
+  const auto e2 = w.block("e2", [&](V k, V l) { return e1(k, l) + c(std::int64_t{1} << 13); });
+  return w.block("e8", [&](V k, V l) { return e2(k, l) >> c(14); });
+}
+
+// R = floor(127 * 2^shift / sum) of every row (at most 12 bits: the sum at least 2^(shift - 5)):
+// one quotient bit at a time from bit 11, bit = (rem >> b) >= sum, then rem -= (sum * bit) << b
+// (sum << b fits only where the bit is 1).
+inline BlockTensor reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& sum,
+                                     std::int64_t shift) {
   const auto c = SoftmaxStageWriter::c;
   const auto neg_sum = w.row("neg_sum", [&](V l) { return sum(0, l) * c(-1); });
-  auto rem = w.row("rem", [&](V) { return c(std::int64_t{127} << 23); });
+  auto rem = w.row("rem", [&](V) { return c(std::int64_t{127} << shift); });
   auto q = w.row("q", [&](V) { return c(0); });
   for (std::int64_t b = 11; b >= 0; --b) {
     const auto tag = [&](const char* what) { return fmt::format("{}{}", what, b); };
@@ -37775,6 +38069,13 @@ inline std::pair<BlockTensor, BlockTensor> reciprocal_stages(SoftmaxStageWriter&
     const auto u3 = w.row(tag("take_neg"), [&](V l) { return u2(0, l) * c(-1); });
     rem = w.row(tag("rem"), [&](V l) { return rem(0, l) + u3(0, l); });
   }
+  return q;
+}
+
+// R's two 6-bit halves (high, low), each a multiplier VTA's ALU takes.
+inline std::pair<BlockTensor, BlockTensor> split_reciprocal(SoftmaxStageWriter& w,
+                                                            const BlockTensor& q) {
+  const auto c = SoftmaxStageWriter::c;
   const auto rh = w.row("r_hi", [&](V l) { return q(0, l) >> c(6); });
   const auto rh_up = w.row("r_hi_up", [&](V l) { return rh(0, l) << c(6); });
   const auto rh_neg = w.row("r_hi_neg", [&](V l) { return rh_up(0, l) * c(-1); });
@@ -37797,6 +38098,16 @@ inline BlockTensor probability_stages(SoftmaxStageWriter& w, const BlockTensor& 
   return w.block("y", [&](V k, V l) { return y0(k, l) >> c(23); });
 }
 
+// y = (R * e + 2^10) >> 11 of int8 exponentials e (runtime::integer_probability8): R (12 bits)
+// copied beside the chunk and multiplied by e, a multiplier within the ALU's 8 bits.
+inline BlockTensor normalized_stages(SoftmaxStageWriter& w, const BlockTensor& e,
+                                     const BlockTensor& reciprocal) {
+  const auto c = SoftmaxStageWriter::c;
+  const auto er = w.block("e_r", [&](V k, V l) { return reciprocal(0, l) * e(k, l); });
+  const auto y0 = w.block("y0", [&](V k, V l) { return er(k, l) + c(std::int64_t{1} << 10); });
+  return w.block("y", [&](V k, V l) { return y0(k, l) >> c(11); });
+}
+
 }  // namespace detail
 
 DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores,
@@ -37814,8 +38125,8 @@ DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& score
   const auto s = w.wrap(scores);
   const auto m = w.reduce("max", s, true);
   const auto e = detail::exponential_stages(w, s, m, fixed);
-  const auto reciprocal = detail::reciprocal_stages(w, w.reduce("sum", e, false));
-  st.result = detail::probability_stages(w, e, reciprocal).tensor;
+  const auto q = detail::reciprocal_stages(w, w.reduce("sum", e, false), 23);
+  st.result = detail::probability_stages(w, e, detail::split_reciprocal(w, q)).tensor;
   return st;
 }
 
@@ -37934,11 +38245,13 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     masks_ = te::placeholder({shape.groups - 1, env.batch, env.block_out}, env.acc_dtype,
                              name + "_masks");
   const auto visible = [&](const ne::Var& p) { return detail::softmax_visible(shape, p); };
-  // the scores of key `key` of block (p, t) as int32, a masked key -32768 (the padded copy)
+  const bool normalize = shape.part == IntegerSoftmaxPart::Normalize;
+  // the scores of key `key` of block (p, t) as int32, a masked key -32768 (the padded copy); the
+  // exponentials a normalization loads, a masked key 0
   const auto score = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& t,
                          const ne::Var& l) {
     return te::select(key < visible(p), te::cast(env.acc_dtype, data_.read({p, key, t, 0, l})),
-                      te::make_const(-32768, env.acc_dtype));
+                      te::make_const(normalize ? 0 : -32768, env.acc_dtype));
   };
   // a pass's load of one chunk: [products, tiles, chunks, chunk, lanes]
   const auto load = [&](const std::string& what) {
@@ -37948,14 +38261,16 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
         fmt::format("{}.{}", name, what));
   };
   // with lane groups, the mask row of key `key` of block p: the row of the masks for a key
-  // only some of its groups see, 0 for the others (a padded copy of the masks)
+  // only some of its groups see, for the others what leaves a key as it is: 0 to add, 1 to
+  // multiply by (a padded copy of the masks)
   const auto mask = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& l) {
     const ne::Expr first = detail::softmax_first_visible(shape, p);
     return te::select(key >= first && key < visible(p), masks_.read({key - first, 0, l}),
-                      te::make_const(0, env.acc_dtype));
+                      te::make_const(normalize ? 1 : 0, env.acc_dtype));
   };
-  // a pass's scores with the masks added, where there are lane masks: the chunk loaded, the
-  // masks' rows loaded beside it (recorded in mask_loads_, a copy), and their sum
+  // a pass's scores with the masks applied, where there are lane masks: the chunk loaded, the
+  // masks' rows loaded beside it (recorded in mask_loads_, a copy), and their sum (the
+  // exponentials a normalization loads: their product)
   const auto masked = [&](SoftmaxStageWriter& w, std::vector<te::Tensor>& stages,
                           const te::Tensor& loaded, const std::string& what,
                           const std::function<te::Expr(std::span<const ne::Var>)>& rows) {
@@ -37966,43 +38281,61 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     stages.push_back(m);
     mask_loads_.push_back(m);
     const auto lw = w.wrap(loaded), mw = w.wrap(m);
-    return w.block("masked",
-                   [&](const ne::Var& k, const ne::Var& l) { return lw(k, l) + mw(k, l); });
+    return w.block("masked", [&](const ne::Var& k, const ne::Var& l) {
+      return normalize ? lw(k, l) * mw(k, l) : lw(k, l) + mw(k, l);
+    });
   };
 
-  // pass 1: the max of each chunk, then of the block
-  SoftmaxStageWriter max_pass(name + ".max", max_chunk_);
-  max_pass.blocks({products, tiles, chunks}, chunk, lanes);
   const auto chunk_rows = [&](std::span<const ne::Var> i) {
     return mask(i[0], i[2] * chunk + i[3], i[4]);
   };
-  const auto s1 = masked(max_pass, max_chunk_, load("max.s"), "max.mask", chunk_rows);
-  const auto chunk_max = max_pass.reduce("chunk", s1, true);
-  max_rows_ = chunk_max.tensor;
-  max_chunk_.pop_back();
   SoftmaxStageWriter rows(name, rows_);
   rows.blocks({products, tiles, chunks}, 1, lanes);
   // the chunks a block's query sees: a causal softmax's later ones are wholly masked (every
-  // key -32768, whose exponential is 0: no part of the max or the sum), and passes 1 and 2
-  // skip them
+  // key -32768, whose exponential is 0: no part of the max or the sum; a normalization's 0),
+  // and passes 1 and 2 skip them
   const auto seen = [&](std::span<const ne::Var> at) {
     return detail::softmax_seen(shape, at[0], chunk);
   };
-  const auto m = rows.reduce_blocks("max", max_rows_, seen, true);
 
-  // pass 2: the sum of each chunk's exponentials, then of the block's
-  SoftmaxStageWriter sum_pass(name + ".sum", sum_chunk_);
-  sum_pass.blocks({products, tiles, chunks}, chunk, lanes);
-  const auto s2 = masked(sum_pass, sum_chunk_, load("sum.s"), "sum.mask", chunk_rows);
-  const auto e2 = detail::exponential_stages(sum_pass, s2, sum_pass.wrap(m.tensor), shape.fixed);
-  sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
-  sum_chunk_.pop_back();
-  const auto total = rows.reduce_blocks("sum", sum_rows_, seen, false);
-  rows.blocks({products, tiles}, 1, lanes);
-  const auto reciprocal = detail::reciprocal_stages(rows, total);
+  // pass 1: the max of each chunk, then of the block
+  std::optional<detail::BlockTensor> m;
+  if (!normalize) {
+    SoftmaxStageWriter max_pass(name + ".max", max_chunk_);
+    max_pass.blocks({products, tiles, chunks}, chunk, lanes);
+    const auto s1 = masked(max_pass, max_chunk_, load("max.s"), "max.mask", chunk_rows);
+    max_rows_ = max_pass.reduce("chunk", s1, true).tensor;
+    max_chunk_.pop_back();
+    m = rows.reduce_blocks("max", max_rows_, seen, true);
+  }
 
-  // pass 3: the probabilities of each chunk, keys flat ([products, tiles, keys, lanes]) so that
-  // the stored result reads them by key
+  // pass 2: the sum of each chunk's exponentials (those loaded by a normalization), then of the
+  // block's; its reciprocal
+  std::optional<detail::BlockTensor> reciprocal;
+  std::optional<std::pair<detail::BlockTensor, detail::BlockTensor>> halves;
+  if (shape.part != IntegerSoftmaxPart::Exp) {
+    SoftmaxStageWriter sum_pass(name + ".sum", sum_chunk_);
+    sum_pass.blocks({products, tiles, chunks}, chunk, lanes);
+    const auto s2 = masked(sum_pass, sum_chunk_, load("sum.s"), "sum.mask", chunk_rows);
+    const auto e2 =
+        normalize ? s2
+                  : detail::exponential_stages(sum_pass, s2, sum_pass.wrap(m->tensor), shape.fixed);
+    sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
+    sum_chunk_.pop_back();
+    auto total = rows.reduce_blocks("sum", sum_rows_, seen, false);
+    rows.blocks({products, tiles}, 1, lanes);
+    if (normalize) {
+      const auto sum = total;
+      total = rows.row("sum_floor", [&](const ne::Var& l) {
+        return te::max(sum(0, l), SoftmaxStageWriter::c(127));
+      });
+    }
+    reciprocal = detail::reciprocal_stages(rows, total, normalize ? 11 : 23);
+    if (!normalize) halves = detail::split_reciprocal(rows, *reciprocal);
+  }
+
+  // pass 3: the probabilities (or the exponentials) of each chunk, keys flat ([products, tiles,
+  // keys, lanes]) so that the stored result reads them by key
   SoftmaxStageWriter out_pass(name + ".y", out_chunk_);
   out_pass.blocks({products, tiles}, keys, lanes);
   const auto s3 = masked(
@@ -38011,10 +38344,15 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
           {products, tiles, keys, lanes},
           [&](std::span<const ne::Var> i) { return score(i[0], i[2], i[1], i[3]); }, name + ".y.s"),
       "y.mask", [&](std::span<const ne::Var> i) { return mask(i[0], i[2], i[3]); });
-  const auto e3 = detail::exponential_stages(out_pass, s3, out_pass.wrap(m.tensor), shape.fixed);
-  auto y = detail::probability_stages(
-      out_pass, e3,
-      {out_pass.wrap(reciprocal.first.tensor), out_pass.wrap(reciprocal.second.tensor)});
+  detail::BlockTensor y = s3;
+  if (shape.part == IntegerSoftmaxPart::Exp)
+    y = detail::exponential8_stages(out_pass, s3, out_pass.wrap(m->tensor), shape.fixed);
+  else if (normalize)
+    y = detail::normalized_stages(out_pass, s3, out_pass.wrap(reciprocal->tensor));
+  else
+    y = detail::probability_stages(
+        out_pass, detail::exponential_stages(out_pass, s3, out_pass.wrap(m->tensor), shape.fixed),
+        {out_pass.wrap(halves->first.tensor), out_pass.wrap(halves->second.tensor)});
   // the epilogue's immediate steps, each an ALU pass over the chunk
   for (std::size_t i = 0; i < epilogue.steps.size(); ++i) {
     const auto prev = y;
@@ -38051,6 +38389,7 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
   };
   // passes 1 and 2: the chunk stages at their chunk row's chunk axis
   for (const auto& [rows, stages] : {std::pair{max_rows_, &max_chunk_}, {sum_rows_, &sum_chunk_}}) {
+    if (!rows.defined()) continue;
     place(rows, res_, block, false, 3);
     for (const auto& t : *stages) place(t, rows, s[rows].axis(2), copied(t, *stages));
   }
@@ -38062,9 +38401,10 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
 
 DLAVM_INLINE std::function<tir::PrimFunc(const tir::PrimFunc&)>
 IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
-  // the chunk loops: passes 1 and 2 at their rows' chunk axis, pass 3 at the result's
-  std::vector<ne::Var> chunks{s[max_rows_].leaf_iter_vars()[2].var(),
-                              s[sum_rows_].leaf_iter_vars()[2].var()};
+  // the chunk loops: passes 1 and 2 at their rows' chunk axis, pass 3 at the result's (the last)
+  std::vector<ne::Var> chunks;
+  for (const auto& rows : {max_rows_, sum_rows_})
+    if (rows.defined()) chunks.push_back(s[rows].leaf_iter_vars()[2].var());
   const auto& leaf = s[res_].leaf_iter_vars();  // product, tile, chunk, key, batch, lane
   chunks.push_back(leaf[2].var());
   return [kernel = *this, product = leaf[0].var(), chunks](const tir::PrimFunc& f) {
@@ -38097,11 +38437,12 @@ inline std::optional<std::int64_t> epilogue_of_zero(const Epilogue& epilogue,
 }
 
 // A chunk loop's body as the lowering writes it: allocations around the load's fill (a reset
-// and an ADD of -32768 over the chunk's rows), the load, and the rest (pass 3: ending in the
-// store).
+// and an ADD of -32768 over the chunk's rows; a normalization's fill of 0, a reset alone), the
+// load, and the rest (pass 3: ending in the store).
 struct ChunkBody {
   std::vector<tir::Buffer> allocated;
   std::vector<tir::Stmt> parts;
+  std::size_t fill = 2;  // the fill's parts, before the load
   const te::CallNode* load = nullptr;
   const te::CallNode* store = nullptr;  // pass 3's, or null
 
@@ -38117,14 +38458,17 @@ struct ChunkBody {
     b.parts = seq->seq;
     const auto* reset = vta::detail::first_call(b.parts[0], vta::intrin::gemm_reset);
     const auto* add = vta::detail::first_call(b.parts[1], vta::intrin::alu);
-    b.load = vta::detail::first_call(b.parts[2], vta::intrin::load);
-    if (reset == nullptr || add == nullptr || b.load == nullptr || add->args.size() != 5 ||
-        vta::detail::constant_index(add->args[0]) !=
-            static_cast<std::int64_t>(runtime::AluOp::Add) ||
-        vta::detail::constant_index(add->args[1]) != 1 ||
-        vta::detail::constant_index(add->args[2]) != -32768 ||
-        !reset->buffers[0].same_as(b.load->buffers[0]) ||
-        !add->buffers[0].same_as(b.load->buffers[0]))
+    if (add == nullptr) b.fill = 1;
+    b.load = vta::detail::first_call(b.parts[b.fill], vta::intrin::load);
+    if (reset == nullptr || b.load == nullptr || !reset->buffers[0].same_as(b.load->buffers[0]))
+      return std::nullopt;
+    if (add != nullptr &&
+        (add->args.size() != 5 ||
+         vta::detail::constant_index(add->args[0]) !=
+             static_cast<std::int64_t>(runtime::AluOp::Add) ||
+         vta::detail::constant_index(add->args[1]) != 1 ||
+         vta::detail::constant_index(add->args[2]) != -32768 ||
+         !add->buffers[0].same_as(b.load->buffers[0])))
       return std::nullopt;
     if (b.parts.back().as<tir::EvaluateNode>() != nullptr)
       b.store = vta::detail::first_call(b.parts.back(), vta::intrin::store);
@@ -38151,28 +38495,29 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     ne::Expr first_unseen, visible;
     std::int64_t chunk = 1;
     int rewritten = 0, guarded = 0;
-    // A chunk body's parts after its load (`parts` from 3 on) that copy the mask rows and add
-    // them (their buffers' names end in ".mask"), only where the chunk (`c`) holds a key only
-    // some groups see: elsewhere the rows are zero. Returns the parts.
-    std::vector<tir::Stmt> guard_masks(const std::vector<tir::Stmt>& parts, const ne::Expr& c) {
+    // A chunk body's parts after its load (`parts` from `first` on) that copy the mask rows and
+    // apply them (their buffers' names end in ".mask"), only where the chunk (`c`) holds a key
+    // only some groups see: elsewhere the rows leave every key as it is. Returns the parts.
+    std::vector<tir::Stmt> guard_masks(const std::vector<tir::Stmt>& parts, std::size_t first,
+                                       const ne::Expr& c) {
       if (!lane_masks) return parts;
+      const auto at = [&](std::size_t i) { return parts.begin() + static_cast<std::ptrdiff_t>(i); };
       const auto masking = [](const tir::Stmt& st) {
         return std::ranges::any_of(vta::detail::calls_in(st), [](const te::CallNode* call) {
           return std::ranges::any_of(
               call->buffers, [](const te::Buffer& b) { return b.name().ends_with(".mask"); });
         });
       };
-      std::size_t end = 3;
+      std::size_t end = first;
       while (end < parts.size() && masking(parts[end])) ++end;
-      if (end == 3) return parts;
+      if (end == first) return parts;
       const ne::Expr start = ne::simplify(c * chunk);
       const ne::Expr holds =
           ne::simplify(ne::max(first_unseen, start) < ne::min(visible, start + chunk));
-      std::vector<tir::Stmt> out(parts.begin(), parts.begin() + 3);
-      out.push_back(tir::make_if(
-          holds, tir::make_seq(std::vector<tir::Stmt>(
-                     parts.begin() + 3, parts.begin() + static_cast<std::ptrdiff_t>(end)))));
-      out.insert(out.end(), parts.begin() + static_cast<std::ptrdiff_t>(end), parts.end());
+      std::vector<tir::Stmt> out(parts.begin(), at(first));
+      out.push_back(
+          tir::make_if(holds, tir::make_seq(std::vector<tir::Stmt>(at(first), at(end)))));
+      out.insert(out.end(), at(end), parts.end());
       ++guarded;
       return out;
     }
@@ -38181,7 +38526,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
       const auto body = lane_masks ? detail::ChunkBody::of(s) : std::nullopt;
       if (!body) return tir::StmtMutator<ChunkLoops>::visit_allocate(n, s);
-      return body->allocations_around(tir::make_seq(guard_masks(body->parts, ne::Expr(0))));
+      return body->allocations_around(
+          tir::make_seq(guard_masks(body->parts, body->fill + 1, ne::Expr(0))));
     }
     tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
       std::size_t pass = chunks.size();
@@ -38193,11 +38539,15 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const ne::Expr c = n.var;
       // the fill only where the chunk may hold a key the query does not see: the last it sees
       // (those before it are loaded whole)
-      std::vector<tir::Stmt> parts = guard_masks(body->parts, c);
-      parts[0] = tir::make_if(c + 1 >= seen, tir::make_seq({body->parts[0], body->parts[1]}));
-      parts.erase(parts.begin() + 1);
+      const auto fill_end = body->parts.begin() + static_cast<std::ptrdiff_t>(body->fill);
+      std::vector<tir::Stmt> parts = guard_masks(body->parts, body->fill + 1, c);
+      parts[0] = tir::make_if(
+          c + 1 >= seen, tir::make_seq(std::vector<tir::Stmt>(body->parts.begin(), fill_end)));
+      parts.erase(parts.begin() + 1, parts.begin() + static_cast<std::ptrdiff_t>(body->fill));
       tir::Stmt inner = tir::make_seq(parts);
-      if (pass == 2 && constant && body->store != nullptr) {
+      // (a fill without an ADD has no immediate to set: a constant other than 0 is computed)
+      if (pass + 1 == chunks.size() && constant && body->store != nullptr &&
+          (body->fill == 2 || *constant == 0)) {
         // a chunk the query sees none of: its stored buffer filled with the constant, stored
         const tir::BufferMap to_stored{{body->load->buffers[0].get(), body->store->buffers[0]}};
         struct Imm : tir::StmtMutator<Imm> {
@@ -38212,9 +38562,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           }
         } imm;
         imm.value = *constant;
-        const std::vector<tir::Stmt> fill{tir::rewrite(body->parts[0], {}, to_stored),
-                                          imm.visit(tir::rewrite(body->parts[1], {}, to_stored)),
-                                          body->parts.back()};
+        std::vector<tir::Stmt> fill{tir::rewrite(body->parts[0], {}, to_stored)};
+        if (body->fill == 2) fill.push_back(imm.visit(tir::rewrite(body->parts[1], {}, to_stored)));
+        fill.push_back(body->parts.back());
         inner = tir::make_if(c < seen, inner, tir::make_seq(fill));
       }
       ++rewritten;
@@ -38240,9 +38590,11 @@ DLAVM_INLINE std::vector<te::NDArray> IntegerSoftmaxKernel::constants() const {
   if (!masks_.defined()) return {};
   te::NDArray m(env_.acc_dtype, {shape_.groups - 1, env_.batch, env_.block_out});
   auto d = m.data();
+  const bool normalize = shape_.part == IntegerSoftmaxPart::Normalize;
   for (std::int64_t i = 0; i + 1 < shape_.groups; ++i)
-    for (std::int64_t l = 0; l < (i + 1) * shape_.lanes; ++l)
-      d[static_cast<std::size_t>(i * env_.batch * env_.block_out + l)] = -32768;
+    for (std::int64_t l = 0; l < env_.block_out; ++l)
+      d[static_cast<std::size_t>(i * env_.batch * env_.block_out + l)] =
+          l < (i + 1) * shape_.lanes ? (normalize ? 0 : -32768) : (normalize ? 1 : 0);
   return {m};
 }
 
@@ -38280,11 +38632,16 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape&
   // and the 28 one-entry rows the storage pass keeps of the max, the sum and the division.
   // Inside, the largest pass is the third: the load and five more chunk buffers (the others
   // computed in place, tir::reuse_inplace) and three rows. Lane masks: the mask rows' chunk
-  // buffer beside the load.
-  constexpr std::int64_t kBlockRows = 28, kChunkBuffers = 6, kChunkRows = 3;
+  // buffer beside the load. The exponentials alone: the chunks' max rows and two rows of the
+  // block, and four chunk buffers in pass 3; the normalization: the chunks' sum rows and the
+  // division's 25 rows, and two chunk buffers (measured from the lowering, tests/graph).
+  const std::int64_t chunks = detail::softmax_chunks(shape, chunk);
   SramFootprint f;
-  f.acc =
-      2 * detail::softmax_chunks(shape, chunk) + kBlockRows + kChunkBuffers * chunk + kChunkRows;
+  switch (shape.part) {
+    case IntegerSoftmaxPart::Whole: f.acc = 2 * chunks + 28 + 6 * chunk + 3; break;
+    case IntegerSoftmaxPart::Exp: f.acc = chunks + 2 + 4 * chunk; break;
+    case IntegerSoftmaxPart::Normalize: f.acc = chunks + 25 + 2 * chunk; break;
+  }
   if (detail::softmax_lane_masks(shape)) f.acc += chunk;
   return f;
 }
@@ -38304,18 +38661,23 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // the two halvings' log2(chunk) levels each (8 cycles of overhead apiece), and 57 ALU
   // micro-ops per key (2 cycles each): fewer, larger chunks win until the last one pads too many
   // keys.
+  // A part's micro-ops per key: the exponentials' 24, the normalization's 7.
   space.estimate = [shape](std::span<const std::int64_t> v) {
     const auto chunk = v[0];
     const auto chunks = static_cast<double>(detail::softmax_chunks(shape, chunk));
     const auto levels = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(chunk)) - 1);
-    return chunks * ((100.0 + 2.0 * levels) * 8.0 + 57.0 * 2.0 * static_cast<double>(chunk));
+    const double per_key = shape.part == IntegerSoftmaxPart::Whole ? 57.0
+                           : shape.part == IntegerSoftmaxPart::Exp ? 24.0
+                                                                   : 7.0;
+    return chunks * ((100.0 + 2.0 * levels) * 8.0 + per_key * 2.0 * static_cast<double>(chunk));
   };
   return space;
 }
 
 DLAVM_INLINE ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape) {
+  const std::int64_t moves = shape.part == IntegerSoftmaxPart::Whole ? 4 : 3;
   return ne::simplify(shape.products * shape.keys *
-                      (4 * detail::lane_tiles(env, shape) * env.batch * env.block_out));
+                      (moves * detail::lane_tiles(env, shape) * env.batch * env.block_out));
 }
 
 }  // namespace dlavm::graph
@@ -38820,8 +39182,9 @@ class VtaStrategies {
   std::map<std::string, std::string, std::less<>> host_reasons_;
 };
 
-// conv2d, dense, matmul, max_pool2d, avg_pool2d, global_avg_pool2d and integer_softmax (keys
-// along dim -2: graph/strategy/integer_softmax.hpp), the epilogue rules of
+// conv2d, dense, matmul, max_pool2d, avg_pool2d, global_avg_pool2d, integer_softmax and its
+// halves integer_softmax_exp and integer_softmax_normalize (keys along dim -2:
+// graph/strategy/integer_softmax.hpp), the epilogue rules of
 // bias_add, add, requantize, relu, clip and cast, and the host reasons of rescale,
 // quantize_linear and dequantize_linear.
 VtaStrategies default_vta_strategies();
@@ -39236,9 +39599,11 @@ inline std::int64_t integer_softmax_groups(const std::vector<ne::Expr>& x, const
 
 // The integer softmax of a workload whose keys are dim -2: the lanes the last dim, the dims
 // before the keys its products (the last of them a causal softmax's queries), in lane groups.
-inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w, const vta::Env& env) {
+inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w, const vta::Env& env,
+                                                 IntegerSoftmaxPart part) {
   const auto& x = w.args[0].shape;
-  const auto p = integer_softmax_params(w.attrs);
+  const bool normalize = part == IntegerSoftmaxPart::Normalize;
+  const auto p = normalize ? integer_softmax_normalize_params(w.attrs) : integer_softmax_params(w.attrs);
   const std::int64_t groups = integer_softmax_groups(x, env);
   ne::Expr products = 1;
   for (std::size_t k = 0; k + 2 < x.size(); ++k)
@@ -39247,15 +39612,17 @@ inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w, const vta::E
           .keys = ne::simplify(x[x.size() - 2]),
           .lanes = constant_of(x.back()),
           .queries = p.causal ? ne::simplify(x[x.size() - 3]) : ne::Expr(0),
-          .fixed = host::integer_exp_for(p.scale),
-          .groups = groups};
+          .fixed = normalize ? runtime::IntegerExp{} : host::integer_exp_for(p.scale),
+          .groups = groups,
+          .part = part};
 }
 
-inline AnchorStrategy integer_softmax_strategy() {
+// integer_softmax, integer_softmax_exp or integer_softmax_normalize (`part`).
+inline AnchorStrategy integer_softmax_strategy(const char* op, IntegerSoftmaxPart part) {
   AnchorStrategy s;
-  s.op = "integer_softmax";
-  s.support = [](const AnchorCall& a, const vta::Env& env,
-                 const Epilogue& e) -> std::optional<std::string> {
+  s.op = op;
+  s.support = [part](const AnchorCall& a, const vta::Env& env,
+                     const Epilogue& e) -> std::optional<std::string> {
     const auto& x = a.call.type(0);
     if (x.dtype != env.inp_dtype)
       return fmt::format("VTA loads {} scores (through ACC_8BIT), the input is {}", env.inp_dtype,
@@ -39271,7 +39638,9 @@ inline AnchorStrategy integer_softmax_strategy() {
           "VTA normalizes the keys along the accumulator's entries, one key per row; a BATCH of "
           "{} puts {} keys in each",
           env.batch, env.batch);
-    const auto p = integer_softmax_params(a.call.attrs);
+    const auto p = part == IntegerSoftmaxPart::Normalize
+                       ? integer_softmax_normalize_params(a.call.attrs)
+                       : integer_softmax_params(a.call.attrs);
     const std::size_t rank = x.ndim();
     const std::size_t axis = a.call.axis("axis", rank);
     if (rank < 2 || axis + 2 != rank)
@@ -39288,7 +39657,7 @@ inline AnchorStrategy integer_softmax_strategy() {
     if (auto why = constant_dim(a, 0, rank - 1, "lane count (the last dim)")) return why;
     for (std::size_t k = 0; k + 1 < rank; ++k)
       require_bounded(a, 0, x.shape[k], fmt::format("as dim {}", k));
-    const auto shape = integer_softmax_shape(workload_of(a, e), env);
+    const auto shape = integer_softmax_shape(workload_of(a, e), env, part);
     const auto space = knob_space(env, shape);
     if (least_cost_point(space)) return std::nullopt;
     // the reason of the chunk that comes nearest to fitting
@@ -39307,12 +39676,12 @@ inline AnchorStrategy integer_softmax_strategy() {
     return layout(w, env);
   };
   s.result_layout = layout;
-  s.space = [](const Workload& w, const vta::Env& env) {
-    return knob_space(env, integer_softmax_shape(w, env));
+  s.space = [part](const Workload& w, const vta::Env& env) {
+    return knob_space(env, integer_softmax_shape(w, env, part));
   };
-  s.declare = [](const Workload& w, const vta::Env& env, const Knobs& knobs,
-                 const std::string& name) {
-    const auto shape = integer_softmax_shape(w, env);
+  s.declare = [part](const Workload& w, const vta::Env& env, const Knobs& knobs,
+                     const std::string& name) {
+    const auto shape = integer_softmax_shape(w, env, part);
     const std::int64_t chunk = knobs.at("keys");
     const IntegerSoftmaxKernel kernel(env, shape, chunk, name, w.epilogue);
     auto schedule = kernel.schedule();
@@ -39339,7 +39708,10 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
   s.add(detail::matmul_strategy());
   for (const char* op : {"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
     s.add(detail::pool2d_strategy(op));
-  s.add(detail::integer_softmax_strategy());
+  s.add(detail::integer_softmax_strategy("integer_softmax", IntegerSoftmaxPart::Whole));
+  s.add(detail::integer_softmax_strategy("integer_softmax_exp", IntegerSoftmaxPart::Exp));
+  s.add(detail::integer_softmax_strategy("integer_softmax_normalize",
+                                         IntegerSoftmaxPart::Normalize));
   for (auto& [op, rule] : default_epilogue_rules()) s.add_epilogue(op, std::move(rule));
   s.set_host_reason("rescale",
                     "its float32 multiplier, rounded half to even, is no shift VTA's ALU has: "
@@ -43400,11 +43772,14 @@ class AppendedState {
   void reserve(std::int64_t length);
   // The packed array's DRAM bytes at the pending length (the length after append).
   std::span<const std::uint8_t> bytes() const { return bytes_; }
-  // The ranges of bytes() written since the last call, merged where they meet; all of bytes()
-  // after assign(), or once an append moved the held tiles (its positions needed another tile)
-  // or wrote more ranges than are worth listing. A copy of bytes() kept elsewhere (the device's,
-  // graph::Executor) that copied every earlier call's ranges matches bytes() once it copies
-  // these: a decode step's append writes a few bytes per tile, not the whole state.
+  // The ranges of bytes() written since the last call, merged where they meet or lie at most
+  // kMergeGap bytes apart (a V cache's position is a byte every 16; the bytes between are
+  // unchanged); all of bytes() after assign(), or once an append moved the held tiles (its
+  // positions needed another tile) or wrote more ranges than are worth listing. A copy of
+  // bytes() kept elsewhere (the device's, graph::Executor) that copied every earlier call's
+  // ranges matches bytes() once it copies these: a decode step's append writes a few bytes per
+  // tile, not the whole state.
+  static constexpr std::size_t kMergeGap = 64;
   struct ByteRange {
     std::size_t offset = 0, size = 0;
   };
@@ -43529,8 +43904,10 @@ DLAVM_INLINE void AppendedState::append(std::span<const std::uint8_t> data,
       bytes_.data(), data.data(), count, held_, packed_, [this](std::int64_t at, std::int64_t n) {
         if (written_all_) return;
         const auto offset = static_cast<std::size_t>(at);
-        if (!written_.empty() && written_.back().offset + written_.back().size == offset) {
-          written_.back().size += static_cast<std::size_t>(n);
+        const std::size_t end =
+            written_.empty() ? 0 : written_.back().offset + written_.back().size;
+        if (!written_.empty() && offset >= end && offset - end <= kMergeGap) {
+          written_.back().size = offset + static_cast<std::size_t>(n) - written_.back().offset;
         } else if (written_.size() < kMaxWrittenRanges) {
           written_.push_back({offset, static_cast<std::size_t>(n)});
         } else {
@@ -43630,11 +44007,18 @@ class ElementMap {
   ElementMap() = default;
   // offsets[d]: the offset of index i along dim d (offsets[d][0] is 0 for every d).
   explicit ElementMap(std::vector<std::vector<std::int64_t>> offsets)
-      : offsets_(std::move(offsets)) {}
+      : offsets_(std::move(offsets)) {
+    find_strides();
+  }
 
   std::size_t ndim() const { return offsets_.size(); }
   std::vector<std::int64_t> shape() const;
   const std::vector<std::vector<std::int64_t>>& offsets() const { return offsets_; }
+  // offsets[d][i] = i * stride(d) for every i: the step along dim d, or nullopt where the
+  // offsets do not step evenly (a tiled dim); 0 for a dim of extent 0 or 1.
+  std::optional<std::int64_t> stride(std::size_t d) const {
+    return strides_[d] < 0 ? std::nullopt : std::optional(strides_[d]);
+  }
 
   // The map of the array transposed: result dim j is dim perm[j] (ValueError for a perm that
   // is not a permutation of the dims).
@@ -43646,7 +44030,10 @@ class ElementMap {
   bool reshape(std::span<const std::int64_t> shape);
 
  private:
+  void find_strides();
+
   std::vector<std::vector<std::int64_t>> offsets_;
+  std::vector<std::int64_t> strides_;  // -1: not strided (offsets are never negative)
 };
 
 // The offsets of a logical array of `shape` in layout l packed (in elements), or nullopt where
@@ -43696,6 +44083,8 @@ std::vector<RelayoutChain> relayout_chains(const Module& m);
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <utility>
@@ -43709,6 +44098,13 @@ inline std::vector<std::int64_t> tiled_offsets(std::int64_t n, std::int64_t t, s
                                                std::int64_t inner) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(n));
   auto* o = out.data();
+  // one tile, tiles that follow on, or tiles of one: evenly strided (a decode step's 2,048
+  // keys, in the lanes or one a row)
+  if (t >= n || t == 1 || outer == t * inner) {
+    const std::int64_t step = t == 1 ? outer : inner;
+    for (std::int64_t i = 0; i < n; ++i) o[i] = i * step;
+    return out;
+  }
   for (std::int64_t first = 0, at = 0; first < n; first += t, at += outer)
     for (std::int64_t i = 0, end = std::min(t, n - first); i < end; ++i) *o++ = at + i * inner;
   return out;
@@ -43726,13 +44122,82 @@ inline void row_major_offsets(std::span<const std::int64_t> shape, std::size_t f
 
 // Whether t[i] = i * t[1] for every i (the offsets of a strided dim).
 inline bool strided(const std::vector<std::int64_t>& t) {
+  // no early exit: the loop vectorizes, and most dims are strided
   const std::int64_t step = t.size() > 1 ? t[1] : 0;
-  for (std::size_t i = 0; i < t.size(); ++i)
-    if (t[i] != static_cast<std::int64_t>(i) * step) return false;
-  return true;
+  std::int64_t off = 0, at = 0;
+  for (const auto o : t) {
+    off |= o ^ at;
+    at += step;
+  }
+  return off == 0;
+}
+
+// d[x * dx + y] = s[x + y * sy] for x < nx, y < ny: a transpose of bytes, contiguous along x in
+// the source and along y in the destination (a decode step's scores, [heads, keys] to [keys,
+// lanes]). Blocks of 8 x 8 go through eight 64-bit words, transposed by swapping halves,
+// quarters and bytes: three rounds of masks and shifts instead of 64 byte moves.
+inline void transpose_bytes(const std::uint8_t* s, std::int64_t sy, std::uint8_t* d,
+                            std::int64_t dx, std::int64_t nx, std::int64_t ny) {
+  const auto scalar = [&](std::int64_t x0, std::int64_t x1, std::int64_t y0, std::int64_t y1) {
+    for (std::int64_t y = y0; y < y1; ++y)
+      for (std::int64_t x = x0; x < x1; ++x) d[x * dx + y] = s[x + y * sy];
+  };
+  if constexpr (std::endian::native != std::endian::little) {
+    scalar(0, nx, 0, ny);
+    return;
+  }
+  // word j of a block: row y0 + j, byte k of it element x0 + k; each round swaps the
+  // off-diagonal blocks of a pair of words (halves, then quarters, then bytes)
+  constexpr std::uint64_t k32 = 0x00000000FFFFFFFFull, k16 = 0x0000FFFF0000FFFFull,
+                          k8 = 0x00FF00FF00FF00FFull;
+  const auto swap = [](std::uint64_t& a, std::uint64_t& b, int shift, std::uint64_t low) {
+    const std::uint64_t na = (a & low) | ((b << shift) & ~low);
+    b = ((a >> shift) & low) | (b & ~low);
+    a = na;
+  };
+  const auto load = [](const std::uint8_t* p) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  };
+  const std::int64_t bx = nx / 8 * 8, by = ny / 8 * 8;
+  for (std::int64_t y0 = 0; y0 < by; y0 += 8) {
+    const std::uint8_t* row = s + y0 * sy;
+    for (std::int64_t x0 = 0; x0 < bx; x0 += 8) {
+      std::uint64_t w0 = load(row + x0), w1 = load(row + sy + x0), w2 = load(row + 2 * sy + x0),
+                    w3 = load(row + 3 * sy + x0), w4 = load(row + 4 * sy + x0),
+                    w5 = load(row + 5 * sy + x0), w6 = load(row + 6 * sy + x0),
+                    w7 = load(row + 7 * sy + x0);
+      swap(w0, w4, 32, k32);
+      swap(w1, w5, 32, k32);
+      swap(w2, w6, 32, k32);
+      swap(w3, w7, 32, k32);
+      swap(w0, w2, 16, k16);
+      swap(w1, w3, 16, k16);
+      swap(w4, w6, 16, k16);
+      swap(w5, w7, 16, k16);
+      swap(w0, w1, 8, k8);
+      swap(w2, w3, 8, k8);
+      swap(w4, w5, 8, k8);
+      swap(w6, w7, 8, k8);
+      std::uint8_t* out = d + x0 * dx + y0;
+      for (const std::uint64_t w : {w0, w1, w2, w3, w4, w5, w6, w7}) {
+        std::memcpy(out, &w, 8);
+        out += dx;
+      }
+    }
+    scalar(bx, nx, y0, y0 + 8);
+  }
+  scalar(0, nx, by, ny);
 }
 
 }  // namespace detail
+
+DLAVM_INLINE void ElementMap::find_strides() {
+  strides_.clear();
+  for (const auto& t : offsets_)
+    strides_.push_back(detail::strided(t) ? (t.size() > 1 ? t[1] : 0) : -1);
+}
 
 DLAVM_INLINE std::vector<std::int64_t> ElementMap::shape() const {
   std::vector<std::int64_t> s;
@@ -43752,8 +44217,13 @@ DLAVM_INLINE void ElementMap::permute(std::span<const std::int64_t> perm) {
     raise<ValueError>("element map of rank {}: [{}] is not a permutation of its dims",
                       offsets_.size(), fmt::join(perm, ", "));
   std::vector<std::vector<std::int64_t>> out;
-  for (const auto p : perm) out.push_back(std::move(offsets_[static_cast<std::size_t>(p)]));
+  std::vector<std::int64_t> strides;
+  for (const auto p : perm) {
+    out.push_back(std::move(offsets_[static_cast<std::size_t>(p)]));
+    strides.push_back(strides_[static_cast<std::size_t>(p)]);
+  }
   offsets_ = std::move(out);
+  strides_ = std::move(strides);
 }
 
 DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
@@ -43769,6 +44239,7 @@ DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
     for (std::size_t k = 0; k < shape.size(); ++k)
       out[k].assign(static_cast<std::size_t>(shape[k]), 0);
     offsets_ = std::move(out);
+    find_strides();
     return true;
   }
   // dims of extent 1 add nothing (offset 0); the others group where the products meet
@@ -43824,6 +44295,7 @@ DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
     }
   }
   offsets_ = std::move(out);
+  find_strides();
   return true;
 }
 
@@ -43905,6 +44377,38 @@ DLAVM_INLINE void copy_elements(const std::uint8_t* src, const ElementMap& from,
     dst[0] = src[0];
     return;
   }
+  // a transpose: a dim contiguous in the source and another in the destination, both strided
+  // in both maps and at least a block of 8 long
+  std::size_t x = dims.size(), y = dims.size();
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    const auto f = from.stride(dims[k]), t = to.stride(dims[k]);
+    if (from.offsets()[dims[k]].size() < 8 || !f || !t) continue;
+    if (*f == 1 && x == dims.size()) x = k;
+    if (*t == 1 && y == dims.size()) y = k;
+  }
+  if (x < dims.size() && y < dims.size() && x != y) {
+    const auto nx = static_cast<std::int64_t>(from.offsets()[dims[x]].size());
+    const auto ny = static_cast<std::int64_t>(from.offsets()[dims[y]].size());
+    const std::int64_t sy = *from.stride(dims[y]), dx = *to.stride(dims[x]);
+    std::vector<std::size_t> rest;
+    for (std::size_t k = 0; k < dims.size(); ++k)
+      if (k != x && k != y) rest.push_back(dims[k]);
+    std::vector<std::size_t> at(rest.size(), 0);
+    for (;;) {
+      std::int64_t f = 0, t = 0;
+      for (std::size_t k = 0; k < rest.size(); ++k) {
+        f += from.offsets()[rest[k]][at[k]];
+        t += to.offsets()[rest[k]][at[k]];
+      }
+      detail::transpose_bytes(src + f, sy, dst + t, dx, nx, ny);
+      std::size_t k = rest.size();
+      for (; k > 0; --k) {
+        if (++at[k - 1] < from.offsets()[rest[k - 1]].size()) break;
+        at[k - 1] = 0;
+      }
+      if (k == 0) return;
+    }
+  }
   const auto inner = std::max_element(dims.begin(), dims.end(), [&](auto a, auto b) {
     return from.offsets()[a].size() < from.offsets()[b].size();
   });
@@ -43912,7 +44416,7 @@ DLAVM_INLINE void copy_elements(const std::uint8_t* src, const ElementMap& from,
   const auto& fi = from.offsets()[dims.back()];
   const auto& ti = to.offsets()[dims.back()];
   const std::size_t n = fi.size();
-  const bool strided = detail::strided(fi) && detail::strided(ti);
+  const bool strided = from.stride(dims.back()) && to.stride(dims.back());
   const std::int64_t fs = n > 1 ? fi[1] : 0, ts = n > 1 ? ti[1] : 0;
   const auto row = [&](std::int64_t f, std::int64_t t) {
     const std::uint8_t* s = src + f;
@@ -44151,6 +44655,12 @@ class Executor {
     ElementMap from, to;
   };
   std::vector<std::optional<ChainMaps>> chain_maps_;
+  // Each chain's bytes from the device and its result's, kept from run to run: a decode
+  // step's scores and probabilities are 16 to 32 KB, whose fresh pages cost more than the copy.
+  struct ChainBuffers {
+    std::vector<std::uint8_t> in, out;
+  };
+  std::vector<ChainBuffers> chain_buffers_;
   mutable States states_;
   std::optional<ModuleRun> last_;
 };
@@ -44787,6 +45297,7 @@ class Executor::Run {
         r_.copy_in(m_.values()[out].storage, moved->bytes.data(), moved->bytes.size());
       }
       arrays_[out].reset();  // in device memory
+      e_.chain_buffers_[c].out = std::move(moved->bytes);
       moved.reset();
     }
     return true;
@@ -44836,8 +45347,11 @@ class Executor::Run {
       if (!to) return std::nullopt;
       maps = ChainMaps{std::move(key), std::move(*map), std::move(*to)};
     }
-    Relaid result{{}, maps->from.shape()};
-    std::vector<std::uint8_t> src(size(dims(in.shape, in)));
+    if (e_.chain_buffers_.size() <= c) e_.chain_buffers_.resize(e_.chains_.size());
+    auto& buffers = e_.chain_buffers_[c];
+    Relaid result{std::move(buffers.out), maps->from.shape()};
+    auto& src = buffers.in;
+    src.resize(size(dims(in.shape, in)));
     result.bytes.assign(chain.append ? size(result.shape) : size(dims(out.shape, out)), 0);
     r_.copy_out(in.storage, src.data(), src.size());
     copy_elements(src.data(), maps->from, result.bytes.data(), maps->to);
@@ -45051,19 +45565,10 @@ DLAVM_INLINE void Executor::to_device(std::size_t i) {
   const Module& m = *module_;
   AppendedState& held = *states_.appended[i];
   const auto& storage = m.values()[*m.signature().state[i].packed].storage;
-  // ranges a few bytes apart go in one copy (a V cache's position is a byte every 16): the
-  // bytes between are on the device already, every byte having gone there since the layout
-  // last changed
-  constexpr std::size_t kGap = 64;
-  const auto written = held.take_written();
-  for (std::size_t k = 0; k < written.size();) {
-    const std::size_t begin = written[k].offset;
-    std::size_t end = begin + written[k].size;
-    for (++k; k < written.size() && written[k].offset >= end && written[k].offset - end <= kGap;
-         ++k)
-      end = written[k].offset + written[k].size;
-    resident_->copy_in(storage, begin, held.bytes().data() + begin, end - begin);
-  }
+  // (ranges a few bytes apart come as one: the bytes between are on the device already, every
+  // byte having gone there since the layout last changed)
+  for (const auto& w : held.take_written())
+    resident_->copy_in(storage, w.offset, held.bytes().data() + w.offset, w.size);
 }
 
 DLAVM_INLINE std::int64_t Executor::held_length(std::size_t i, std::size_t k) const {
@@ -45308,7 +45813,8 @@ Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& options = {});
 
 // The integer softmax of causal scores [1, heads, token, positions] on VTA: VTA's ALU combines
 // the lanes of a tile only one by one, so the keys go to dim -2 and the heads to the lanes,
-// with the queries before the keys; then back.
+// with the queries before the keys; then back. In its two halves, integer_softmax_exp and
+// integer_softmax_normalize (each exponential kept in DRAM as int8, computed once).
 Expr integer_probabilities(Expr scores, float score_scale);
 
 // int8 -> float32 (x * scale) -> layer norm over the last dim -> int8 (/ scale), on the host;
@@ -45383,10 +45889,12 @@ DLAVM_INLINE Expr merge_heads(Expr x, std::int64_t d_model) {
 
 DLAVM_INLINE Expr integer_probabilities(Expr scores, float score_scale) {
   auto by_key = transpose(std::move(scores), {.perm = {0, 2, 3, 1}});
-  auto p = integer_softmax(
-      by_key,
-      {.axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before});
-  return transpose(p, {.perm = {0, 3, 1, 2}});
+  const host::IntegerSoftmaxParams p{
+      .axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before};
+  // in two halves, so that VTA computes each exponential once (the accumulator holds no row of
+  // the keys: a single kernel computes them twice, for the sum and for the probabilities)
+  return transpose(integer_softmax_normalize(integer_softmax_exp(by_key, p), p),
+                   {.perm = {0, 3, 1, 2}});
 }
 
 DLAVM_INLINE Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& options) {

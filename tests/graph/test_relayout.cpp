@@ -187,3 +187,55 @@ TEST_CASE("relayout: a VTA result moved into the next VTA step; not a result, no
     CHECK(relaid == (k == 0 ? 3 : 0));
   }
 }
+
+TEST_CASE("relayout: transposes of bytes in blocks of 8 x 8 equal host::transpose") {
+  // a dim contiguous in the source and another in the destination, at least 8 long each:
+  // copy_elements moves 8 x 8 blocks through 64-bit words, the edges byte by byte
+  std::mt19937_64 rng(17);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::int64_t a = pick(1, 3), ny = pick(1, 40), nx = pick(1, 40);
+    CAPTURE(a);
+    CAPTURE(ny);
+    CAPTURE(nx);
+    const auto logical = te::NDArray::random(DType::int8(), {a, ny, nx}, trial);
+    auto map = graph::packed_offsets(graph::Layout{}, logical.shape());
+    const std::int64_t perm[] = {0, 2, 1};
+    map->permute(perm);
+    const auto to = graph::packed_offsets(graph::Layout{}, map->shape());
+    const auto src = bytes_of(logical);
+    std::vector<std::uint8_t> got(src.size(), 0);
+    graph::copy_elements(src.data(), *map, got.data(), *to);
+    CHECK(got == bytes_of(host::transpose(logical, {.perm = {0, 2, 1}})));
+  }
+  // a decode step's scores: [1, heads, 1, keys] with the keys in the lanes to [1, 1, keys,
+  // heads] with two queries' heads a tile, and back
+  for (const std::int64_t heads : {8, 4})
+    for (const std::int64_t keys : {1, 7, 8, 9, 64, 2033}) {
+      CAPTURE(heads);
+      CAPTURE(keys);
+      const graph::Layout lanes{Kind::BatchedMatrix, 1, 16};
+      graph::Layout grouped{Kind::BatchedMatrix, 1, 16};
+      grouped.groups = 16 / heads;
+      const auto scores = te::NDArray::random(DType::int8(), {1, heads, 1, keys}, keys);
+      const std::int64_t perm[] = {0, 2, 3, 1};
+      auto map = graph::packed_offsets(lanes, scores.shape());
+      map->permute(perm);
+      const auto to = graph::packed_offsets(grouped, map->shape());
+      const auto src = bytes_of(graph::pack(scores, lanes));
+      const auto moved = host::transpose(scores, {.perm = {0, 2, 3, 1}});
+      const auto want = bytes_of(graph::pack(moved, grouped));
+      std::vector<std::uint8_t> got(want.size(), 0);
+      graph::copy_elements(src.data(), *map, got.data(), *to);
+      CHECK(got == want);
+      auto back = graph::packed_offsets(grouped, moved.shape());
+      const std::int64_t inverse[] = {0, 3, 1, 2};
+      back->permute(inverse);
+      const auto to_lanes = graph::packed_offsets(lanes, back->shape());
+      std::vector<std::uint8_t> again(src.size(), 0);
+      graph::copy_elements(want.data(), *back, again.data(), *to_lanes);
+      CHECK(again == src);
+    }
+}

@@ -86,8 +86,10 @@ DLAVM_INLINE void AppendedState::append(std::span<const std::uint8_t> data,
       bytes_.data(), data.data(), count, held_, packed_, [this](std::int64_t at, std::int64_t n) {
         if (written_all_) return;
         const auto offset = static_cast<std::size_t>(at);
-        if (!written_.empty() && written_.back().offset + written_.back().size == offset) {
-          written_.back().size += static_cast<std::size_t>(n);
+        const std::size_t end =
+            written_.empty() ? 0 : written_.back().offset + written_.back().size;
+        if (!written_.empty() && offset >= end && offset - end <= kMergeGap) {
+          written_.back().size = offset + static_cast<std::size_t>(n) - written_.back().offset;
         } else if (written_.size() < kMaxWrittenRanges) {
           written_.push_back({offset, static_cast<std::size_t>(n)});
         } else {

@@ -58,11 +58,14 @@ class AppendedState {
   void reserve(std::int64_t length);
   // The packed array's DRAM bytes at the pending length (the length after append).
   std::span<const std::uint8_t> bytes() const { return bytes_; }
-  // The ranges of bytes() written since the last call, merged where they meet; all of bytes()
-  // after assign(), or once an append moved the held tiles (its positions needed another tile)
-  // or wrote more ranges than are worth listing. A copy of bytes() kept elsewhere (the device's,
-  // graph::Executor) that copied every earlier call's ranges matches bytes() once it copies
-  // these: a decode step's append writes a few bytes per tile, not the whole state.
+  // The ranges of bytes() written since the last call, merged where they meet or lie at most
+  // kMergeGap bytes apart (a V cache's position is a byte every 16; the bytes between are
+  // unchanged); all of bytes() after assign(), or once an append moved the held tiles (its
+  // positions needed another tile) or wrote more ranges than are worth listing. A copy of
+  // bytes() kept elsewhere (the device's, graph::Executor) that copied every earlier call's
+  // ranges matches bytes() once it copies these: a decode step's append writes a few bytes per
+  // tile, not the whole state.
+  static constexpr std::size_t kMergeGap = 64;
   struct ByteRange {
     std::size_t offset = 0, size = 0;
   };

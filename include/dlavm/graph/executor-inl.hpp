@@ -367,6 +367,7 @@ class Executor::Run {
         r_.copy_in(m_.values()[out].storage, moved->bytes.data(), moved->bytes.size());
       }
       arrays_[out].reset();  // in device memory
+      e_.chain_buffers_[c].out = std::move(moved->bytes);
       moved.reset();
     }
     return true;
@@ -416,8 +417,11 @@ class Executor::Run {
       if (!to) return std::nullopt;
       maps = ChainMaps{std::move(key), std::move(*map), std::move(*to)};
     }
-    Relaid result{{}, maps->from.shape()};
-    std::vector<std::uint8_t> src(size(dims(in.shape, in)));
+    if (e_.chain_buffers_.size() <= c) e_.chain_buffers_.resize(e_.chains_.size());
+    auto& buffers = e_.chain_buffers_[c];
+    Relaid result{std::move(buffers.out), maps->from.shape()};
+    auto& src = buffers.in;
+    src.resize(size(dims(in.shape, in)));
     result.bytes.assign(chain.append ? size(result.shape) : size(dims(out.shape, out)), 0);
     r_.copy_out(in.storage, src.data(), src.size());
     copy_elements(src.data(), maps->from, result.bytes.data(), maps->to);
@@ -631,19 +635,10 @@ DLAVM_INLINE void Executor::to_device(std::size_t i) {
   const Module& m = *module_;
   AppendedState& held = *states_.appended[i];
   const auto& storage = m.values()[*m.signature().state[i].packed].storage;
-  // ranges a few bytes apart go in one copy (a V cache's position is a byte every 16): the
-  // bytes between are on the device already, every byte having gone there since the layout
-  // last changed
-  constexpr std::size_t kGap = 64;
-  const auto written = held.take_written();
-  for (std::size_t k = 0; k < written.size();) {
-    const std::size_t begin = written[k].offset;
-    std::size_t end = begin + written[k].size;
-    for (++k; k < written.size() && written[k].offset >= end && written[k].offset - end <= kGap;
-         ++k)
-      end = written[k].offset + written[k].size;
-    resident_->copy_in(storage, begin, held.bytes().data() + begin, end - begin);
-  }
+  // (ranges a few bytes apart come as one: the bytes between are on the device already, every
+  // byte having gone there since the layout last changed)
+  for (const auto& w : held.take_written())
+    resident_->copy_in(storage, w.offset, held.bytes().data() + w.offset, w.size);
 }
 
 DLAVM_INLINE std::int64_t Executor::held_length(std::size_t i, std::size_t k) const {

@@ -179,6 +179,12 @@ class Executor {
     ElementMap from, to;
   };
   std::vector<std::optional<ChainMaps>> chain_maps_;
+  // Each chain's bytes from the device and its result's, kept from run to run: a decode
+  // step's scores and probabilities are 16 to 32 KB, whose fresh pages cost more than the copy.
+  struct ChainBuffers {
+    std::vector<std::uint8_t> in, out;
+  };
+  std::vector<ChainBuffers> chain_buffers_;
   mutable States states_;
   std::optional<ModuleRun> last_;
 };

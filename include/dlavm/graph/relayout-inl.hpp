@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <utility>
@@ -23,6 +25,13 @@ inline std::vector<std::int64_t> tiled_offsets(std::int64_t n, std::int64_t t, s
                                                std::int64_t inner) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(n));
   auto* o = out.data();
+  // one tile, tiles that follow on, or tiles of one: evenly strided (a decode step's 2,048
+  // keys, in the lanes or one a row)
+  if (t >= n || t == 1 || outer == t * inner) {
+    const std::int64_t step = t == 1 ? outer : inner;
+    for (std::int64_t i = 0; i < n; ++i) o[i] = i * step;
+    return out;
+  }
   for (std::int64_t first = 0, at = 0; first < n; first += t, at += outer)
     for (std::int64_t i = 0, end = std::min(t, n - first); i < end; ++i) *o++ = at + i * inner;
   return out;
@@ -40,13 +49,82 @@ inline void row_major_offsets(std::span<const std::int64_t> shape, std::size_t f
 
 // Whether t[i] = i * t[1] for every i (the offsets of a strided dim).
 inline bool strided(const std::vector<std::int64_t>& t) {
+  // no early exit: the loop vectorizes, and most dims are strided
   const std::int64_t step = t.size() > 1 ? t[1] : 0;
-  for (std::size_t i = 0; i < t.size(); ++i)
-    if (t[i] != static_cast<std::int64_t>(i) * step) return false;
-  return true;
+  std::int64_t off = 0, at = 0;
+  for (const auto o : t) {
+    off |= o ^ at;
+    at += step;
+  }
+  return off == 0;
+}
+
+// d[x * dx + y] = s[x + y * sy] for x < nx, y < ny: a transpose of bytes, contiguous along x in
+// the source and along y in the destination (a decode step's scores, [heads, keys] to [keys,
+// lanes]). Blocks of 8 x 8 go through eight 64-bit words, transposed by swapping halves,
+// quarters and bytes: three rounds of masks and shifts instead of 64 byte moves.
+inline void transpose_bytes(const std::uint8_t* s, std::int64_t sy, std::uint8_t* d,
+                            std::int64_t dx, std::int64_t nx, std::int64_t ny) {
+  const auto scalar = [&](std::int64_t x0, std::int64_t x1, std::int64_t y0, std::int64_t y1) {
+    for (std::int64_t y = y0; y < y1; ++y)
+      for (std::int64_t x = x0; x < x1; ++x) d[x * dx + y] = s[x + y * sy];
+  };
+  if constexpr (std::endian::native != std::endian::little) {
+    scalar(0, nx, 0, ny);
+    return;
+  }
+  // word j of a block: row y0 + j, byte k of it element x0 + k; each round swaps the
+  // off-diagonal blocks of a pair of words (halves, then quarters, then bytes)
+  constexpr std::uint64_t k32 = 0x00000000FFFFFFFFull, k16 = 0x0000FFFF0000FFFFull,
+                          k8 = 0x00FF00FF00FF00FFull;
+  const auto swap = [](std::uint64_t& a, std::uint64_t& b, int shift, std::uint64_t low) {
+    const std::uint64_t na = (a & low) | ((b << shift) & ~low);
+    b = ((a >> shift) & low) | (b & ~low);
+    a = na;
+  };
+  const auto load = [](const std::uint8_t* p) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  };
+  const std::int64_t bx = nx / 8 * 8, by = ny / 8 * 8;
+  for (std::int64_t y0 = 0; y0 < by; y0 += 8) {
+    const std::uint8_t* row = s + y0 * sy;
+    for (std::int64_t x0 = 0; x0 < bx; x0 += 8) {
+      std::uint64_t w0 = load(row + x0), w1 = load(row + sy + x0), w2 = load(row + 2 * sy + x0),
+                    w3 = load(row + 3 * sy + x0), w4 = load(row + 4 * sy + x0),
+                    w5 = load(row + 5 * sy + x0), w6 = load(row + 6 * sy + x0),
+                    w7 = load(row + 7 * sy + x0);
+      swap(w0, w4, 32, k32);
+      swap(w1, w5, 32, k32);
+      swap(w2, w6, 32, k32);
+      swap(w3, w7, 32, k32);
+      swap(w0, w2, 16, k16);
+      swap(w1, w3, 16, k16);
+      swap(w4, w6, 16, k16);
+      swap(w5, w7, 16, k16);
+      swap(w0, w1, 8, k8);
+      swap(w2, w3, 8, k8);
+      swap(w4, w5, 8, k8);
+      swap(w6, w7, 8, k8);
+      std::uint8_t* out = d + x0 * dx + y0;
+      for (const std::uint64_t w : {w0, w1, w2, w3, w4, w5, w6, w7}) {
+        std::memcpy(out, &w, 8);
+        out += dx;
+      }
+    }
+    scalar(bx, nx, y0, y0 + 8);
+  }
+  scalar(0, nx, by, ny);
 }
 
 }  // namespace detail
+
+DLAVM_INLINE void ElementMap::find_strides() {
+  strides_.clear();
+  for (const auto& t : offsets_)
+    strides_.push_back(detail::strided(t) ? (t.size() > 1 ? t[1] : 0) : -1);
+}
 
 DLAVM_INLINE std::vector<std::int64_t> ElementMap::shape() const {
   std::vector<std::int64_t> s;
@@ -66,8 +144,13 @@ DLAVM_INLINE void ElementMap::permute(std::span<const std::int64_t> perm) {
     raise<ValueError>("element map of rank {}: [{}] is not a permutation of its dims",
                       offsets_.size(), fmt::join(perm, ", "));
   std::vector<std::vector<std::int64_t>> out;
-  for (const auto p : perm) out.push_back(std::move(offsets_[static_cast<std::size_t>(p)]));
+  std::vector<std::int64_t> strides;
+  for (const auto p : perm) {
+    out.push_back(std::move(offsets_[static_cast<std::size_t>(p)]));
+    strides.push_back(strides_[static_cast<std::size_t>(p)]);
+  }
   offsets_ = std::move(out);
+  strides_ = std::move(strides);
 }
 
 DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
@@ -83,6 +166,7 @@ DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
     for (std::size_t k = 0; k < shape.size(); ++k)
       out[k].assign(static_cast<std::size_t>(shape[k]), 0);
     offsets_ = std::move(out);
+    find_strides();
     return true;
   }
   // dims of extent 1 add nothing (offset 0); the others group where the products meet
@@ -138,6 +222,7 @@ DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
     }
   }
   offsets_ = std::move(out);
+  find_strides();
   return true;
 }
 
@@ -219,6 +304,38 @@ DLAVM_INLINE void copy_elements(const std::uint8_t* src, const ElementMap& from,
     dst[0] = src[0];
     return;
   }
+  // a transpose: a dim contiguous in the source and another in the destination, both strided
+  // in both maps and at least a block of 8 long
+  std::size_t x = dims.size(), y = dims.size();
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    const auto f = from.stride(dims[k]), t = to.stride(dims[k]);
+    if (from.offsets()[dims[k]].size() < 8 || !f || !t) continue;
+    if (*f == 1 && x == dims.size()) x = k;
+    if (*t == 1 && y == dims.size()) y = k;
+  }
+  if (x < dims.size() && y < dims.size() && x != y) {
+    const auto nx = static_cast<std::int64_t>(from.offsets()[dims[x]].size());
+    const auto ny = static_cast<std::int64_t>(from.offsets()[dims[y]].size());
+    const std::int64_t sy = *from.stride(dims[y]), dx = *to.stride(dims[x]);
+    std::vector<std::size_t> rest;
+    for (std::size_t k = 0; k < dims.size(); ++k)
+      if (k != x && k != y) rest.push_back(dims[k]);
+    std::vector<std::size_t> at(rest.size(), 0);
+    for (;;) {
+      std::int64_t f = 0, t = 0;
+      for (std::size_t k = 0; k < rest.size(); ++k) {
+        f += from.offsets()[rest[k]][at[k]];
+        t += to.offsets()[rest[k]][at[k]];
+      }
+      detail::transpose_bytes(src + f, sy, dst + t, dx, nx, ny);
+      std::size_t k = rest.size();
+      for (; k > 0; --k) {
+        if (++at[k - 1] < from.offsets()[rest[k - 1]].size()) break;
+        at[k - 1] = 0;
+      }
+      if (k == 0) return;
+    }
+  }
   const auto inner = std::max_element(dims.begin(), dims.end(), [&](auto a, auto b) {
     return from.offsets()[a].size() < from.offsets()[b].size();
   });
@@ -226,7 +343,7 @@ DLAVM_INLINE void copy_elements(const std::uint8_t* src, const ElementMap& from,
   const auto& fi = from.offsets()[dims.back()];
   const auto& ti = to.offsets()[dims.back()];
   const std::size_t n = fi.size();
-  const bool strided = detail::strided(fi) && detail::strided(ti);
+  const bool strided = from.stride(dims.back()) && to.stride(dims.back());
   const std::int64_t fs = n > 1 ? fi[1] : 0, ts = n > 1 ? ti[1] : 0;
   const auto row = [&](std::int64_t f, std::int64_t t) {
     const std::uint8_t* s = src + f;

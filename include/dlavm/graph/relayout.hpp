@@ -36,11 +36,18 @@ class ElementMap {
   ElementMap() = default;
   // offsets[d]: the offset of index i along dim d (offsets[d][0] is 0 for every d).
   explicit ElementMap(std::vector<std::vector<std::int64_t>> offsets)
-      : offsets_(std::move(offsets)) {}
+      : offsets_(std::move(offsets)) {
+    find_strides();
+  }
 
   std::size_t ndim() const { return offsets_.size(); }
   std::vector<std::int64_t> shape() const;
   const std::vector<std::vector<std::int64_t>>& offsets() const { return offsets_; }
+  // offsets[d][i] = i * stride(d) for every i: the step along dim d, or nullopt where the
+  // offsets do not step evenly (a tiled dim); 0 for a dim of extent 0 or 1.
+  std::optional<std::int64_t> stride(std::size_t d) const {
+    return strides_[d] < 0 ? std::nullopt : std::optional(strides_[d]);
+  }
 
   // The map of the array transposed: result dim j is dim perm[j] (ValueError for a perm that
   // is not a permutation of the dims).
@@ -52,7 +59,10 @@ class ElementMap {
   bool reshape(std::span<const std::int64_t> shape);
 
  private:
+  void find_strides();
+
   std::vector<std::vector<std::int64_t>> offsets_;
+  std::vector<std::int64_t> strides_;  // -1: not strided (offsets are never negative)
 };
 
 // The offsets of a logical array of `shape` in layout l packed (in elements), or nullopt where
