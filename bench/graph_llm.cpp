@@ -131,7 +131,7 @@ void BM_InstantiateDecodeStep(benchmark::State& state) {
   state.counters["rewritten"] = static_cast<double>(rewritten);
 }
 BENCHMARK(BM_InstantiateDecodeStep)
-    ->ArgsProduct({{2046, 2047}, {0, 1}})
+    ->ArgsProduct({{2046, 2047}, {0, 1, 2}})
     ->ArgNames({"last_token", "integer_softmax"})
     ->Unit(benchmark::kMicrosecond);
 
@@ -189,14 +189,14 @@ void BM_DecodeStepLlmLayer(benchmark::State& state) {
     const auto& s = mod.steps()[i];
     if (s.kind != graph::ModuleStep::Kind::Vta) continue;
     const auto& r = exec.last_run().steps[i];
-    const bool is_softmax = s.workload.op == "integer_softmax";
+    const bool is_softmax = s.workload.op.starts_with("integer_softmax");
     (is_softmax ? softmax_data : data) += r.data_bytes;
     (is_softmax ? softmax_cycles : cycles) += r.cycles;
   }
   state.counters["vta_cycles"] = static_cast<double>(cycles + softmax_cycles);
   state.counters["dram_bytes"] = static_cast<double>(data);
   state.counters["dram_vs_minimum"] = static_cast<double>(data) / static_cast<double>(minimum);
-  if (softmax == models::llm::Softmax::Integer) {
+  if (softmax != models::llm::Softmax::Float) {
     state.counters["softmax_cycles"] = static_cast<double>(softmax_cycles);
     state.counters["softmax_dram_bytes"] = static_cast<double>(softmax_data);
   }
@@ -209,7 +209,8 @@ BENCHMARK(BM_DecodeStepLlmLayer)
 // 16 decode steps in a row from 2,031 cached positions to 2,047, as generation runs them (the
 // cache set outside the timing before the first): the host steps' share of their wall time,
 // where BM_DecodeStepLlmLayer, which sets the cache before every step, has each step's KV
-// append copy the whole cache to the device. Range 0: the softmax (1: integers, on VTA).
+// append copy the whole cache to the device. Range 0: the softmax (1: integers, on VTA; 2: the
+// same in two kernels, models::llm::Softmax::IntegerSplit).
 void BM_DecodeRunLlmLayer(benchmark::State& state) {
   const auto softmax = static_cast<models::llm::Softmax>(state.range(0));
   const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, softmax);
@@ -235,14 +236,15 @@ void BM_DecodeRunLlmLayer(benchmark::State& state) {
 BENCHMARK(BM_DecodeRunLlmLayer)
     ->Arg(0)
     ->Arg(1)
+    ->Arg(2)
     ->ArgName("integer_softmax")
     ->Unit(benchmark::kMillisecond);
 
 // A prefill of 2048 tokens on the simulator (one run): the least share of its roofline bound
 // over the VTA matmuls (Q.K^T, probabilities.V) and over all VTA steps. Range 0: the softmax
-// (1: integers, on VTA; its cycles counted apart as softmax_cycles); range 1: the heads, of 64
-// dims each (8: the gallery's layer; 3: d_model 192, whose integer softmax fills 15 lanes with
-// 5 queries).
+// (1: integers, on VTA, 2: in two kernels; its cycles counted apart as softmax_cycles); range
+// 1: the heads, of 64 dims each (8: the gallery's layer; 3: d_model 192, whose integer softmax
+// fills 15 lanes with 5 queries).
 void BM_PrefillLlmLayer(benchmark::State& state) {
   const std::int64_t heads = state.range(1), d_model = 64 * heads;
   const models::LlmLayer net(d_model, heads, 4 * d_model, 2048, 2048, 21,
@@ -280,8 +282,10 @@ void BM_PrefillLlmLayer(benchmark::State& state) {
 BENCHMARK(BM_PrefillLlmLayer)
     ->Args({0, 8})
     ->Args({1, 8})
+    ->Args({2, 8})
     ->Args({0, 3})
     ->Args({1, 3})
+    ->Args({2, 3})
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 

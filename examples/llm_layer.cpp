@@ -5,9 +5,9 @@
 // the attention matmuls (over last_token + token positions) run on VTA; the layer norms and the
 // softmax run in float32 on the host. Every run is checked against the host reference end to
 // end and layer by layer (the reference takes the cache as it was before the run). Last, the
-// same layer with the integer-only softmax (models::llm::Softmax::Integer, on VTA's ALU)
-// runs a prefill and decode steps next to the float32 one: how far its probabilities and
-// outputs move.
+// same layer with the integer-only softmax on VTA's ALU (models::llm::Softmax::Integer, one
+// kernel, and IntegerSplit, two) runs a prefill and decode steps next to the float32 one: how
+// far its probabilities and outputs move, and the VTA cycles of a prefill of 2048 tokens.
 //   llm_layer [--prefill N ...] [--decode STEPS] [--dump DIR] [--preset NAME]
 //     --prefill: the prefill lengths (default 1 17 2048); --decode: decode steps after each
 //     prefill that leaves room (default 3)
@@ -23,14 +23,17 @@
 
 namespace {
 
-// The layer with the integer-only softmax (graph::integer_softmax: I-BERT's exponential by
-// shifts and a polynomial) against the float32 one, on the same weights and inputs: a prefill of
+// The layer with an integer-only softmax (`how`: graph::integer_softmax, or its halves
+// integer_softmax_exp and _normalize; I-BERT's exponential by shifts and a polynomial) against
+// the float32 one, on the same weights and inputs: a prefill of
 // 17 tokens and 3 decode steps. Prints how many probabilities and outputs differ and by how much;
 // false when a run of the integer layer differs from its own host reference.
-bool compare_softmax(dlavm::graph::Executor& float_exec, const dlavm::graph::Target& target) {
+bool compare_softmax(dlavm::graph::Executor& float_exec, const dlavm::graph::Target& target,
+                     models::llm::Softmax how) {
   namespace graph = dlavm::graph;
   namespace te = dlavm::te;
-  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, models::llm::Softmax::Integer);
+  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, how);
+  const char* name = how == models::llm::Softmax::IntegerSplit ? "IntegerSplit" : "Integer";
   const auto typed = graph::infer_type(net.function(), target);
   const auto mod = graph::build(typed, target, {.name = "llm_layer_int"});
   graph::Executor exec(mod, float_exec.device());
@@ -62,22 +65,24 @@ bool compare_softmax(dlavm::graph::Executor& float_exec, const dlavm::graph::Tar
   // where the softmax ran: the VTA step of the last decode step
   for (std::size_t i = 0; i < mod.steps().size(); ++i) {
     const auto& s = mod.steps()[i];
-    if (s.kind != graph::ModuleStep::Kind::Vta || s.workload.op != "integer_softmax") continue;
+    if (s.kind != graph::ModuleStep::Kind::Vta || !s.workload.op.starts_with("integer_softmax"))
+      continue;
     const auto& r = exec.last_run().steps[i];
     fmt::print(
-        "\nthe integer softmax runs on VTA's ALU ({}: {} per chunk): {} instructions, {} "
-        "cycles at the last decode step ({} positions)\n",
-        s.label, s.tiling, r.instructions, r.cycles, positions);
+        "\n{} runs on VTA's ALU ({}: {} per chunk): {} instructions, {} cycles at the last "
+        "decode step ({} positions)\n",
+        s.workload.op, s.label, s.tiling, r.instructions, r.cycles, positions);
   }
   fmt::print(
-      "\nthe integer-only softmax against the float32 one (a prefill of 17 tokens, 3 decode "
-      "steps):\n  probabilities (int8, units of 1/127): {} of {} differ ({:.2f}%), by at most {}\n"
+      "\nthe integer-only softmax ({}) against the float32 one (a prefill of 17 tokens, 3 "
+      "decode steps):\n  probabilities (int8, units of 1/127): {} of {} differ ({:.2f}%), by at "
+      "most {}\n"
       "  layer outputs (int8): {} of {} differ ({:.2f}%), by at most {}\n  integer layer runs "
       "{} its host reference\n",
-      probs_differ, probs, 100.0 * static_cast<double>(probs_differ) / static_cast<double>(probs),
-      probs_max, outs_differ, outs,
-      100.0 * static_cast<double>(outs_differ) / static_cast<double>(outs), outs_max,
-      ok ? "equal" : "DIFFERENT from");
+      name, probs_differ, probs,
+      100.0 * static_cast<double>(probs_differ) / static_cast<double>(probs), probs_max,
+      outs_differ, outs, 100.0 * static_cast<double>(outs_differ) / static_cast<double>(outs),
+      outs_max, ok ? "equal" : "DIFFERENT from");
   // the VTA cycles of a prefill of 2,048 tokens, both layers (the integer softmax's passes
   // skip the chunks of keys each query sees none of)
   const auto x = te::NDArray::random(dlavm::DType::int8(), {1, 2048, 512}, seed++);
@@ -89,7 +94,7 @@ bool compare_softmax(dlavm::graph::Executor& float_exec, const dlavm::graph::Tar
   float_exec.run(inputs, bindings);
   std::uint64_t softmax_cycles = 0;
   for (std::size_t i = 0; i < mod.steps().size(); ++i)
-    if (mod.steps()[i].workload.op == "integer_softmax")
+    if (mod.steps()[i].workload.op.starts_with("integer_softmax"))
       softmax_cycles += exec.last_run().steps[i].cycles;
   const auto integer = exec.last_run().vta_cycles, floating = float_exec.last_run().vta_cycles;
   fmt::print(
@@ -165,7 +170,8 @@ int main(int argc, char** argv) try {
     for (std::int64_t d = 0; d < decode_steps && prefill + d < 2048; ++d) step(1, "decode");
   }
   fmt::print("\nthe last run:\n{}\n", exec.summary());
-  ok = compare_softmax(exec, target) && ok;
+  for (const auto how : {models::llm::Softmax::Integer, models::llm::Softmax::IntegerSplit})
+    ok = compare_softmax(exec, target, how) && ok;
   if (!ok) {
     fmt::print("FAIL: llm_layer differs from the host reference\n");
     return 1;

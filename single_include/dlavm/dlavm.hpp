@@ -45764,9 +45764,12 @@ namespace dlavm::graph::llm {
 
 // How attention's softmax computes: in float32 on the host (dequantized from the int8 scores,
 // quantized back to int8 probabilities, each step exact), or in integers only on VTA's ALU
-// (graph::integer_softmax, I-BERT's shift-and-polynomial exponential: the same int8 in and
-// out, no float step).
-enum class Softmax : std::uint8_t { Float, Integer };
+// (I-BERT's shift-and-polynomial exponential: the same int8 in and out, no float step).
+// Integer: one kernel, graph::integer_softmax (within one unit of the exact softmax; VTA
+// computes each exponential twice, for the sum and for the probabilities). IntegerSplit: two,
+// graph::integer_softmax_exp then integer_softmax_normalize (each exponential computed once
+// and kept in DRAM as int8: 0.6x the cycles, within two units).
+enum class Softmax : std::uint8_t { Float, Integer, IntegerSplit };
 
 // The quantization steps the blocks share. The defaults are the gallery's.
 struct Quantization {
@@ -45813,9 +45816,9 @@ Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& options = {});
 
 // The integer softmax of causal scores [1, heads, token, positions] on VTA: VTA's ALU combines
 // the lanes of a tile only one by one, so the keys go to dim -2 and the heads to the lanes,
-// with the queries before the keys; then back. In its two halves, integer_softmax_exp and
-// integer_softmax_normalize (each exponential kept in DRAM as int8, computed once).
-Expr integer_probabilities(Expr scores, float score_scale);
+// with the queries before the keys; then back. `how`: Integer (graph::integer_softmax) or
+// IntegerSplit (its halves); ValueError for Float.
+Expr integer_probabilities(Expr scores, float score_scale, Softmax how = Softmax::Integer);
 
 // int8 -> float32 (x * scale) -> layer norm over the last dim -> int8 (/ scale), on the host;
 // the result named `name`.
@@ -45887,14 +45890,18 @@ DLAVM_INLINE Expr merge_heads(Expr x, std::int64_t d_model) {
   return reshape(transpose(std::move(x), {.perm = {0, 2, 1, 3}}), {.newshape = {0, 0, d_model}});
 }
 
-DLAVM_INLINE Expr integer_probabilities(Expr scores, float score_scale) {
+DLAVM_INLINE Expr integer_probabilities(Expr scores, float score_scale, Softmax how) {
+  if (how == Softmax::Float)
+    raise<ValueError>("llm::integer_probabilities: Softmax::Float is not an integer softmax");
   auto by_key = transpose(std::move(scores), {.perm = {0, 2, 3, 1}});
   const host::IntegerSoftmaxParams p{
       .axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before};
-  // in two halves, so that VTA computes each exponential once (the accumulator holds no row of
-  // the keys: a single kernel computes them twice, for the sum and for the probabilities)
-  return transpose(integer_softmax_normalize(integer_softmax_exp(by_key, p), p),
-                   {.perm = {0, 3, 1, 2}});
+  // split, VTA computes each exponential once (the accumulator holds no row of the keys: a
+  // single kernel computes them twice, for the sum and for the probabilities)
+  auto probs = how == Softmax::IntegerSplit
+                   ? integer_softmax_normalize(integer_softmax_exp(std::move(by_key), p), p)
+                   : integer_softmax(std::move(by_key), p);
+  return transpose(std::move(probs), {.perm = {0, 3, 1, 2}});
 }
 
 DLAVM_INLINE Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& options) {
@@ -45903,8 +45910,8 @@ DLAVM_INLINE Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& op
                                  {.shift = quant.score_shift, .rounding = host::Rounding::Nearest}),
                       "scores");
   auto probs =
-      named(options.softmax == Softmax::Integer
-                ? integer_probabilities(scores, options.score_scale)
+      named(options.softmax != Softmax::Float
+                ? integer_probabilities(scores, options.score_scale, options.softmax)
                 : quantize_linear(softmax(causal_mask(dequantize_linear(
                                       scores, detail::scalar("score_scale", options.score_scale),
                                       detail::int8_zero("score_zero")))),

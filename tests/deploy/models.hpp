@@ -292,12 +292,18 @@ inline std::vector<Case> cases() {
                  {},
                  "token",
                  {5, 1, 1, 3, 1, 16, 1}});
-  // the same with the integer softmax on VTA's ALU
+  // the same with the integer softmax on VTA's ALU, one kernel or two
   out.push_back({"llm_layer_int",
                  models::LlmLayer(64, 4, 128, 32, 32, 21, models::llm::Softmax::Integer).function(),
                  {},
                  "token",
                  {5, 1, 1, 3, 1, 16, 1}});
+  out.push_back(
+      {"llm_layer_int_split",
+       models::LlmLayer(64, 4, 128, 32, 32, 21, models::llm::Softmax::IntegerSplit).function(),
+       {},
+       "token",
+       {5, 1, 1, 3, 1, 16, 1}});
   out.push_back({"custom_op",
                  custom_op::model(),
                  {.includes = {"custom_kernels.hpp"}},

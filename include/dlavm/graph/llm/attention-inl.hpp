@@ -57,14 +57,18 @@ DLAVM_INLINE Expr merge_heads(Expr x, std::int64_t d_model) {
   return reshape(transpose(std::move(x), {.perm = {0, 2, 1, 3}}), {.newshape = {0, 0, d_model}});
 }
 
-DLAVM_INLINE Expr integer_probabilities(Expr scores, float score_scale) {
+DLAVM_INLINE Expr integer_probabilities(Expr scores, float score_scale, Softmax how) {
+  if (how == Softmax::Float)
+    raise<ValueError>("llm::integer_probabilities: Softmax::Float is not an integer softmax");
   auto by_key = transpose(std::move(scores), {.perm = {0, 2, 3, 1}});
   const host::IntegerSoftmaxParams p{
       .axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before};
-  // in two halves, so that VTA computes each exponential once (the accumulator holds no row of
-  // the keys: a single kernel computes them twice, for the sum and for the probabilities)
-  return transpose(integer_softmax_normalize(integer_softmax_exp(by_key, p), p),
-                   {.perm = {0, 3, 1, 2}});
+  // split, VTA computes each exponential once (the accumulator holds no row of the keys: a
+  // single kernel computes them twice, for the sum and for the probabilities)
+  auto probs = how == Softmax::IntegerSplit
+                   ? integer_softmax_normalize(integer_softmax_exp(std::move(by_key), p), p)
+                   : integer_softmax(std::move(by_key), p);
+  return transpose(std::move(probs), {.perm = {0, 3, 1, 2}});
 }
 
 DLAVM_INLINE Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& options) {
@@ -73,8 +77,8 @@ DLAVM_INLINE Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& op
                                  {.shift = quant.score_shift, .rounding = host::Rounding::Nearest}),
                       "scores");
   auto probs =
-      named(options.softmax == Softmax::Integer
-                ? integer_probabilities(scores, options.score_scale)
+      named(options.softmax != Softmax::Float
+                ? integer_probabilities(scores, options.score_scale, options.softmax)
                 : quantize_linear(softmax(causal_mask(dequantize_linear(
                                       scores, detail::scalar("score_scale", options.score_scale),
                                       detail::int8_zero("score_zero")))),

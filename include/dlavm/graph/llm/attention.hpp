@@ -27,9 +27,12 @@ namespace dlavm::graph::llm {
 
 // How attention's softmax computes: in float32 on the host (dequantized from the int8 scores,
 // quantized back to int8 probabilities, each step exact), or in integers only on VTA's ALU
-// (graph::integer_softmax, I-BERT's shift-and-polynomial exponential: the same int8 in and
-// out, no float step).
-enum class Softmax : std::uint8_t { Float, Integer };
+// (I-BERT's shift-and-polynomial exponential: the same int8 in and out, no float step).
+// Integer: one kernel, graph::integer_softmax (within one unit of the exact softmax; VTA
+// computes each exponential twice, for the sum and for the probabilities). IntegerSplit: two,
+// graph::integer_softmax_exp then integer_softmax_normalize (each exponential computed once
+// and kept in DRAM as int8: 0.6x the cycles, within two units).
+enum class Softmax : std::uint8_t { Float, Integer, IntegerSplit };
 
 // The quantization steps the blocks share. The defaults are the gallery's.
 struct Quantization {
@@ -76,9 +79,9 @@ Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& options = {});
 
 // The integer softmax of causal scores [1, heads, token, positions] on VTA: VTA's ALU combines
 // the lanes of a tile only one by one, so the keys go to dim -2 and the heads to the lanes,
-// with the queries before the keys; then back. In its two halves, integer_softmax_exp and
-// integer_softmax_normalize (each exponential kept in DRAM as int8, computed once).
-Expr integer_probabilities(Expr scores, float score_scale);
+// with the queries before the keys; then back. `how`: Integer (graph::integer_softmax) or
+// IntegerSplit (its halves); ValueError for Float.
+Expr integer_probabilities(Expr scores, float score_scale, Softmax how = Softmax::Integer);
 
 // int8 -> float32 (x * scale) -> layer norm over the last dim -> int8 (/ scale), on the host;
 // the result named `name`.
