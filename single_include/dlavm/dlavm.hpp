@@ -38018,7 +38018,11 @@ inline ExponentStages exponent_stages(SoftmaxStageWriter& w, const BlockTensor& 
 inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& s,
                                       const BlockTensor& m, runtime::IntegerExp fixed) {
   const auto c = SoftmaxStageWriter::c;
-  const auto [z, v2] = exponent_stages(w, s, m, fixed);
+  // (named members, not a structured binding: the lambdas capture them, which clang 14 does
+  // not allow of a binding)
+  const auto exponent = exponent_stages(w, s, m, fixed);
+  const BlockTensor& z = exponent.z;
+  const BlockTensor& v2 = exponent.v2;
   const auto v3 = w.block("v3", [&](V k, V l) { return v2(k, l) >> c(4); });
   const auto one = w.row("one", [&](V) { return c(std::int64_t{1} << 18); });
   const auto p = w.block("p", [&](V k, V l) { return v3(k, l) + one(0, l); });
@@ -38035,7 +38039,11 @@ inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& 
 inline BlockTensor exponential8_stages(SoftmaxStageWriter& w, const BlockTensor& s,
                                        const BlockTensor& m, runtime::IntegerExp fixed) {
   const auto c = SoftmaxStageWriter::c;
-  const auto [z, v2] = exponent_stages(w, s, m, fixed);
+  // (named members, not a structured binding: the lambdas capture them, which clang 14 does
+  // not allow of a binding)
+  const auto exponent = exponent_stages(w, s, m, fixed);
+  const BlockTensor& z = exponent.z;
+  const BlockTensor& v2 = exponent.v2;
   const auto v3 = w.block("v3", [&](V k, V l) { return v2(k, l) >> c(8); });
   const auto p = w.block("p", [&](V k, V l) { return v3(k, l) + c(std::int64_t{1} << 14); });
   const auto q = w.block("q", [&](V k, V l) { return p(k, l) * c(127); });
@@ -38462,13 +38470,12 @@ struct ChunkBody {
     b.load = vta::detail::first_call(b.parts[b.fill], vta::intrin::load);
     if (reset == nullptr || b.load == nullptr || !reset->buffers[0].same_as(b.load->buffers[0]))
       return std::nullopt;
-    if (add != nullptr &&
-        (add->args.size() != 5 ||
-         vta::detail::constant_index(add->args[0]) !=
-             static_cast<std::int64_t>(runtime::AluOp::Add) ||
-         vta::detail::constant_index(add->args[1]) != 1 ||
-         vta::detail::constant_index(add->args[2]) != -32768 ||
-         !add->buffers[0].same_as(b.load->buffers[0])))
+    if (add != nullptr && (add->args.size() != 5 ||
+                           vta::detail::constant_index(add->args[0]) !=
+                               static_cast<std::int64_t>(runtime::AluOp::Add) ||
+                           vta::detail::constant_index(add->args[1]) != 1 ||
+                           vta::detail::constant_index(add->args[2]) != -32768 ||
+                           !add->buffers[0].same_as(b.load->buffers[0])))
       return std::nullopt;
     if (b.parts.back().as<tir::EvaluateNode>() != nullptr)
       b.store = vta::detail::first_call(b.parts.back(), vta::intrin::store);
@@ -38515,8 +38522,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const ne::Expr holds =
           ne::simplify(ne::max(first_unseen, start) < ne::min(visible, start + chunk));
       std::vector<tir::Stmt> out(parts.begin(), at(first));
-      out.push_back(
-          tir::make_if(holds, tir::make_seq(std::vector<tir::Stmt>(at(first), at(end)))));
+      out.push_back(tir::make_if(holds, tir::make_seq(std::vector<tir::Stmt>(at(first), at(end)))));
       out.insert(out.end(), at(end), parts.end());
       ++guarded;
       return out;
@@ -38541,8 +38547,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // (those before it are loaded whole)
       const auto fill_end = body->parts.begin() + static_cast<std::ptrdiff_t>(body->fill);
       std::vector<tir::Stmt> parts = guard_masks(body->parts, body->fill + 1, c);
-      parts[0] = tir::make_if(
-          c + 1 >= seen, tir::make_seq(std::vector<tir::Stmt>(body->parts.begin(), fill_end)));
+      parts[0] = tir::make_if(c + 1 >= seen,
+                              tir::make_seq(std::vector<tir::Stmt>(body->parts.begin(), fill_end)));
       parts.erase(parts.begin() + 1, parts.begin() + static_cast<std::ptrdiff_t>(body->fill));
       tir::Stmt inner = tir::make_seq(parts);
       // (a fill without an ADD has no immediate to set: a constant other than 0 is computed)
@@ -38638,9 +38644,15 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape&
   const std::int64_t chunks = detail::softmax_chunks(shape, chunk);
   SramFootprint f;
   switch (shape.part) {
-    case IntegerSoftmaxPart::Whole: f.acc = 2 * chunks + 28 + 6 * chunk + 3; break;
-    case IntegerSoftmaxPart::Exp: f.acc = chunks + 2 + 4 * chunk; break;
-    case IntegerSoftmaxPart::Normalize: f.acc = chunks + 25 + 2 * chunk; break;
+    case IntegerSoftmaxPart::Whole:
+      f.acc = 2 * chunks + 28 + 6 * chunk + 3;
+      break;
+    case IntegerSoftmaxPart::Exp:
+      f.acc = chunks + 2 + 4 * chunk;
+      break;
+    case IntegerSoftmaxPart::Normalize:
+      f.acc = chunks + 25 + 2 * chunk;
+      break;
   }
   if (detail::softmax_lane_masks(shape)) f.acc += chunk;
   return f;
