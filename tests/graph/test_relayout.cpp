@@ -210,6 +210,24 @@ TEST_CASE("relayout: transposes of bytes in blocks of 8 x 8 equal host::transpos
     graph::copy_elements(src.data(), *map, got.data(), *to);
     CHECK(got == bytes_of(host::transpose(logical, {.perm = {0, 2, 1}})));
   }
+  // a dim contiguous in the source whose tiles are not evenly spaced in the destination: a
+  // conv weight's output channels past one tile of 16 (its 3 x 3 taps between the tiles), the
+  // input channels contiguous there: no block transpose, element by element
+  for (const std::int64_t out : {17, 40}) {
+    CAPTURE(out);
+    const auto logical = te::NDArray::random(DType::int8(), {3, 3, 12, out}, out);
+    const std::int64_t perm[] = {3, 2, 0, 1};
+    auto map = graph::packed_offsets(graph::Layout{}, logical.shape());
+    map->permute(perm);
+    const graph::Layout weight{Kind::ConvWeight, 16, 16};
+    const auto to = graph::packed_offsets(weight, map->shape());
+    REQUIRE(to);
+    const auto want =
+        bytes_of(graph::pack(host::transpose(logical, {.perm = {3, 2, 0, 1}}), weight));
+    std::vector<std::uint8_t> got(want.size(), 0);
+    graph::copy_elements(bytes_of(logical).data(), *map, got.data(), *to);
+    CHECK(got == want);
+  }
   // a decode step's scores: [1, heads, 1, keys] with the keys in the lanes to [1, 1, keys,
   // heads] with two queries' heads a tile, and back
   for (const std::int64_t heads : {8, 4})
