@@ -60,6 +60,59 @@ te::NDArray reference(const te::NDArray& a, double scale) {
   return y;
 }
 
+// The strategy's kernel over scores [batches, m, last + m, lanes] of symbolic m (1 to 11
+// queries) and last (0 to 40 cached positions), `groups` queries a tile, lowered with the keys
+// no query sees skipped; run() packs a logical array, runs it on the simulator with the
+// kernel's constants and unpacks the result.
+struct LaneGroupKernel {
+  graph::IntegerSoftmaxKernel kernel;
+  std::size_t constants;
+  vta::Program program;
+  mutable vta::SimDevice dev;
+  graph::Layout layout{graph::Layout::Kind::BatchedMatrix, 1, 16};
+
+  static graph::IntegerSoftmaxShape shape_of(std::int64_t batches, std::int64_t lanes,
+                                             std::int64_t groups, bool causal,
+                                             graph::IntegerSoftmaxPart part) {
+    const auto m = ne::var("m", 1, 11);
+    const auto last = ne::var("last", 0, 40);
+    return {.products = ne::simplify(batches * ne::ceildiv(m, groups)),
+            .keys = ne::Expr(last) + m,
+            .lanes = lanes,
+            .queries = causal ? ne::Expr(m) : 0,
+            .fixed = host::integer_exp_for(0.25),
+            .groups = groups,
+            .part = part};
+  }
+  static vta::Program lower(const vta::Env& env, const graph::IntegerSoftmaxKernel& kernel) {
+    auto s = kernel.schedule();
+    auto rewrite = kernel.skip_masked_work(s);
+    graph::VtaKernel declared{std::move(s), kernel.args(), "", 0, 0, rewrite, kernel.constants()};
+    return vta::Program(env, graph::lower_kernel(declared, env, "sm"));
+  }
+  LaneGroupKernel(const vta::Env& env, std::int64_t batches, std::int64_t lanes,
+                  std::int64_t groups, std::int64_t chunk, bool causal,
+                  graph::IntegerSoftmaxPart part)
+      : kernel(env, shape_of(batches, lanes, groups, causal, part), chunk, "sm"),
+        constants(kernel.constants().size()),
+        program(lower(env, kernel)),
+        dev(env.config) {
+    layout.groups = groups;
+  }
+
+  te::NDArray run(const te::NDArray& logical, std::int64_t q, std::int64_t l) const {
+    auto a = graph::pack(logical, layout);
+    te::NDArray r(DType::int8(), a.shape());
+    std::vector<te::NDArray*> arrays{&a};
+    auto constants = kernel.constants();
+    for (auto& c : constants) arrays.push_back(&c);
+    arrays.push_back(&r);
+    const ne::Binding bindings[] = {{"m", q}, {"last", l}};
+    CHECK(program.run(dev, arrays, bindings).result.finished);
+    return graph::unpack(r, layout, logical.shape());
+  }
+};
+
 }  // namespace integer_softmax_test
 
 using namespace integer_softmax_test;
@@ -195,7 +248,6 @@ TEST_CASE("integer softmax kernel: lane groups, bit-exact with the host referenc
   // a block's queries see fall in two chunks; causal or not. Each shape packed, run on the
   // simulator with the kernel's constants, unpacked and compared with host::integer_softmax.
   const vta::Env env;
-  const auto fixed = host::integer_exp_for(0.25);
   std::mt19937_64 rng(31);
   const auto pick = [&](std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
@@ -212,41 +264,18 @@ TEST_CASE("integer softmax kernel: lane groups, bit-exact with the host referenc
     CAPTURE(batches);
     CAPTURE(chunk);
     CAPTURE(causal);
-    const auto m = ne::var("m", 1, 11);
-    const auto last = ne::var("last", 0, 40);
-    const graph::IntegerSoftmaxShape shape{
-        .products = ne::simplify(batches * ne::ceildiv(m, groups)),
-        .keys = ne::Expr(last) + m,
-        .lanes = lanes,
-        .queries = causal ? ne::Expr(m) : 0,
-        .fixed = fixed,
-        .groups = groups};
-    const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
-    auto s = kernel.schedule();
-    auto rewrite = kernel.skip_masked_work(s);
-    graph::VtaKernel declared{std::move(s), kernel.args(), "", 0, 0, rewrite, kernel.constants()};
-    CHECK(declared.constants.size() == (causal ? 1u : 0u));
-    const vta::Program prog(env, graph::lower_kernel(declared, env, "sm"));
-    vta::SimDevice dev(env.config);
-    graph::Layout layout{graph::Layout::Kind::BatchedMatrix, 1, 16};
-    layout.groups = groups;
-    for (int k = 0; k < 3; ++k) {
-      const std::int64_t q = pick(1, 11), l = pick(0, 40), n = q + l;
+    const LaneGroupKernel k(env, batches, lanes, groups, chunk, causal,
+                            graph::IntegerSoftmaxPart::Whole);
+    CHECK(k.constants == (causal ? 1u : 0u));
+    for (int i = 0; i < 3; ++i) {
+      const std::int64_t q = pick(1, 11), l = pick(0, 40);
       CAPTURE(q);
       CAPTURE(l);
-      const auto logical = te::NDArray::random(DType::int8(), {batches, q, n, lanes}, seed++);
-      auto a = graph::pack(logical, layout);
-      te::NDArray r(DType::int8(), a.shape());
-      std::vector<te::NDArray*> arrays{&a};
-      auto constants = kernel.constants();
-      for (auto& c : constants) arrays.push_back(&c);
-      arrays.push_back(&r);
-      const ne::Binding bindings[] = {{"m", q}, {"last", l}};
-      CHECK(prog.run(dev, arrays, bindings).result.finished);
+      const auto logical = te::NDArray::random(DType::int8(), {batches, q, q + l, lanes}, seed++);
       const auto want = host::integer_softmax(
           logical,
           {.axis = -2, .scale = 0.25, .causal = causal, .queries = host::CausalQueries::Before});
-      CHECK(graph::unpack(r, layout, logical.shape()) == want);
+      CHECK(k.run(logical, q, l) == want);
       ++runs;
     }
   }
@@ -280,45 +309,20 @@ TEST_CASE(
       CAPTURE(batches);
       CAPTURE(chunk);
       CAPTURE(causal);
-      const auto m = ne::var("m", 1, 11);
-      const auto last = ne::var("last", 0, 40);
-      const graph::IntegerSoftmaxShape shape{
-          .products = ne::simplify(batches * ne::ceildiv(m, groups)),
-          .keys = ne::Expr(last) + m,
-          .lanes = lanes,
-          .queries = causal ? ne::Expr(m) : 0,
-          .fixed = host::integer_exp_for(0.25),
-          .groups = groups,
-          .part = part};
-      const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
-      auto s = kernel.schedule();
-      auto rewrite = kernel.skip_masked_work(s);
-      graph::VtaKernel declared{std::move(s), kernel.args(), "", 0, 0, rewrite, kernel.constants()};
-      const vta::Program prog(env, graph::lower_kernel(declared, env, "sm"));
-      vta::SimDevice dev(env.config);
-      graph::Layout layout{graph::Layout::Kind::BatchedMatrix, 1, 16};
-      layout.groups = groups;
+      const LaneGroupKernel k(env, batches, lanes, groups, chunk, causal, part);
       const host::IntegerSoftmaxParams p{
           .axis = -2, .scale = 0.25, .causal = causal, .queries = host::CausalQueries::Before};
-      for (int k = 0; k < 3; ++k) {
+      for (int i = 0; i < 3; ++i) {
         const std::int64_t q = pick(1, 11), l = pick(0, 40);
         CAPTURE(q);
         CAPTURE(l);
         auto logical = te::NDArray::random(DType::int8(), {batches, q, q + l, lanes}, seed++);
-        if (part == graph::IntegerSoftmaxPart::Normalize && k < 2)
+        if (part == graph::IntegerSoftmaxPart::Normalize && i < 2)
           logical = host::integer_softmax_exp(logical, p);
-        auto a = graph::pack(logical, layout);
-        te::NDArray r(DType::int8(), a.shape());
-        std::vector<te::NDArray*> arrays{&a};
-        auto constants = kernel.constants();
-        for (auto& c : constants) arrays.push_back(&c);
-        arrays.push_back(&r);
-        const ne::Binding bindings[] = {{"m", q}, {"last", l}};
-        CHECK(prog.run(dev, arrays, bindings).result.finished);
         const auto want = part == graph::IntegerSoftmaxPart::Exp
                               ? host::integer_softmax_exp(logical, p)
                               : host::integer_softmax_normalize(logical, p);
-        CHECK(graph::unpack(r, layout, logical.shape()) == want);
+        CHECK(k.run(logical, q, l) == want);
         ++runs;
       }
     }

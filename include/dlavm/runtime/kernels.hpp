@@ -1334,12 +1334,46 @@ struct IntegerExp {
 };
 inline constexpr std::int64_t kIntegerSoftmaxMaxExtent = 8191;  // S stays below 2^31
 
-// e of one visible element, x = s - max (<= 0).
-inline std::int32_t integer_exp(std::int32_t x, IntegerExp c) {
+namespace detail {
+// x = s - max (<= 0) as 2^-z * 2^(r / 128): z, and the quadratic's (84 r + 21864) r, which
+// integer_exp and integer_exp8 scale to their units.
+struct IntegerExponent {
+  std::int32_t z, quadratic;
+};
+inline IntegerExponent integer_exponent(std::int32_t x, IntegerExp c) {
   const std::int32_t t = x * c.multiplier;
   const std::int32_t z = -(t >> c.frac_bits);
   const std::int32_t r = (t + z * (std::int32_t{1} << c.frac_bits)) >> (c.frac_bits - 7);
-  const std::int32_t p = (((84 * r + 21864) * r) >> 4) + (std::int32_t{1} << 18);
+  return {z, (84 * r + 21864) * r};
+}
+
+// f(base, visible) for every row of integer_softmax's layout: its first element's index (the
+// row's elements `inner` apart) and the keys it sees (query row (o, i) of a causal softmax the
+// first N - queries + 1 + its query index).
+template <class F>
+void for_each_softmax_row(std::int64_t outer, std::int64_t extent, std::int64_t inner,
+                          std::int64_t queries, bool query_inner, F&& f) {
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i)
+      f(o * extent * inner + i,
+        queries > 0 ? extent - queries + 1 + (query_inner ? i : o % queries) : extent);
+}
+
+// The largest of a row's first `visible` elements (at least one), `inner` apart.
+template <class In>
+std::int32_t softmax_row_max(const In* row, std::int64_t inner, std::int64_t visible) {
+  auto m = static_cast<std::int32_t>(row[0]);
+  for (std::int64_t j = 1; j < visible; ++j)
+    if (static_cast<std::int32_t>(row[j * inner]) > m)
+      m = static_cast<std::int32_t>(row[j * inner]);
+  return m;
+}
+}  // namespace detail
+
+// e of one visible element, x = s - max (<= 0).
+inline std::int32_t integer_exp(std::int32_t x, IntegerExp c) {
+  const auto [z, quadratic] = detail::integer_exponent(x, c);
+  const std::int32_t p = (quadratic >> 4) + (std::int32_t{1} << 18);
   return z < 19 ? p >> z : 0;
 }
 
@@ -1361,25 +1395,20 @@ void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t e
                      std::int64_t inner, IntegerExp c, std::int64_t queries = 0,
                      bool query_inner = false) {
   if (extent == 0) return;
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t i = 0; i < inner; ++i) {
-      const std::int64_t base = o * extent * inner + i;
-      std::int64_t visible = extent;
-      if (queries > 0) visible = extent - queries + 1 + (query_inner ? i : o % queries);
-      const auto at = [&](std::int64_t j) {
-        return static_cast<std::int32_t>(src[base + j * inner]);
-      };
-      std::int32_t m = at(0);
-      for (std::int64_t j = 1; j < visible; ++j)
-        if (at(j) > m) m = at(j);
-      std::int32_t sum = 0;
-      for (std::int64_t j = 0; j < visible; ++j) sum += integer_exp(at(j) - m, c);
-      const std::int32_t r = integer_reciprocal(sum);
-      for (std::int64_t j = 0; j < extent; ++j)
-        dst[base + j * inner] =
-            j < visible ? static_cast<Out>(integer_probability(integer_exp(at(j) - m, c), r))
-                        : Out(0);
-    }
+  detail::for_each_softmax_row(
+      outer, extent, inner, queries, query_inner, [&](std::int64_t base, std::int64_t visible) {
+        const auto at = [&](std::int64_t j) {
+          return static_cast<std::int32_t>(src[base + j * inner]);
+        };
+        const std::int32_t m = detail::softmax_row_max(src + base, inner, visible);
+        std::int32_t sum = 0;
+        for (std::int64_t j = 0; j < visible; ++j) sum += integer_exp(at(j) - m, c);
+        const std::int32_t r = integer_reciprocal(sum);
+        for (std::int64_t j = 0; j < extent; ++j)
+          dst[base + j * inner] =
+              j < visible ? static_cast<Out>(integer_probability(integer_exp(at(j) - m, c), r))
+                          : Out(0);
+      });
 }
 
 // ---- the integer softmax in two halves: int8 exponentials, then their normalization ------
@@ -1397,10 +1426,8 @@ void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t e
 // rounded in 0.4 to 0.5% of keys (0.05 to 0.11%; tests/host). integer_softmax_normalize takes
 // any int8 row: the sum is of the values as they are, at least 127.
 inline std::int32_t integer_exp8(std::int32_t x, IntegerExp c) {
-  const std::int32_t t = x * c.multiplier;
-  const std::int32_t z = -(t >> c.frac_bits);
-  const std::int32_t r = (t + z * (std::int32_t{1} << c.frac_bits)) >> (c.frac_bits - 7);
-  const std::int32_t p = (((84 * r + 21864) * r) >> 8) + (std::int32_t{1} << 14);
+  const auto [z, quadratic] = detail::integer_exponent(x, c);
+  const std::int32_t p = (quadratic >> 8) + (std::int32_t{1} << 14);
   return (((p * 127) >> (z < 15 ? z : 15)) + (std::int32_t{1} << 13)) >> 14;
 }
 inline std::int32_t integer_reciprocal8(std::int32_t sum) {
@@ -1410,14 +1437,6 @@ inline std::int32_t integer_probability8(std::int32_t e8, std::int32_t reciproca
   return (e8 * reciprocal + (std::int32_t{1} << 10)) >> 11;
 }
 
-namespace detail {
-// The keys query row (o, i) of integer_softmax's layout sees.
-inline std::int64_t integer_softmax_visible(std::int64_t extent, std::int64_t queries,
-                                            bool query_inner, std::int64_t o, std::int64_t i) {
-  return queries > 0 ? extent - queries + 1 + (query_inner ? i : o % queries) : extent;
-}
-}  // namespace detail
-
 // The first half, in integer_softmax's layout and masking: e8 of every visible key, 0 for the
 // others.
 template <class In, class Out>
@@ -1425,20 +1444,16 @@ void integer_softmax_exp(const In* src, Out* dst, std::int64_t outer, std::int64
                          std::int64_t inner, IntegerExp c, std::int64_t queries = 0,
                          bool query_inner = false) {
   if (extent == 0) return;
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t i = 0; i < inner; ++i) {
-      const std::int64_t base = o * extent * inner + i;
-      const std::int64_t visible =
-          detail::integer_softmax_visible(extent, queries, query_inner, o, i);
-      const auto at = [&](std::int64_t j) {
-        return static_cast<std::int32_t>(src[base + j * inner]);
-      };
-      std::int32_t m = at(0);
-      for (std::int64_t j = 1; j < visible; ++j)
-        if (at(j) > m) m = at(j);
-      for (std::int64_t j = 0; j < extent; ++j)
-        dst[base + j * inner] = j < visible ? static_cast<Out>(integer_exp8(at(j) - m, c)) : Out(0);
-    }
+  detail::for_each_softmax_row(
+      outer, extent, inner, queries, query_inner, [&](std::int64_t base, std::int64_t visible) {
+        const auto at = [&](std::int64_t j) {
+          return static_cast<std::int32_t>(src[base + j * inner]);
+        };
+        const std::int32_t m = detail::softmax_row_max(src + base, inner, visible);
+        for (std::int64_t j = 0; j < extent; ++j)
+          dst[base + j * inner] =
+              j < visible ? static_cast<Out>(integer_exp8(at(j) - m, c)) : Out(0);
+      });
 }
 
 // The second half: the probabilities of int8 exponentials x (integer_softmax_exp's), the keys
@@ -1447,21 +1462,18 @@ template <class In, class Out>
 void integer_softmax_normalize(const In* src, Out* dst, std::int64_t outer, std::int64_t extent,
                                std::int64_t inner, std::int64_t queries = 0,
                                bool query_inner = false) {
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t i = 0; i < inner; ++i) {
-      const std::int64_t base = o * extent * inner + i;
-      const std::int64_t visible =
-          detail::integer_softmax_visible(extent, queries, query_inner, o, i);
-      std::int32_t sum = 0;
-      for (std::int64_t j = 0; j < visible; ++j)
-        sum += static_cast<std::int32_t>(src[base + j * inner]);
-      const std::int32_t r = integer_reciprocal8(sum);
-      for (std::int64_t j = 0; j < extent; ++j)
-        dst[base + j * inner] = j < visible
-                                    ? static_cast<Out>(integer_probability8(
-                                          static_cast<std::int32_t>(src[base + j * inner]), r))
-                                    : Out(0);
-    }
+  detail::for_each_softmax_row(
+      outer, extent, inner, queries, query_inner, [&](std::int64_t base, std::int64_t visible) {
+        std::int32_t sum = 0;
+        for (std::int64_t j = 0; j < visible; ++j)
+          sum += static_cast<std::int32_t>(src[base + j * inner]);
+        const std::int32_t r = integer_reciprocal8(sum);
+        for (std::int64_t j = 0; j < extent; ++j)
+          dst[base + j * inner] = j < visible
+                                      ? static_cast<Out>(integer_probability8(
+                                            static_cast<std::int32_t>(src[base + j * inner]), r))
+                                      : Out(0);
+      });
 }
 
 // ---- data movement: slices, tiles and gathers -----------------------------------------

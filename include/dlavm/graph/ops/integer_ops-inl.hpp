@@ -51,10 +51,10 @@ inline const AttrSchema<host::IntegerSoftmaxParams>& integer_softmax_normalize_s
 inline TensorType integer_softmax_type(const TypeCall& c, bool normalize) {
   const auto& s = c.type(0);
   if (s.dtype != DType::int8())
-    raise<TypeError>("{}: {} is {}; the integer softmax takes int8 {}", c.label, c.arg(0),
-                     s.dtype, normalize ? "exponentials" : "scores");
-  const auto p = params_of(
-      c, normalize ? integer_softmax_normalize_schema() : integer_softmax_schema());
+    raise<TypeError>("{}: {} is {}; the integer softmax takes int8 {}", c.label, c.arg(0), s.dtype,
+                     normalize ? "exponentials" : "scores");
+  const auto p =
+      params_of(c, normalize ? integer_softmax_normalize_schema() : integer_softmax_schema());
   if (!normalize) (void)host::integer_exp_for(p.scale, c.label);
   const std::size_t axis = c.axis("axis", s.ndim());
   const auto& keys = s.shape[axis];
@@ -130,38 +130,29 @@ inline FirmwareCall integer_softmax_firmware(const FirmwareStep& s, const char* 
 }  // namespace detail
 
 DLAVM_INLINE void add_integer_ops(OpRegistry& ops) {
-  ops.add({.name = "integer_softmax",
-           .attrs = detail::integer_softmax_schema().specs(),
-           .type_rule = [](const TypeCall& c) { return detail::integer_softmax_type(c, false); },
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::integer_softmax(*a[0], integer_softmax_params(attrs));
-               },
-           .firmware = {.call = [](const FirmwareStep& s) {
-             return detail::integer_softmax_firmware(s, "dlavm::runtime::integer_softmax");
-           }}});
-  ops.add({.name = "integer_softmax_exp",
-           .attrs = detail::integer_softmax_schema().specs(),
-           .type_rule = [](const TypeCall& c) { return detail::integer_softmax_type(c, false); },
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::integer_softmax_exp(*a[0], integer_softmax_params(attrs));
-               },
-           .firmware = {.call = [](const FirmwareStep& s) {
-             return detail::integer_softmax_firmware(s, "dlavm::runtime::integer_softmax_exp");
-           }}});
-  ops.add({.name = "integer_softmax_normalize",
-           .attrs = detail::integer_softmax_normalize_schema().specs(),
-           .type_rule = [](const TypeCall& c) { return detail::integer_softmax_type(c, true); },
-           .host_kernel =
-               [](HostArgs a, const Attrs& attrs) {
-                 return host::integer_softmax_normalize(*a[0],
-                                                        integer_softmax_normalize_params(attrs));
-               },
-           .firmware = {.call = [](const FirmwareStep& s) {
-             return detail::integer_softmax_firmware(
-                 s, "dlavm::runtime::integer_softmax_normalize");
-           }}});
+  // integer_softmax and its halves share their type rule, attributes (but the normalization's
+  // scale) and firmware call; `host` is the host kernel, runtime::`name` the firmware's
+  using Host = te::NDArray (*)(const te::NDArray&, const host::IntegerSoftmaxParams&);
+  const auto add = [&](const std::string& name, Host host) {
+    const bool normalize = name == "integer_softmax_normalize";
+    ops.add(
+        {.name = name,
+         .attrs = normalize ? detail::integer_softmax_normalize_schema().specs()
+                            : detail::integer_softmax_schema().specs(),
+         .type_rule =
+             [normalize](const TypeCall& c) { return detail::integer_softmax_type(c, normalize); },
+         .host_kernel =
+             [normalize, host](HostArgs a, const Attrs& attrs) {
+               return host(*a[0], normalize ? integer_softmax_normalize_params(attrs)
+                                            : integer_softmax_params(attrs));
+             },
+         .firmware = {.call = [function = "dlavm::runtime::" + name](const FirmwareStep& s) {
+           return detail::integer_softmax_firmware(s, function.c_str());
+         }}});
+  };
+  add("integer_softmax", &host::integer_softmax);
+  add("integer_softmax_exp", &host::integer_softmax_exp);
+  add("integer_softmax_normalize", &host::integer_softmax_normalize);
 }
 
 }  // namespace dlavm::graph
