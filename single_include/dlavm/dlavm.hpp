@@ -5069,10 +5069,13 @@ void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t e
 //        z >= 15 the exact value is below 2^-8 and e8 is 0 either way)
 //   S = max(sum of the row's e8, 127); R = floor(127 * 2^11 / S) <= 2048;
 //   y = (e8 * R + 2^10) >> 11 in [0, 127].
-// The second rounding costs accuracy: over random rows of scale 1/8 to 1/2 the probabilities
-// lie within two units of the exact softmax's (one for integer_softmax) and differ from it
-// rounded in 0.4 to 0.5% of keys (0.05 to 0.11%; tests/host). integer_softmax_normalize takes
-// any int8 row: the sum is of the values as they are, at least 127.
+// The second rounding costs accuracy. Over rows of random scores (tests/host: scales 0.05, 1/8
+// and 0.3) the probabilities lie within 2.1 units of the exact softmax's (one for
+// integer_softmax). But each e8 is off by up to half a unit, and a row's n of them add up in S:
+// a long row whose keys lie near half a unit of its largest (5 to 6 nats below it) moves S by
+// up to n / 2 units, and at 2,048 keys a probability of 15 becomes 127 (tests/host).
+// integer_softmax_normalize takes any int8 row: the sum is of the values as they are, at least
+// 127.
 inline std::int32_t integer_exp8(std::int32_t x, IntegerExp c) {
   const auto [z, quadratic] = detail::integer_exponent(x, c);
   const std::int32_t p = (quadratic >> 8) + (std::int32_t{1} << 14);
@@ -31368,8 +31371,10 @@ DLAVM_INLINE void add_image_ops(OpRegistry& ops) {
 //       the first half of the same softmax: each exponential in units of 1/127 of its row's
 //       largest (host::integer_softmax_exp)
 //   integer_softmax_normalize(e int8, axis = -1, causal = false, queries = "other") -> int8
-//       the second half: the probabilities of those exponentials. Composed, a softmax within
-//       one unit of the exact one that an accelerator computes each exponential of once
+//       the second half: the probabilities of those exponentials. Composed, a softmax whose
+//       exponentials an accelerator computes once, at a price in precision: each rounded to
+//       int8 in between (host/integer_ops.hpp: within 2.1 units of the exact softmax on random
+//       rows, far more on a long row of small exponentials)
 //
 //   auto p = graph::integer_softmax(scores, {.scale = 0.125, .causal = true});
 
@@ -31399,7 +31404,10 @@ DLAVM_INLINE void add_image_ops(OpRegistry& ops) {
 //       probabilities of exponentials e along `axis` (the scale unused). Composed, the two
 //       keep each exponential as int8 in between, so that an accelerator computes it once
 //       and keeps it in DRAM (runtime/kernels.hpp); the price is precision: within 2.1 units
-//       of the exact softmax where integer_softmax is within one (tests/host)
+//       of the exact softmax on rows of random scores, where integer_softmax is within one,
+//       but each exponential's rounding (up to half a unit of the row's largest) adds up in
+//       the sum: a long row of keys 5 to 6 nats below its largest loses them (2,048 keys: a
+//       probability of 15 becomes 127; tests/host)
 //   integer_exp_for(scale): the fixed point of x * scale * log2(e) (runtime::IntegerExp);
 //       ValueError when scale is outside [min_integer_softmax_scale, max_...] (the exponent's
 //       multiplier would not fit the 7 bits VTA's ALU multiplies by, or lose precision)
@@ -31520,7 +31528,7 @@ DLAVM_INLINE runtime::IntegerExp integer_exp_for(double scale, std::string_view 
 namespace detail {
 
 // The rows of a softmax over `axis` of s, checked: [outer, extent, inner], and a causal one's
-// query count and whether the queries are the inner index.
+// query count and whether the queries are the inner index. Messages call s `arg`, holding `what`.
 struct IntegerSoftmaxRows {
   AxisSplit<std::int64_t> split;
   std::int64_t queries = 0;
@@ -31528,28 +31536,29 @@ struct IntegerSoftmaxRows {
 };
 
 inline IntegerSoftmaxRows integer_softmax_rows(const te::NDArray& s, const IntegerSoftmaxParams& p,
-                                               std::string_view who, std::string_view what) {
+                                               std::string_view who, std::string_view arg,
+                                               std::string_view what) {
   if (s.dtype() != DType::int8())
-    raise<TypeError>("{}: s is {}; the integer softmax takes int8 {}", who, s.dtype(), what);
+    raise<TypeError>("{}: {} is {}; the integer softmax takes int8 {}", who, arg, s.dtype(), what);
   const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, s.ndim());
   const auto& shape = s.shape();
   IntegerSoftmaxRows rows{split_at(shape, axis)};
   if (rows.split.extent > runtime::kIntegerSoftmaxMaxExtent)
-    raise<ShapeError>("{}: {} keys along axis {} of s {}; at most {} keep the sum in 32 bits", who,
-                      rows.split.extent, axis, detail::shape_str(shape),
+    raise<ShapeError>("{}: {} keys along axis {} of {} {}; at most {} keep the sum in 32 bits", who,
+                      rows.split.extent, axis, arg, detail::shape_str(shape),
                       runtime::kIntegerSoftmaxMaxExtent);
   if (const char* why =
           p.causal ? integer_softmax_causal_axis_error(axis, shape.size(), p.queries) : nullptr)
-    raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of s {}: {}", who, axis,
+    raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of {} {}: {}", who, axis, arg,
                       detail::shape_str(shape), why);
   if (const auto query = integer_softmax_causal_queries(p, axis, shape.size())) {
     rows.queries = shape[query->axis];
     rows.query_inner = query->inner;
     if (rows.queries > rows.split.extent)
       raise<ShapeError>(
-          "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
+          "{}: {} {} has {} queries and {} keys; a causal mask needs at least as many keys "
           "(the queries are the last positions)",
-          who, detail::shape_str(shape), rows.queries, rows.split.extent);
+          who, arg, detail::shape_str(shape), rows.queries, rows.split.extent);
   }
   return rows;
 }
@@ -31561,7 +31570,7 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
   if (s.dtype() != DType::int8())
     raise<TypeError>("{}: s is {}; the integer softmax takes int8 scores", who, s.dtype());
   const auto fixed = integer_exp_for(p.scale, who);
-  const auto rows = detail::integer_softmax_rows(s, p, who, "scores");
+  const auto rows = detail::integer_softmax_rows(s, p, who, "s", "scores");
   te::NDArray y(s.dtype(), s.shape());
   if (y.size() == 0) return y;  // no rows, empty rows, or no queries
   runtime::integer_softmax(s.data().data(), y.data().data(), rows.split.outer, rows.split.extent,
@@ -31574,7 +31583,7 @@ DLAVM_INLINE te::NDArray integer_softmax_exp(const te::NDArray& s, const Integer
   if (s.dtype() != DType::int8())
     raise<TypeError>("{}: s is {}; the integer softmax takes int8 scores", who, s.dtype());
   const auto fixed = integer_exp_for(p.scale, who);
-  const auto rows = detail::integer_softmax_rows(s, p, who, "scores");
+  const auto rows = detail::integer_softmax_rows(s, p, who, "s", "scores");
   te::NDArray y(s.dtype(), s.shape());
   if (y.size() == 0) return y;
   runtime::integer_softmax_exp(s.data().data(), y.data().data(), rows.split.outer,
@@ -31586,7 +31595,7 @@ DLAVM_INLINE te::NDArray integer_softmax_exp(const te::NDArray& s, const Integer
 DLAVM_INLINE te::NDArray integer_softmax_normalize(const te::NDArray& e,
                                                    const IntegerSoftmaxParams& p) {
   constexpr std::string_view who = "host::integer_softmax_normalize";
-  const auto rows = detail::integer_softmax_rows(e, p, who, "exponentials");
+  const auto rows = detail::integer_softmax_rows(e, p, who, "e", "exponentials");
   te::NDArray y(e.dtype(), e.shape());
   if (y.size() == 0) return y;
   runtime::integer_softmax_normalize(e.data().data(), y.data().data(), rows.split.outer,
@@ -39618,7 +39627,8 @@ inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w, const vta::E
                                                  IntegerSoftmaxPart part) {
   const auto& x = w.args[0].shape;
   const bool normalize = part == IntegerSoftmaxPart::Normalize;
-  const auto p = normalize ? integer_softmax_normalize_params(w.attrs) : integer_softmax_params(w.attrs);
+  const auto p =
+      normalize ? integer_softmax_normalize_params(w.attrs) : integer_softmax_params(w.attrs);
   const std::int64_t groups = integer_softmax_groups(x, env);
   ne::Expr products = 1;
   for (std::size_t k = 0; k + 2 < x.size(); ++k)
@@ -39639,13 +39649,14 @@ inline AnchorStrategy integer_softmax_strategy(const char* op, IntegerSoftmaxPar
   s.support = [part](const AnchorCall& a, const vta::Env& env,
                      const Epilogue& e) -> std::optional<std::string> {
     const auto& x = a.call.type(0);
+    // a normalization's input is the exponentials, the others' the scores
+    const char* input = part == IntegerSoftmaxPart::Normalize ? "exponentials" : "scores";
     if (x.dtype != env.inp_dtype)
-      return fmt::format("VTA loads {} scores (through ACC_8BIT), the input is {}", env.inp_dtype,
-                         x.dtype);
+      return fmt::format("VTA loads {} {} (through ACC_8BIT), the input is {}", env.inp_dtype,
+                         input, x.dtype);
     if (!env.config.variant.load_acc8)
       return fmt::format(
-          "VTA loads the scores through LOAD ACC_8BIT, which the {} design does "
-          "not have",
+          "VTA loads the {} through LOAD ACC_8BIT, which the {} design does not have", input,
           env.config.variant.name());
     if (auto why = check_softmax_epilogue(e)) return why;
     if (env.batch != 1)
@@ -39725,8 +39736,8 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
     s.add(detail::pool2d_strategy(op));
   s.add(detail::integer_softmax_strategy("integer_softmax", IntegerSoftmaxPart::Whole));
   s.add(detail::integer_softmax_strategy("integer_softmax_exp", IntegerSoftmaxPart::Exp));
-  s.add(detail::integer_softmax_strategy("integer_softmax_normalize",
-                                         IntegerSoftmaxPart::Normalize));
+  s.add(
+      detail::integer_softmax_strategy("integer_softmax_normalize", IntegerSoftmaxPart::Normalize));
   for (auto& [op, rule] : default_epilogue_rules()) s.add_epilogue(op, std::move(rule));
   s.set_host_reason("rescale",
                     "its float32 multiplier, rounded half to even, is no shift VTA's ALU has: "
@@ -45783,7 +45794,8 @@ namespace dlavm::graph::llm {
 // Integer: one kernel, graph::integer_softmax (within one unit of the exact softmax; VTA
 // computes each exponential twice, for the sum and for the probabilities). IntegerSplit: two,
 // graph::integer_softmax_exp then integer_softmax_normalize (each exponential computed once
-// and kept in DRAM as int8: 0.6x the cycles, within two units).
+// and kept in DRAM as int8: 0.6x the cycles; within 2.1 units of the exact softmax on random
+// rows, but a long context of keys 5 to 6 nats below the largest loses them, host/integer_ops.hpp).
 enum class Softmax : std::uint8_t { Float, Integer, IntegerSplit };
 
 // The quantization steps the blocks share. The defaults are the gallery's.
@@ -45908,6 +45920,10 @@ DLAVM_INLINE Expr merge_heads(Expr x, std::int64_t d_model) {
 DLAVM_INLINE Expr integer_probabilities(Expr scores, float score_scale, Softmax how) {
   if (how == Softmax::Float)
     raise<ValueError>("llm::integer_probabilities: Softmax::Float is not an integer softmax");
+  if (how != Softmax::Integer && how != Softmax::IntegerSplit)
+    raise<ValueError>(
+        "llm::integer_probabilities: Softmax {} is none of Float, Integer and IntegerSplit",
+        static_cast<int>(how));
   auto by_key = transpose(std::move(scores), {.perm = {0, 2, 3, 1}});
   const host::IntegerSoftmaxParams p{
       .axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before};

@@ -472,6 +472,10 @@ TEST_CASE("llm::integer_probabilities: one kernel or two, and Float refused") {
   CHECK_THROWS_WITH_AS(llm::integer_probabilities(scores, 0.125f, llm::Softmax::Float),
                        "llm::integer_probabilities: Softmax::Float is not an integer softmax",
                        dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(
+      llm::integer_probabilities(scores, 0.125f, static_cast<llm::Softmax>(7)),
+      "llm::integer_probabilities: Softmax 7 is none of Float, Integer and IntegerSplit",
+      dlavm::ValueError);
 }
 
 TEST_CASE("llm layer: instantiation copies loop iterations, the words of every call") {

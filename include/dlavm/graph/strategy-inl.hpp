@@ -397,7 +397,8 @@ inline IntegerSoftmaxShape integer_softmax_shape(const Workload& w, const vta::E
                                                  IntegerSoftmaxPart part) {
   const auto& x = w.args[0].shape;
   const bool normalize = part == IntegerSoftmaxPart::Normalize;
-  const auto p = normalize ? integer_softmax_normalize_params(w.attrs) : integer_softmax_params(w.attrs);
+  const auto p =
+      normalize ? integer_softmax_normalize_params(w.attrs) : integer_softmax_params(w.attrs);
   const std::int64_t groups = integer_softmax_groups(x, env);
   ne::Expr products = 1;
   for (std::size_t k = 0; k + 2 < x.size(); ++k)
@@ -418,13 +419,14 @@ inline AnchorStrategy integer_softmax_strategy(const char* op, IntegerSoftmaxPar
   s.support = [part](const AnchorCall& a, const vta::Env& env,
                      const Epilogue& e) -> std::optional<std::string> {
     const auto& x = a.call.type(0);
+    // a normalization's input is the exponentials, the others' the scores
+    const char* input = part == IntegerSoftmaxPart::Normalize ? "exponentials" : "scores";
     if (x.dtype != env.inp_dtype)
-      return fmt::format("VTA loads {} scores (through ACC_8BIT), the input is {}", env.inp_dtype,
-                         x.dtype);
+      return fmt::format("VTA loads {} {} (through ACC_8BIT), the input is {}", env.inp_dtype,
+                         input, x.dtype);
     if (!env.config.variant.load_acc8)
       return fmt::format(
-          "VTA loads the scores through LOAD ACC_8BIT, which the {} design does "
-          "not have",
+          "VTA loads the {} through LOAD ACC_8BIT, which the {} design does not have", input,
           env.config.variant.name());
     if (auto why = check_softmax_epilogue(e)) return why;
     if (env.batch != 1)
@@ -504,8 +506,8 @@ DLAVM_INLINE VtaStrategies default_vta_strategies() {
     s.add(detail::pool2d_strategy(op));
   s.add(detail::integer_softmax_strategy("integer_softmax", IntegerSoftmaxPart::Whole));
   s.add(detail::integer_softmax_strategy("integer_softmax_exp", IntegerSoftmaxPart::Exp));
-  s.add(detail::integer_softmax_strategy("integer_softmax_normalize",
-                                         IntegerSoftmaxPart::Normalize));
+  s.add(
+      detail::integer_softmax_strategy("integer_softmax_normalize", IntegerSoftmaxPart::Normalize));
   for (auto& [op, rule] : default_epilogue_rules()) s.add_epilogue(op, std::move(rule));
   s.set_host_reason("rescale",
                     "its float32 multiplier, rounded half to even, is no shift VTA's ALU has: "

@@ -35,7 +35,7 @@ DLAVM_INLINE runtime::IntegerExp integer_exp_for(double scale, std::string_view 
 namespace detail {
 
 // The rows of a softmax over `axis` of s, checked: [outer, extent, inner], and a causal one's
-// query count and whether the queries are the inner index.
+// query count and whether the queries are the inner index. Messages call s `arg`, holding `what`.
 struct IntegerSoftmaxRows {
   AxisSplit<std::int64_t> split;
   std::int64_t queries = 0;
@@ -43,28 +43,29 @@ struct IntegerSoftmaxRows {
 };
 
 inline IntegerSoftmaxRows integer_softmax_rows(const te::NDArray& s, const IntegerSoftmaxParams& p,
-                                               std::string_view who, std::string_view what) {
+                                               std::string_view who, std::string_view arg,
+                                               std::string_view what) {
   if (s.dtype() != DType::int8())
-    raise<TypeError>("{}: s is {}; the integer softmax takes int8 {}", who, s.dtype(), what);
+    raise<TypeError>("{}: {} is {}; the integer softmax takes int8 {}", who, arg, s.dtype(), what);
   const std::size_t axis = detail::axis_or_raise(who, "axis", p.axis, s.ndim());
   const auto& shape = s.shape();
   IntegerSoftmaxRows rows{split_at(shape, axis)};
   if (rows.split.extent > runtime::kIntegerSoftmaxMaxExtent)
-    raise<ShapeError>("{}: {} keys along axis {} of s {}; at most {} keep the sum in 32 bits", who,
-                      rows.split.extent, axis, detail::shape_str(shape),
+    raise<ShapeError>("{}: {} keys along axis {} of {} {}; at most {} keep the sum in 32 bits", who,
+                      rows.split.extent, axis, arg, detail::shape_str(shape),
                       runtime::kIntegerSoftmaxMaxExtent);
   if (const char* why =
           p.causal ? integer_softmax_causal_axis_error(axis, shape.size(), p.queries) : nullptr)
-    raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of s {}: {}", who, axis,
+    raise<ValueError>("{}: a causal softmax's keys cannot be axis {} of {} {}: {}", who, axis, arg,
                       detail::shape_str(shape), why);
   if (const auto query = integer_softmax_causal_queries(p, axis, shape.size())) {
     rows.queries = shape[query->axis];
     rows.query_inner = query->inner;
     if (rows.queries > rows.split.extent)
       raise<ShapeError>(
-          "{}: s {} has {} queries and {} keys; a causal mask needs at least as many keys "
+          "{}: {} {} has {} queries and {} keys; a causal mask needs at least as many keys "
           "(the queries are the last positions)",
-          who, detail::shape_str(shape), rows.queries, rows.split.extent);
+          who, arg, detail::shape_str(shape), rows.queries, rows.split.extent);
   }
   return rows;
 }
@@ -76,7 +77,7 @@ DLAVM_INLINE te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoft
   if (s.dtype() != DType::int8())
     raise<TypeError>("{}: s is {}; the integer softmax takes int8 scores", who, s.dtype());
   const auto fixed = integer_exp_for(p.scale, who);
-  const auto rows = detail::integer_softmax_rows(s, p, who, "scores");
+  const auto rows = detail::integer_softmax_rows(s, p, who, "s", "scores");
   te::NDArray y(s.dtype(), s.shape());
   if (y.size() == 0) return y;  // no rows, empty rows, or no queries
   runtime::integer_softmax(s.data().data(), y.data().data(), rows.split.outer, rows.split.extent,
@@ -89,7 +90,7 @@ DLAVM_INLINE te::NDArray integer_softmax_exp(const te::NDArray& s, const Integer
   if (s.dtype() != DType::int8())
     raise<TypeError>("{}: s is {}; the integer softmax takes int8 scores", who, s.dtype());
   const auto fixed = integer_exp_for(p.scale, who);
-  const auto rows = detail::integer_softmax_rows(s, p, who, "scores");
+  const auto rows = detail::integer_softmax_rows(s, p, who, "s", "scores");
   te::NDArray y(s.dtype(), s.shape());
   if (y.size() == 0) return y;
   runtime::integer_softmax_exp(s.data().data(), y.data().data(), rows.split.outer,
@@ -101,7 +102,7 @@ DLAVM_INLINE te::NDArray integer_softmax_exp(const te::NDArray& s, const Integer
 DLAVM_INLINE te::NDArray integer_softmax_normalize(const te::NDArray& e,
                                                    const IntegerSoftmaxParams& p) {
   constexpr std::string_view who = "host::integer_softmax_normalize";
-  const auto rows = detail::integer_softmax_rows(e, p, who, "exponentials");
+  const auto rows = detail::integer_softmax_rows(e, p, who, "e", "exponentials");
   te::NDArray y(e.dtype(), e.shape());
   if (y.size() == 0) return y;
   runtime::integer_softmax_normalize(e.data().data(), y.data().data(), rows.split.outer,

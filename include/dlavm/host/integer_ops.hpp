@@ -17,7 +17,10 @@
 //       probabilities of exponentials e along `axis` (the scale unused). Composed, the two
 //       keep each exponential as int8 in between, so that an accelerator computes it once
 //       and keeps it in DRAM (runtime/kernels.hpp); the price is precision: within 2.1 units
-//       of the exact softmax where integer_softmax is within one (tests/host)
+//       of the exact softmax on rows of random scores, where integer_softmax is within one,
+//       but each exponential's rounding (up to half a unit of the row's largest) adds up in
+//       the sum: a long row of keys 5 to 6 nats below its largest loses them (2,048 keys: a
+//       probability of 15 becomes 127; tests/host)
 //   integer_exp_for(scale): the fixed point of x * scale * log2(e) (runtime::IntegerExp);
 //       ValueError when scale is outside [min_integer_softmax_scale, max_...] (the exponent's
 //       multiplier would not fit the 7 bits VTA's ALU multiplies by, or lose precision)

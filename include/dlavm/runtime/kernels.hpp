@@ -1421,10 +1421,13 @@ void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t e
 //        z >= 15 the exact value is below 2^-8 and e8 is 0 either way)
 //   S = max(sum of the row's e8, 127); R = floor(127 * 2^11 / S) <= 2048;
 //   y = (e8 * R + 2^10) >> 11 in [0, 127].
-// The second rounding costs accuracy: over random rows of scale 1/8 to 1/2 the probabilities
-// lie within two units of the exact softmax's (one for integer_softmax) and differ from it
-// rounded in 0.4 to 0.5% of keys (0.05 to 0.11%; tests/host). integer_softmax_normalize takes
-// any int8 row: the sum is of the values as they are, at least 127.
+// The second rounding costs accuracy. Over rows of random scores (tests/host: scales 0.05, 1/8
+// and 0.3) the probabilities lie within 2.1 units of the exact softmax's (one for
+// integer_softmax). But each e8 is off by up to half a unit, and a row's n of them add up in S:
+// a long row whose keys lie near half a unit of its largest (5 to 6 nats below it) moves S by
+// up to n / 2 units, and at 2,048 keys a probability of 15 becomes 127 (tests/host).
+// integer_softmax_normalize takes any int8 row: the sum is of the values as they are, at least
+// 127.
 inline std::int32_t integer_exp8(std::int32_t x, IntegerExp c) {
   const auto [z, quadratic] = detail::integer_exponent(x, c);
   const std::int32_t p = (quadratic >> 8) + (std::int32_t{1} << 14);

@@ -60,6 +60,10 @@ DLAVM_INLINE Expr merge_heads(Expr x, std::int64_t d_model) {
 DLAVM_INLINE Expr integer_probabilities(Expr scores, float score_scale, Softmax how) {
   if (how == Softmax::Float)
     raise<ValueError>("llm::integer_probabilities: Softmax::Float is not an integer softmax");
+  if (how != Softmax::Integer && how != Softmax::IntegerSplit)
+    raise<ValueError>(
+        "llm::integer_probabilities: Softmax {} is none of Float, Integer and IntegerSplit",
+        static_cast<int>(how));
   auto by_key = transpose(std::move(scores), {.perm = {0, 2, 3, 1}});
   const host::IntegerSoftmaxParams p{
       .axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before};
