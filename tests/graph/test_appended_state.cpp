@@ -135,3 +135,31 @@ TEST_CASE("appended state: rows of another shape or dtype name the state") {
   CHECK_THROWS_AS(held.assign(te::NDArray(DType::int32(), {1, 2, 1, 4})), dlavm::ShapeError);
   CHECK(held.length() == 0);
 }
+
+TEST_CASE("appended state: written ranges merge across kMergeGap bytes, not one more") {
+  // a state [3, N] growing along N, packed as [N / R, 3, R, 1]: one position is a byte in each
+  // of the 3 tiles, R bytes apart, so R - 1 unchanged bytes lie between them. After assigning
+  // one position, appending the second (the same tiles) writes bytes 1, R + 1 and 2R + 1.
+  constexpr auto gap = static_cast<std::int64_t>(graph::AppendedState::kMergeGap);
+  for (const std::int64_t rows : {gap + 1, gap + 2}) {
+    CAPTURE(rows);
+    graph::AppendedState held(DType::int8(), {3, 0}, 1, {0, 1},
+                              {graph::Layout::Kind::MatmulWeight, rows, 1}, "v");
+    held.assign(te::NDArray::random(DType::int8(), {3, 1}, 5));
+    REQUIRE(held.take_written().size() == 1);  // all of it
+    held.append(te::NDArray::random(DType::int8(), {3, 1}, 6));
+    const auto written = held.take_written();
+    if (rows == gap + 1) {
+      // kMergeGap bytes between: one range over the three bytes
+      REQUIRE(written.size() == 1);
+      CHECK(written[0].offset == 1);
+      CHECK(written[0].size == static_cast<std::size_t>(2 * rows + 1));
+    } else {
+      REQUIRE(written.size() == 3);
+      for (std::size_t t = 0; t < 3; ++t) {
+        CHECK(written[t].offset == static_cast<std::size_t>(t * rows + 1));
+        CHECK(written[t].size == 1);
+      }
+    }
+  }
+}
