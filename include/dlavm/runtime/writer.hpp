@@ -332,7 +332,8 @@ class StreamWriter {
   // Appends an instruction given by its fields, every field of its form checked.
   constexpr bool emit(const InsnFields& f) {
     if (!ok()) return false;
-    if (!valid_enums(f)) return fail(Status::FieldRange, f, Field::opcode, 0);
+    if (const Field e = bad_enum(f); e != Field::count)
+      return fail(Status::FieldRange, f, e, enum_value(f, e));
     const Form form = form_of(f.opcode);
     Field bad = Field::count;
     for_each_field(form, [&](Field x) {
@@ -387,13 +388,23 @@ class StreamWriter {
     error_.to = to;
     return false;
   }
-  static constexpr bool valid_enums(const InsnFields& f) {
-    if (static_cast<unsigned>(f.opcode) >= static_cast<unsigned>(kOpcodeCount)) return false;
+  // The enum field of `f` that holds no value of its enum (opcode, a transfer's memory type,
+  // an ALU op), or Field::count.
+  static constexpr Field bad_enum(const InsnFields& f) {
+    if (static_cast<unsigned>(f.opcode) >= static_cast<unsigned>(kOpcodeCount))
+      return Field::opcode;
     if ((f.opcode == Opcode::Load || f.opcode == Opcode::Store) &&
         static_cast<unsigned>(f.memory_type) >= static_cast<unsigned>(kMemIdCount))
-      return false;
-    return f.opcode != Opcode::Alu ||
-           static_cast<unsigned>(f.alu_opcode) < static_cast<unsigned>(kAluOpCount);
+      return Field::memory_type;
+    if (f.opcode == Opcode::Alu &&
+        static_cast<unsigned>(f.alu_opcode) >= static_cast<unsigned>(kAluOpCount))
+      return Field::alu_opcode;
+    return Field::count;
+  }
+  static constexpr std::int64_t enum_value(const InsnFields& f, Field e) {
+    if (e == Field::opcode) return static_cast<std::int64_t>(f.opcode);
+    if (e == Field::memory_type) return static_cast<std::int64_t>(f.memory_type);
+    return static_cast<std::int64_t>(f.alu_opcode);
   }
 
   // Whether `value` fits `field` in f's form (imm: signed).
@@ -615,6 +626,27 @@ struct IndexMap {
   }
 };
 
+// The index of the lowest set bit of m (nonzero): the compiler's count of trailing zeros where
+// it has one, else a binary search (the runtime keeps to standard C++17 elsewhere).
+constexpr int lowest_bit_portable(std::uint64_t m) {
+  int n = 0;
+  for (int width = 32; width > 0; width /= 2) {
+    const std::uint64_t low = (std::uint64_t{1} << width) - 1;
+    if ((m & low) == 0) {
+      m >>= width;
+      n += width;
+    }
+  }
+  return n;
+}
+constexpr int lowest_bit(std::uint64_t m) {
+#if defined(__GNUC__)
+  return __builtin_ctzll(m);
+#else
+  return lowest_bit_portable(m);
+#endif
+}
+
 // Dependency tokens from data hazards (vta/hw/dep_tracker.hpp describes the scheme). The
 // regions and their states are the caller's arrays (`count` of each).
 class DepTracker {
@@ -649,7 +681,7 @@ class DepTracker {
       };
       if (count_ <= 64) {  // the overlapping regions, from the bit set
         for (std::uint64_t m = states_[accesses[i].region].overlaps; m != 0; m &= m - 1)
-          hazard(states_[__builtin_ctzll(m)]);
+          hazard(states_[lowest_bit(m)]);
       } else {
         const SramRegion& mine = regions_[accesses[i].region];
         for (std::size_t r = 0; r < count_; ++r)
