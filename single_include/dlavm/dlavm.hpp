@@ -50040,8 +50040,10 @@ class Session {
     block_ = Api::mem_alloc(bytes == 0 ? 1 : bytes, 1);
     if (block_ == nullptr) return fail(ModelStatus::NoMemory);
     phys_ = Api::phy_addr(block_);
-    // every planned offset keeps its alignment only if the block keeps the plan's
-    if ((phys_ - info.base) % info.alignment != 0) return fail(ModelStatus::Misaligned);
+    // every planned offset keeps its alignment only if the block keeps the plan's (a plan of
+    // alignment 0 keeps none)
+    if (info.alignment == 0 || (phys_ - info.base) % info.alignment != 0)
+      return fail(ModelStatus::Misaligned);
     device_ = Api::device_alloc();
     if (device_ == nullptr) return fail(ModelStatus::NoMemory);
     return ModelStatus::Ok;
@@ -50084,7 +50086,9 @@ class Session {
   ModelStatus place(const StaticStream* streams, std::size_t n) {
     if (!is_open()) return fail(ModelStatus::NotOpen);
     for (std::size_t k = 0; k < n; ++k)
-      if (!place_one(streams[k], streams[k].insns, nullptr)) return fail(ModelStatus::AddressRange);
+      if (const ModelStatus st = place_one(streams[k], streams[k].insns, nullptr);
+          st != ModelStatus::Ok)
+        return fail(st);
     streams_ = true;
     return ModelStatus::Ok;
   }
@@ -50101,7 +50105,8 @@ class Session {
       return fail(ModelStatus::WrongModel);
     const std::uint8_t* p = file + kFileHeaderBytes;
     for (std::size_t k = 0; k < n; ++k) {
-      if (!place_one(streams[k], nullptr, p)) return fail(ModelStatus::AddressRange);
+      if (const ModelStatus st = place_one(streams[k], nullptr, p); st != ModelStatus::Ok)
+        return fail(st);
       p += streams[k].insn_count * sizeof(InsnWord) + streams[k].uop_count * 4;
     }
     streams_ = true;
@@ -50187,8 +50192,10 @@ class Session {
     if (n > 0) std::memcpy(at<std::uint8_t>(addr), src, n);
   }
   // Copies a static stream's words and micro-ops to its slots, its DRAM addresses moved to
-  // where the driver's block is; false when a moved address leaves its field.
-  bool place_one(const StaticStream& s, const InsnWord* words, const std::uint8_t* bytes) {
+  // where the driver's block is: AddressRange when a moved address leaves its field,
+  // Misaligned when the block's distance from the plan is no whole number of an instruction's
+  // elements (a plan aligned to less than set_target's element bytes).
+  ModelStatus place_one(const StaticStream& s, const InsnWord* words, const std::uint8_t* bytes) {
     InsnWord* dst = at<InsnWord>(s.insn_addr);
     for (std::uint32_t i = 0; i < s.insn_count; ++i) {
       if (words != nullptr) {
@@ -50212,17 +50219,18 @@ class Session {
     // the block sits `delta` bytes from the plan (either way): move every DRAM address by it,
     // in elements of the instruction's memory (open checked the block keeps the alignment)
     const auto delta = static_cast<std::int64_t>(phys_ - info_->base);
-    if (delta == 0) return true;
+    if (delta == 0) return ModelStatus::Ok;
     const FieldPos dram = layout_.pos(Form::Mem, Field::dram_base);
     const FieldPos mem = layout_.pos(Form::Mem, Field::memory_type);
     for (std::uint32_t i = 0; i < s.reloc_count; ++i) {
       InsnWord& word = dst[s.relocs[i]];
       const std::uint64_t m = get_field(word, mem);
-      if (m >= static_cast<std::uint64_t>(kMemIdCount) ||
-          !add_to_field(word, dram, delta / static_cast<std::int64_t>(elem_.of[m])))
-        return false;
+      if (m >= static_cast<std::uint64_t>(kMemIdCount)) return ModelStatus::AddressRange;
+      const auto elem = static_cast<std::int64_t>(elem_.of[m]);
+      if (elem <= 0 || delta % elem != 0) return ModelStatus::Misaligned;
+      if (!add_to_field(word, dram, delta / elem)) return ModelStatus::AddressRange;
     }
-    return true;
+    return ModelStatus::Ok;
   }
   ModelStatus run_at(std::uint64_t insn_addr, std::uint32_t count) {
     // the CPU wrote the streams and the host steps' values: VTA must see them, and the CPU

@@ -7,7 +7,8 @@
 // The model is a vector add built with vta::Builder (two ACC loads, an ALU add, a store) and a
 // second stream (a copy), at planned addresses. Checked: the open / close / ready state
 // machine and the status of each call made out of order (NotOpen, NotLoaded), NoMemory and
-// Misaligned from the driver's block, no leak of the block or the device, load_params'
+// Misaligned from the driver's block (and from a plan aligned to less than an instruction's
+// elements, or to 0), no leak of the block or the device, load_params'
 // checks (WrongModel for another checksum or size, the file's own statuses), placing from
 // the words and from an insts file leaving identical memory, the relocation of every DRAM
 // address by the block's distance from the plan in either direction (each placed field
@@ -423,6 +424,38 @@ TEST_CASE("runtime session: NoMemory and Misaligned from the driver; nothing lea
     fake.phys = 0x100000 - 0x300;
     rt::Session<FakeApi> s;
     CHECK(s.open(m.info) == ModelStatus::Ok);
+  }
+  SUBCASE("a plan aligned to less than an instruction's elements, or to nothing") {
+    // a hand-written ModelInfo: 16-byte alignment holds the block 16 bytes off, but the
+    // streams' accumulator loads move in elements of 64 bytes, which 16 bytes are not
+    Model loose = make_model(0x100000);
+    loose.info.alignment = 16;
+    for (const u64 off : {u64{16}, u64{48}}) {
+      CAPTURE(off);
+      fake = Fake{};
+      fake.phys = 0x100000 + off;
+      rt::Session<FakeApi> s;
+      REQUIRE(s.open(loose.info) == ModelStatus::Ok);
+      CHECK(s.place(loose.streams.data(), loose.streams.size()) == ModelStatus::Misaligned);
+      CHECK(s.place(loose.streams.data(), loose.streams.size(), loose.insts.data(),
+                    loose.insts.size()) == ModelStatus::Misaligned);
+      CHECK(s.status() == ModelStatus::Misaligned);
+    }
+    // 64 bytes off: every element a whole number away, placed
+    fake = Fake{};
+    fake.phys = 0x100000 + 64;
+    {
+      rt::Session<FakeApi> s;
+      REQUIRE(s.open(loose.info) == ModelStatus::Ok);
+      CHECK(s.place(loose.streams.data(), loose.streams.size()) == ModelStatus::Ok);
+    }
+    Model none = make_model(0x100000);
+    none.info.alignment = 0;
+    fake = Fake{};
+    fake.phys = 0x100000;
+    rt::Session<FakeApi> s;
+    CHECK(s.open(none.info) == ModelStatus::Misaligned);
+    CHECK_FALSE(s.is_open());
   }
 }
 
