@@ -49980,6 +49980,7 @@ struct VtaDriverApi {
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 namespace dlavm::runtime {
 
@@ -50036,7 +50037,12 @@ class Session {
   ModelStatus open(const ModelInfo& info) {
     close();
     info_ = &info;
-    const auto bytes = static_cast<std::size_t>(info.end - info.base);
+    // the block's bytes, as the allocator's size_t and the driver's int cache calls take them
+    // (run_at): a plan larger than an int is NoMemory, not a smaller block or a negative span
+    const std::uint64_t span = info.end - info.base;
+    if (info.end < info.base || span > std::uint64_t{std::numeric_limits<int>::max()})
+      return fail(ModelStatus::NoMemory);
+    const auto bytes = static_cast<std::size_t>(span);
     block_ = Api::mem_alloc(bytes == 0 ? 1 : bytes, 1);
     if (block_ == nullptr) return fail(ModelStatus::NoMemory);
     phys_ = Api::phy_addr(block_);

@@ -425,6 +425,28 @@ TEST_CASE("runtime session: NoMemory and Misaligned from the driver; nothing lea
     rt::Session<FakeApi> s;
     CHECK(s.open(m.info) == ModelStatus::Ok);
   }
+  SUBCASE("a plan no int counts, or that ends before it begins: no block is asked for") {
+    // the driver's cache calls take the block's bytes as an int: 2 GiB would be negative, and
+    // 4 GiB a block of 0 bytes where size_t has 32 bits
+    for (const u64 span : {u64{0x80000000}, u64{0x100000000}, u64{0xC0000000}}) {
+      CAPTURE(span);
+      Model big = make_model(0x100000);
+      big.info.end = big.info.base + span;
+      fake = Fake{};
+      {
+        rt::Session<FakeApi> s;
+        CHECK(s.open(big.info) == ModelStatus::NoMemory);
+        CHECK_FALSE(s.is_open());
+      }
+      CHECK(fake.mem_allocs == 0);
+    }
+    Model backwards = make_model(0x100000);
+    backwards.info.end = backwards.info.base - 0x100;
+    fake = Fake{};
+    rt::Session<FakeApi> s;
+    CHECK(s.open(backwards.info) == ModelStatus::NoMemory);
+    CHECK(fake.mem_allocs == 0);
+  }
   SUBCASE("a plan aligned to less than an instruction's elements, or to nothing") {
     // a hand-written ModelInfo: 16-byte alignment holds the block 16 bytes off, but the
     // streams' accumulator loads move in elements of 64 bytes, which 16 bytes are not
