@@ -96,6 +96,26 @@ TEST_CASE("emit: ops without firmware kernels and unwritable places are refused 
         "state %k_cache grows along `last_token`; the firmware header keeps states of constant "
         "shape, or a growing state that only VTA matmuls read (held packed, appended to in "
         "place)");
+  // a state that starts at a minimum of positions: Executor::run starts it there, the
+  // firmware's open() empty
+  auto from_one = ne::var("held", 1, 9);
+  auto held = graph::state_input("held", {from_one, 16}, DType::int8());
+  auto more = graph::concat({held, rows}, {.axis = 0});
+  fails(graph::function({rows}, {graph::cast(more, DType::int32())}, {{held, more}}),
+        "state %held grows along `held` of minimum 1; the firmware header starts every state "
+        "empty (0 positions): give the dim minimum 0");
+}
+
+TEST_CASE("emit: an int64 bound of INT64_MIN is a literal the compiler takes") {
+  // -9223372036854775808LL is unsigned's 2^63 negated: C++ has no literal for INT64_MIN
+  const dlavm_test::TempDir dir("dlavm_emit_min");
+  auto x = graph::input("x", {4}, DType::int64());
+  auto mod = graph::build(graph::function({x}, {graph::clip(x, {.lo = -1e30, .hi = 5})}),
+                          graph::Target{}, {.name = "lowest"});
+  const auto header = slurp(deploy::emit(mod, dir.str()).header);
+  CHECK(header.find("std::int64_t((-9223372036854775807LL - 1))") != std::string::npos);
+  CHECK(header.find("9223372036854775808") == std::string::npos);
+  CHECK(header.find("std::int64_t(5LL)") != std::string::npos);
 }
 
 TEST_CASE("emit: a missing directory is an error naming the file") {

@@ -176,6 +176,43 @@ TEST_CASE("firmware: bad files, dims and calls get error codes, and nothing runs
         std::string::npos);
 }
 
+TEST_CASE("firmware: a session another model opened gets WrongModel, nullptr and 0") {
+  // every header shares one Session type: the calls and accessors check whose memory it holds
+  const auto& mlp_entry = entry("mlp");
+  const auto& llm_entry = entry("llm_layer");
+  Session s;
+  CHECK(mlp::input_x(s) == nullptr);  // nothing open
+  CHECK(llm_layer::state_k_cache_length(s) == 0);
+  REQUIRE(mlp_entry.open(s) == Status::Ok);
+  const auto weights = read(dir() + "/mlp.weights.bin");
+  REQUIRE(mlp_entry.load_params(s, weights.data(), weights.size()) == Status::Ok);
+  REQUIRE(mlp_entry.prepare(s) == Status::Ok);
+  CHECK(mlp::input_x(s) != nullptr);
+  const std::int64_t one[] = {1};
+  const auto llm_weights = read(dir() + "/llm_layer.weights.bin");
+  CHECK(llm_entry.load_params(s, llm_weights.data(), llm_weights.size()) == Status::WrongModel);
+  CHECK(llm_entry.prepare(s) == Status::WrongModel);
+  CHECK(llm_entry.run(s, one) == Status::WrongModel);
+  CHECK(llm_layer::input_x(s) == nullptr);
+  CHECK(llm_layer::output_0(s) == nullptr);
+  CHECK(llm_layer::state_k_cache_packed(s) == nullptr);
+  CHECK(llm_layer::state_k_cache_length(s) == 0);
+  CHECK(llm_entry.input(s, 0) == nullptr);
+  CHECK(mlp_entry.run(s, one) == Status::Ok);  // its own model still runs
+}
+
+TEST_CASE("firmware: byte counts are 0 for a dim run() refuses") {
+  // mlp's batch is in [1, 256]: a copy sized by input_x_bytes before run() writes nothing
+  static_assert(mlp::input_x_bytes(256) > 0);
+  static_assert(mlp::input_x_bytes(257) == 0);
+  CHECK(mlp::input_x_bytes(1) > 0);
+  CHECK(mlp::input_x_bytes(0) == 0);
+  CHECK(mlp::input_x_bytes(-1) == 0);
+  CHECK(mlp::input_x_bytes(std::int64_t{1} << 58) == 0);  // no overflow on the way
+  CHECK(mlp::output_0_bytes(257) == 0);
+  CHECK(mlp::output_0_bytes(256) == mlp::output_0_bytes(128) * 2);
+}
+
 TEST_CASE("firmware: a KV cache too small for a run is refused, and the cache is unchanged") {
   // llm_layer holds at most 32 positions (last_token in [0, 31]); the cache starts empty
   const auto& e = entry("llm_layer");

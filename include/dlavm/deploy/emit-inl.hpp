@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace dlavm::deploy {
@@ -154,6 +155,16 @@ class HeaderPrinter {
   static std::string counters(std::uint64_t at) {
     return fmt::format("s.template at<std::int64_t>({:#x}ULL)", at);
   }
+  // A literal of v as a long long: INT64_MIN has none (its magnitude is no long long), so it is
+  // the expression the compiler folds.
+  static std::string int64_literal(std::int64_t v) {
+    if (v == std::numeric_limits<std::int64_t>::min()) return "(-9223372036854775807LL - 1)";
+    return fmt::format("{}LL", v);
+  }
+  // An accessor's value where the session is this model's, `other` where it is not.
+  static std::string mine(const std::string& value, const std::string& other) {
+    return fmt::format("is_this_model(s) ? {} : {}", value, other);
+  }
   std::string ptr(std::size_t v) const {
     return fmt::format("s.template at<{}>({:#x}ULL)", type_of(v), p_.memory.address(v));
   }
@@ -177,9 +188,11 @@ class HeaderPrinter {
       case K::Dim:
         return expr(a.expr);
       case K::Int:
-        return fmt::format("{}{}", a.value, a.suffix);
+        return a.value == std::numeric_limits<std::int64_t>::min()
+                   ? int64_literal(a.value)
+                   : fmt::format("{}{}", a.value, a.suffix);
       case K::Typed:
-        return fmt::format("{}({}LL)", type_of(value(a.index)), a.value);
+        return fmt::format("{}({})", type_of(value(a.index)), int64_literal(a.value));
       case K::Float:
         return float_literal(static_cast<float>(a.number));
       case K::Bool:
@@ -257,17 +270,24 @@ class HeaderPrinter {
     for (std::size_t k = 0; k < p_.dims.size(); ++k)
       put(out, "//   d{} = {} in [{}, {}]\n", k, p_.dims[k].var.name(), p_.dims[k].var.min(),
           p_.dims[k].var.max());
+    put(out,
+        "\n// Whether session `s` holds this model's memory (this header's open() opened it): "
+        "another\n// model's session gets nullptr and 0 from the functions below and WrongModel "
+        "from the calls.\n"
+        "inline bool is_this_model(const Session& s) {{ return s.is_open() && &s.info() == "
+        "&kInfo; }}\n");
     put(out, "\n// Inputs, outputs and states: row-major arrays in the runtime (cache) region.\n");
     const auto& sig = m_.signature();
     for (auto p : sig.params) {
       const auto name = identifier(m_.values()[p].param);
       put(out, "// {}\ninline {}* input_{}(Session& s) {{ return {}; }}\n", describe(p), type_of(p),
-          name, ptr(p));
+          name, mine(ptr(p), "nullptr"));
       byte_size(out, fmt::format("input_{}_bytes", name), p);
     }
     for (std::size_t k = 0; k < sig.results.size(); ++k) {
       put(out, "// {}\ninline const {}* output_{}(Session& s) {{ return {}; }}\n",
-          describe(sig.results[k]), type_of(sig.results[k]), k, ptr(sig.results[k]));
+          describe(sig.results[k]), type_of(sig.results[k]), k,
+          mine(ptr(sig.results[k]), "nullptr"));
       byte_size(out, fmt::format("output_{}_bytes", k), sig.results[k]);
     }
     for (std::size_t i = 0; i < sig.state.size(); ++i) {
@@ -276,20 +296,22 @@ class HeaderPrinter {
       if (st.packed) {
         put(out,
             "// {}: held packed as {}\ninline std::int64_t state_{}_length(Session& s) {{ return "
-            "{}[0]; }}\ninline const {}* state_{}_packed(Session& s) {{ return {}; }}\n",
+            "{}; }}\ninline const {}* state_{}_packed(Session& s) {{ return {}; }}\n",
             m_.values()[st.value].name, describe(*st.packed), name,
-            counters(*p_.commits[i].counters), type_of(*st.packed), name, ptr(*st.packed));
+            mine(counters(*p_.commits[i].counters) + "[0]", "0"), type_of(*st.packed), name,
+            mine(ptr(*st.packed), "nullptr"));
         continue;
       }
       put(out, "// {}\ninline {}* state_{}(Session& s) {{ return {}; }}\n", describe(st.value),
-          type_of(st.value), name, ptr(st.value));
+          type_of(st.value), name, mine(ptr(st.value), "nullptr"));
     }
   }
 
   // The bytes of value v (its logical dims times its element's size) as a constexpr function
   // of the dims run() takes, so that firmware sizes its buffers from the header: a constant
-  // for a model whose dims are all static. A value whose size depends on a growing state's
-  // length reads that length from the session.
+  // for a model whose dims are all static; 0 for a dim outside its range, which run() refuses
+  // (so that a copy sized by it before run() writes nothing). A value whose size depends on a
+  // growing state's length reads that length from the session (0 for another model's).
   void byte_size(fmt::memory_buffer& out, const std::string& name, std::size_t v) const {
     const auto& value = m_.values()[v];
     ne::Expr elements = 1;
@@ -300,12 +322,17 @@ class HeaderPrinter {
     for (const auto& var : ne::free_vars(elements))
       for (std::size_t k = p_.param_dims; k < p_.dims.size(); ++k)
         growing = growing || p_.dims[k].var.name() == var.as<ne::VarNode>()->name;
-    if (growing) args.push_back("Session& s");
+    if (growing) {
+      args.push_back("Session& s");
+      body.push_back("  if (!is_this_model(s)) return 0;\n");
+    }
     for (std::size_t k = 0; k < p_.param_dims; ++k) {
-      args.push_back(
-          fmt::format("[[maybe_unused]] std::int64_t {}", identifier(p_.dims[k].var.name())));
-      body.push_back(fmt::format("  [[maybe_unused]] const std::int64_t d{} = {};\n", k,
-                                 identifier(p_.dims[k].var.name())));
+      const auto& var = p_.dims[k].var;
+      const auto id = identifier(var.name());
+      args.push_back(fmt::format("[[maybe_unused]] std::int64_t {}", id));
+      body.push_back(
+          fmt::format("  if ({0} < {1} || {0} > {2}) return 0;\n", id, var.min(), var.max()));
+      body.push_back(fmt::format("  [[maybe_unused]] const std::int64_t d{} = {};\n", k, id));
     }
     if (growing)
       for (std::size_t k = p_.param_dims; k < p_.dims.size(); ++k)
@@ -403,13 +430,19 @@ class HeaderPrinter {
     put(out,
         "// Checks the weights file and copies it to the weight region.\n"
         "inline dlavm::runtime::ModelStatus load_params(Session& s, const std::uint8_t* file, "
-        "std::size_t size) {{\n  return s.load_params(file, size);\n}}\n");
+        "std::size_t size) {{\n"
+        "  if (s.is_open() && !is_this_model(s)) return dlavm::runtime::ModelStatus::WrongModel;\n"
+        "  return s.load_params(file, size);\n}}\n");
     const auto n = p_.streams.size();
     put(out,
         "// Places the static streams: from the words above, or from the insts file.\n"
-        "inline dlavm::runtime::ModelStatus prepare(Session& s) {{\n  return s.place({}, {});\n}}\n"
+        "inline dlavm::runtime::ModelStatus prepare(Session& s) {{\n"
+        "  if (s.is_open() && !is_this_model(s)) return dlavm::runtime::ModelStatus::WrongModel;\n"
+        "  return s.place({}, {});\n}}\n"
         "inline dlavm::runtime::ModelStatus prepare(Session& s, const std::uint8_t* file, "
-        "std::size_t size) {{\n  return s.place({}, {}, file, size);\n}}\n",
+        "std::size_t size) {{\n"
+        "  if (s.is_open() && !is_this_model(s)) return dlavm::runtime::ModelStatus::WrongModel;\n"
+        "  return s.place({}, {}, file, size);\n}}\n",
         n ? "kStreams" : "nullptr", n, n ? "kStreams" : "nullptr", n);
     run_function(out);
   }
@@ -424,7 +457,8 @@ class HeaderPrinter {
         "\n// Runs the model for the dims given: every step in order.\n"
         "inline dlavm::runtime::ModelStatus run({}) {{\n"
         "  using dlavm::runtime::ModelStatus;\n"
-        "  if (!s.ready()) return ModelStatus::NotLoaded;\n",
+        "  if (!s.ready()) return ModelStatus::NotLoaded;\n"
+        "  if (!is_this_model(s)) return ModelStatus::WrongModel;\n",
         fmt::join(args, ", "));
     run_dims(out);
     put(out, "  ModelStatus st = ModelStatus::Ok;\n");

@@ -126,13 +126,21 @@ class FirmwarePlanner {
   // or is a growing one held packed (appended to in place).
   void check_states() const {
     for (const auto& st : m_.signature().state)
-      for (const auto& d : m_.values()[st.value].shape)
+      for (const auto& d : m_.values()[st.value].shape) {
+        // open() zeroes the counters: a state starts empty, where Executor::run starts it at
+        // its dim's minimum
+        if (const auto* v = d.as<ne::VarNode>(); v != nullptr && v->min != 0)
+          raise<ValueError>(
+              "deploy::emit: module '{}': state {} grows along `{}` of minimum {}; the firmware "
+              "header starts every state empty (0 positions): give the dim minimum 0",
+              m_.name(), m_.values()[st.value].name, d, v->min);
         if (!d.is_const() && !st.packed)
           raise<ValueError>(
               "deploy::emit: module '{}': state {} grows along `{}`; the firmware header keeps "
               "states of constant shape, or a growing state that only VTA matmuls read (held "
               "packed, appended to in place)",
               m_.name(), m_.values()[st.value].name, d);
+      }
   }
 
   // ---- streams ----------------------------------------------------------------------------
