@@ -43,6 +43,14 @@ std::uint64_t u64(const std::uint8_t* p) {
 
 void print_line(const char* line, void*) { std::printf("    %s\n", line); }
 
+// Whether an input of `bytes` is the size the header gives for the run's dims.
+bool fits(const char* model, std::size_t bytes, std::size_t expected) {
+  if (bytes == expected) return true;
+  std::printf("FAIL: %s: an input of %zu bytes, where the header's count is %zu\n", model, bytes,
+              expected);
+  return false;
+}
+
 bool ok(dlavm::runtime::ModelStatus st, const char* what) {
   if (st == dlavm::runtime::ModelStatus::Ok) return true;
   std::printf("FAIL: %s: %s\n", what, dlavm::runtime::status_name(st));
@@ -50,7 +58,8 @@ bool ok(dlavm::runtime::ModelStatus st, const char* what) {
 }
 
 // Each reference record: the dim value, the input's bytes, the output's bytes. `run` copies
-// the input in, runs, and returns the output's address. At most `most` records are run.
+// the input in, runs, and returns the output's address. At most `most` records are run; a
+// record longer than the file is an error, not a read past it.
 template <class Run>
 bool check_runs(const char* model, const std::uint8_t* ref, std::size_t size, Run run,
                 long most = -1) {
@@ -58,8 +67,18 @@ bool check_runs(const char* model, const std::uint8_t* ref, std::size_t size, Ru
   long runs = 0;
   while (at + 16 <= size && runs != most) {
     const std::uint64_t dim = u64(ref + at), in_bytes = u64(ref + at + 8);
+    if (in_bytes > size - at - 16 || size - at - 16 - in_bytes < 8) {
+      std::printf("FAIL: %s: a reference record of %llu input bytes past the file's end\n", model,
+                  static_cast<unsigned long long>(in_bytes));
+      return false;
+    }
     const std::uint8_t* in = ref + at + 16;
     const std::uint64_t out_bytes = u64(in + in_bytes);
+    if (out_bytes > size - at - 24 - in_bytes) {
+      std::printf("FAIL: %s: a reference record of %llu output bytes past the file's end\n", model,
+                  static_cast<unsigned long long>(out_bytes));
+      return false;
+    }
     const std::uint8_t* expected = in + in_bytes + 8;
     at += 24 + in_bytes + out_bytes;
     const void* out = nullptr;
@@ -91,6 +110,7 @@ bool run_resnet18(const char* dir, bool log) {
   n = read_file(dir, "resnet18.reference.bin", reference, sizeof reference);
   return check_runs("resnet18", reference, n,
                     [&](std::int64_t, const std::uint8_t* in, std::size_t bytes, const void*& out) {
+                      if (!fits("resnet18", bytes, resnet18::input_data_bytes())) return false;
                       std::memcpy(resnet18::input_data(net), in, bytes);
                       out = resnet18::output_0(net);
                       return ok(resnet18::run(net, workspace), "resnet18 run");
@@ -111,6 +131,8 @@ bool run_mlp(const char* dir, bool log) {
   const bool same = check_runs(
       "mlp", reference, n,
       [&](std::int64_t batch, const std::uint8_t* in, std::size_t bytes, const void*& out) {
+        // the header's byte count is 0 for a batch run() refuses: nothing is copied then
+        if (!fits("mlp", bytes, mlp::input_x_bytes(batch))) return false;
         std::memcpy(mlp::input_x(mlp), in, bytes);
         out = mlp::output_0(mlp);
         return ok(mlp::run(mlp, workspace, batch), "mlp run");
@@ -137,6 +159,7 @@ bool run_llm_layer(const char* dir, bool log, long runs) {
   const bool same = check_runs(
       "llm_layer", reference, n,
       [&](std::int64_t token, const std::uint8_t* in, std::size_t bytes, const void*& out) {
+        if (!fits("llm_layer", bytes, llm_layer::input_x_bytes(token))) return false;
         std::memcpy(llm_layer::input_x(llm), in, bytes);
         out = llm_layer::output_0(llm);
         const std::int64_t held = llm_layer::state_k_cache_length(llm);
