@@ -130,7 +130,7 @@ expect 2 "input %image is float32[2, 3, 4, 4], expected float32[2, 3, 8, 8]" -- 
   run "$model" --dims batch=1..4 --input "image=$dir/image_small.npy"
 expect 2 "input %image is int8[2, 3, 8, 8], expected float32[2, 3, 8, 8]" -- \
   run "$model" --dims batch=1..4 --input "image=$dir/image_int8.npy"
-expect 2 "--input image: '$dir/nothing.npy' cannot be opened" -- \
+expect 2 "--input image: '$dir/nothing.npy': no such file" -- \
   run "$model" --dims batch=1..4 --input "image=$dir/nothing.npy"
 expect 2 "--input image: $model: not a .npy file" -- \
   run "$model" --dims batch=1..4 --input "image=$model"
@@ -154,4 +154,34 @@ expect 2 "--preset: no VTA preset named 'pynk'; the presets are sim, pynq" -- in
   --preset pynk
 expect 2 "--preset and --vta-config both name the VTA" -- inspect mlp --preset pynq \
   --vta-config "$dir/de10.json"
+# paths and values a user can get wrong: refused with status 2, nothing run or overwritten
+expect 2 "is a directory, not a file" -- inspect "$dir"
+expect 2 "--input image: '$dir' is a directory, not a file" -- \
+  run "$model" --dims batch=1..4 --input "image=$dir"
+expect 2 "--input image is given twice" -- run "$model" --dims batch=1..4 \
+  --input "image=$dir/image.npy" --input "image=$dir/image.npy"
+expect 2 "--dims batch is given twice" -- inspect "$model" --dims batch=1..4 --dims batch=2..2
+expect 2 "--output: '$model' is not a directory" -- run "$model" --dims batch=1..4 \
+  --input "image=$dir/image.npy" --output "$model"
+expect 2 "--dump: '$model' is not a directory" -- run "$model" --dims batch=1..4 \
+  --input "image=$dir/image.npy" --dump "$model"
+expect 2 "-o: '$model' is not a directory" -- compile "$model" --dims batch=1..4 -o "$model"
+expect 2 "--ns: 'class' is a C++ keyword" -- compile mlp -o "$dir/fw_class" --ns class
+expect 2 "--ns: '1abc' is no C++ identifier" -- compile mlp -o "$dir/fw_1abc" --ns 1abc
+expect 2 "--top: Value -1 not in range" -- tune mlp --log "$dir/top.log" --top -1
+expect 2 "--budget: nan is no number" -- tune mlp --log "$dir/nan.log" --budget nan
+# a file that is no tuning log is left as it is by --resume
+cp "$model" "$dir/victim.onnx"
+expect 2 "is not a tuning log (no line of it is a record); it is left as it is" -- \
+  tune "$model" --dims batch=1..4 --log "$dir/victim.onnx" --resume
+cmp -s "$model" "$dir/victim.onnx" || { echo "FAIL --resume changed a file that is no log"; failed=1; }
+# --svg's path reaches Graphviz's dot as an argument, never through a shell
+if ! (cd "$dir" && "$dlavm" inspect mlp --svg "x'; touch INJECTED; '.svg" > /dev/null 2>&1) ||
+  [ -e "$dir/INJECTED" ] || ! grep -q "<svg" "$dir/x'; touch INJECTED; '.svg"; then
+  echo "FAIL --svg with a quote in its path"
+  failed=1
+else
+  echo "ok   dlavm inspect mlp --svg (a path with a quote: written, nothing else run)"
+fi
+expect 2 "--svg: cannot write" -- inspect mlp --svg "$dir/none/x.svg"
 exit $failed

@@ -43,12 +43,16 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <spawn.h>
 #include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -95,6 +99,29 @@ std::pair<std::string, std::string> name_value(const std::string& flag, const st
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
+// A file the user named as `flag` to read: it exists and is a regular file (a directory, a
+// device such as /dev/zero or a pipe is refused before anything reads it).
+void input_file(std::string_view flag, const std::string& path) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) throw BadInput(fmt::format("{}'{}': no such file", flag, path));
+  if (fs::is_directory(st))
+    throw BadInput(fmt::format("{}'{}' is a directory, not a file", flag, path));
+  if (!fs::is_regular_file(st))
+    throw BadInput(fmt::format("{}'{}' is not a regular file", flag, path));
+}
+
+// A folder the user named as `flag` to write into, created where it is missing.
+void output_directory(std::string_view flag, const std::string& path) {
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec))
+    throw BadInput(fmt::format("{}: '{}' is not a directory", flag, path));
+  fs::create_directories(path, ec);
+  if (ec || !fs::is_directory(path))
+    throw BadInput(fmt::format("{}: cannot create the directory '{}' ({})", flag, path,
+                               ec ? ec.message() : "not a directory"));
+}
+
 // --dims NAME=MIN..MAX: the range of a symbolic dim of an ONNX model's inputs.
 decltype(onnx::ImportOptions::dims) dim_ranges(const std::vector<std::string>& specs) {
   decltype(onnx::ImportOptions::dims) out;
@@ -103,6 +130,7 @@ decltype(onnx::ImportOptions::dims) dim_ranges(const std::vector<std::string>& s
     const auto dots = range.find("..");
     if (dots == std::string::npos)
       throw BadInput(fmt::format("--dims {}: the range is MIN..MAX, not '{}'", name, range));
+    if (out.count(name) != 0) throw BadInput(fmt::format("--dims {} is given twice", name));
     const auto lo = integer("--dims " + name, range.substr(0, dots));
     const auto hi = integer("--dims " + name, range.substr(dots + 2));
     if (lo < 1 || hi < lo)
@@ -152,6 +180,7 @@ graph::Function load_model(const ModelSpec& spec) {
         fmt::format("'{}': no such file (and no gallery model of that name: resnet18, "
                     "mlp)",
                     model));
+  input_file("", model);
   onnx::ImportOptions options;
   options.dims = dim_ranges(dims);
   try {
@@ -167,6 +196,7 @@ std::string millions(double v) { return fmt::format("{:.2f} M", v / 1e6); }
 // unreadable lines printed as warnings.
 tune::Log read_tune_log(const std::string& path, std::string_view flag = "") {
   if (!fs::exists(path)) throw BadInput(fmt::format("{}'{}': no such log", flag, path));
+  input_file(flag, path);
   auto log = tune::read_log(fs::path(path));
   dlavm_tools::print_warnings(log.warnings);
   return log;
@@ -198,6 +228,33 @@ graph::Module build_model(const graph::Function& fn, const graph::Target& target
   return mod;
 }
 
+// Graphviz's dot, run without a shell (the paths go to it as they are), renders `dot` as SVG.
+void render_svg(const std::string& dot, const std::string& svg_path) {
+  const fs::path tmp = fs::path(svg_path).concat(".dot");
+  {
+    std::ofstream out(tmp);
+    if (!(out << dot))
+      throw BadInput(fmt::format("--svg: cannot write '{}' beside '{}'", tmp.string(), svg_path));
+  }
+  const std::string tmp_path = tmp.string();
+  std::vector<std::string> args = {"dot", "-Tsvg", tmp_path, "-o", svg_path};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, "dot", nullptr, nullptr, argv.data(), environ);
+  int status = 0;
+  const bool waited = spawned == 0 && waitpid(pid, &status, 0) == pid;
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  if (spawned != 0)
+    throw ValueError(
+        "--svg: Graphviz's dot cannot be run; is it installed (apt install graphviz)?");
+  if (!waited || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw BadInput(fmt::format("--svg: Graphviz's dot could not write '{}' (exit status {})",
+                               svg_path, waited && WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+}
+
 int inspect(const ModelSpec& spec, const std::string& dot_path, const std::string& svg_path) {
   const auto& model = spec.model;
   const auto fn = load_model(spec);
@@ -218,17 +275,7 @@ int inspect(const ModelSpec& spec, const std::string& dot_path, const std::strin
     std::ofstream out(dot_path);
     if (!(out << dot)) throw BadInput(fmt::format("--dot: cannot write '{}'", dot_path));
   }
-  if (!svg_path.empty()) {
-    const fs::path tmp = fs::path(svg_path).concat(".dot");
-    std::ofstream(tmp) << dot;
-    const auto command = fmt::format("dot -Tsvg '{}' -o '{}'", tmp.string(), svg_path);
-    const int status = std::system(command.c_str());
-    fs::remove(tmp);
-    if (status != 0)
-      throw ValueError(fmt::format(
-          "--svg: Graphviz's dot failed (status {}); is it installed (apt install graphviz)?",
-          status));
-  }
+  if (!svg_path.empty()) render_svg(dot, svg_path);
   return 0;
 }
 
@@ -241,6 +288,9 @@ int run(const ModelSpec& spec, const std::vector<std::string>& input_specs,
   std::vector<std::pair<std::string, te::NDArray>> arrays;
   for (const auto& spec : input_specs) {
     const auto [name, path] = name_value("--input", spec);
+    if (std::ranges::any_of(arrays, [&](const auto& a) { return a.first == name; }))
+      throw BadInput(fmt::format("--input {} is given twice", name));
+    input_file(fmt::format("--input {}: ", name), path);
     try {
       arrays.emplace_back(name, te::read_npy(path));
     } catch (const Error& e) {
@@ -261,6 +311,8 @@ int run(const ModelSpec& spec, const std::vector<std::string>& input_specs,
               v != nullptr &&
               std::ranges::none_of(binds, [&](const auto& b) { return b.first == v->name; }))
             binds.emplace_back(v->name, a.shape()[k]);
+  if (!output_dir.empty()) output_directory("--output", output_dir);
+  if (!dump_dir.empty()) output_directory("--dump", dump_dir);
   auto mod = build_model(fn, target, "model", tune_log);
   vta::SimDevice dev(target.env.config);
   graph::Executor exec(mod, dev);
@@ -278,7 +330,6 @@ int run(const ModelSpec& spec, const std::vector<std::string>& input_specs,
                  ? 0.0
                  : 100.0 * static_cast<double>(roofline) / static_cast<double>(last.vta_cycles),
              roofline);
-  if (!output_dir.empty()) fs::create_directories(output_dir);
   for (std::size_t k = 0; k < outputs.size(); ++k) {
     const auto& r = fn.results()[k];
     const auto* call = r.as<graph::CallNode>();
@@ -321,7 +372,8 @@ std::vector<quantization::Sample> calibration_samples(const graph::Function& fn,
   std::vector<quantization::Sample> samples;
   if (fn.params().size() == 1) {
     for (const auto& e : entries)
-      if (e.extension() == ".npy") samples.push_back(sample_of({{fn.params()[0].name(), e}}));
+      if (e.extension() == ".npy" && fs::is_regular_file(e))
+        samples.push_back(sample_of({{fn.params()[0].name(), e}}));
   } else {
     for (const auto& e : entries) {
       if (!fs::is_directory(e)) continue;
@@ -362,13 +414,58 @@ int quantize(const ModelSpec& spec, const std::string& calib, const std::string&
   return 0;
 }
 
+// --ns: the header's namespace as it is, so an identifier of C++ that no keyword takes.
+void check_namespace(const std::string& ns) {
+  static constexpr std::string_view kKeywords[] = {
+      "alignas",       "alignof",     "and",
+      "and_eq",        "asm",         "auto",
+      "bitand",        "bitor",       "bool",
+      "break",         "case",        "catch",
+      "char",          "char8_t",     "char16_t",
+      "char32_t",      "class",       "compl",
+      "concept",       "const",       "consteval",
+      "constexpr",     "constinit",   "const_cast",
+      "continue",      "co_await",    "co_return",
+      "co_yield",      "decltype",    "default",
+      "delete",        "do",          "double",
+      "dynamic_cast",  "else",        "enum",
+      "explicit",      "export",      "extern",
+      "false",         "float",       "for",
+      "friend",        "goto",        "if",
+      "inline",        "int",         "long",
+      "mutable",       "namespace",   "new",
+      "noexcept",      "not",         "not_eq",
+      "nullptr",       "operator",    "or",
+      "or_eq",         "private",     "protected",
+      "public",        "register",    "reinterpret_cast",
+      "requires",      "return",      "short",
+      "signed",        "sizeof",      "static",
+      "static_assert", "static_cast", "struct",
+      "switch",        "template",    "this",
+      "thread_local",  "throw",       "true",
+      "try",           "typedef",     "typeid",
+      "typename",      "union",       "unsigned",
+      "using",         "virtual",     "void",
+      "volatile",      "wchar_t",     "while",
+      "xor",           "xor_eq"};
+  const auto word = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  if (ns.empty() || (ns[0] >= '0' && ns[0] <= '9') || !std::ranges::all_of(ns, word))
+    throw BadInput(fmt::format(
+        "--ns: '{}' is no C++ identifier (letters, digits and _, not a digit first)", ns));
+  if (std::ranges::find(kKeywords, std::string_view(ns)) != std::end(kKeywords))
+    throw BadInput(fmt::format("--ns: '{}' is a C++ keyword", ns));
+}
+
 int compile(const ModelSpec& spec, const std::string& out, const std::string& ns, bool lite,
             const std::string& tune_log) {
   const auto& model = spec.model;
+  check_namespace(ns);
+  output_directory("-o", out);
   const auto fn = load_model(spec);
   const graph::Target target = target_of(spec);
   const auto mod = build_model(fn, target, ns, tune_log);
-  fs::create_directories(out);
   const auto r = deploy::emit(mod, out, {.ns = ns, .lite = lite});
   fmt::print(
       "{}: {} static streams ({} instructions), {} steps replayed per run\n  {}\n  {}\n  "
@@ -430,7 +527,7 @@ int main(int argc, char** argv) {
     cmd->add_option("MODEL", spec.model, "an .onnx file or a gallery model")->required();
     cmd->add_option("--dims", spec.dims, "NAME=MIN..MAX: the range of a symbolic input dim");
     cmd->add_option("--image", spec.image, "the gallery's resnet18: its image size (224)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 4096));
     cmd->add_option("--preset", spec.preset,
                     "the VTA design to build for: sim (the default), pynq, ultra96, zcu104, "
                     "de10nano, tsim");
@@ -483,12 +580,17 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--shard", shard, "I/N: this process's share of the candidates");
   tune_cmd->add_flag("--resume", tune_options.resume, "continue a log that holds records");
   tune_cmd->add_option("--budget", budget, "stop after this many seconds")
-      ->check(CLI::PositiveNumber);
-  tune_cmd->add_option("--top", tune_options.options.top,
-                       "candidates per workload, the cycle model's best first");
-  tune_cmd->add_option("--threads", tune_options.options.threads, "threads evaluating candidates");
-  tune_cmd->add_option("--verify", tune_options.options.verify_every,
-                       "every N-th candidate also run on the simulator");
+      ->check(CLI::Range(1e-3, 1e9));
+  tune_cmd
+      ->add_option("--top", tune_options.options.top,
+                   "candidates per workload, the cycle model's best first")
+      ->check(CLI::Range(1, 1000000000));
+  tune_cmd->add_option("--threads", tune_options.options.threads, "threads evaluating candidates")
+      ->check(CLI::Range(0, 1024));
+  tune_cmd
+      ->add_option("--verify", tune_options.options.verify_every,
+                   "every N-th candidate also run on the simulator")
+      ->check(CLI::Range(0, 1000000000));
   tune_cmd->add_option("--config", tune_options.config, "a knob-space file (dlavm tune-space)");
 
   auto* space_cmd = app.add_subcommand(
@@ -537,6 +639,7 @@ int main(int argc, char** argv) {
     if (*tune_cmd) {
       if (!shard.empty())
         tune_options.options.shard = as_bad_input([&] { return tune::parse_shard(shard); });
+      if (std::isnan(budget)) throw BadInput("--budget: nan is no number of seconds");
       if (budget > 0) tune_options.options.budget_seconds = budget;
       const auto fn = load_model(spec);
       return as_bad_input(
@@ -546,6 +649,12 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "dlavm: {}\n", e.what());
     return 2;
   } catch (const Error& e) {
+    fmt::print(stderr, "dlavm: {}\n", e.what());
+    return 1;
+  } catch (const fs::filesystem_error& e) {  // a path the user gave
+    fmt::print(stderr, "dlavm: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
     fmt::print(stderr, "dlavm: {}\n", e.what());
     return 1;
   }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <unistd.h>
@@ -48,11 +49,24 @@ inline int tune_command(const dlavm::graph::Function& fn, const std::string& lab
   namespace tune = dlavm::tune;
   if (c.log.empty()) throw dlavm::ValueError("tune: --log FILE is required");
   std::vector<tune::Record> done;
-  const bool exists = std::filesystem::exists(c.log) && std::filesystem::file_size(c.log) > 0;
+  std::error_code ec;
+  if (std::filesystem::exists(c.log, ec) && !std::filesystem::is_regular_file(c.log, ec))
+    throw dlavm::ValueError(fmt::format("tune: --log '{}' is not a regular file", c.log));
+  const bool exists =
+      std::filesystem::exists(c.log, ec) && std::filesystem::file_size(c.log, ec) > 0;
   if (exists && !c.resume)
     throw dlavm::ValueError(fmt::format(
         "tune: '{}' holds records already: --resume continues it, or remove it", c.log));
-  // a record a killed run left half written is cut before anything is read or appended
+  // what --resume would continue must be a tuning log: a file of something else is left as it is
+  std::optional<tune::Log> before;
+  if (exists) {
+    before = tune::read_log(c.log);
+    if (before->records.empty())
+      throw dlavm::ValueError(fmt::format(
+          "tune: '{}' is not a tuning log (no line of it is a record); it is left as it is",
+          c.log));
+  }
+  // a record a killed run left half written is cut before anything is appended
   auto appended = tune::open_for_append(c.log);
   if (!appended.repair.empty()) fmt::print(stderr, "warning: {}\n", appended.repair);
   if (exists) {
