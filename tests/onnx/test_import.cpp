@@ -111,6 +111,10 @@ TEST_CASE("bytes that are not an ONNX model are a ParseError") {
   CHECK(errors == static_cast<int>(bytes.size()));
   CHECK_THROWS_WITH_AS(importer::import(std::filesystem::path("/nonexistent/model.onnx")),
                        doctest::Contains("/nonexistent/model.onnx"), ValueError);
+  CHECK_THROWS_WITH_AS(importer::import(std::filesystem::temp_directory_path()),
+                       doctest::Contains("is a directory, not a file"), ValueError);
+  CHECK_THROWS_WITH_AS(importer::import(std::filesystem::path("/dev/zero")),
+                       doctest::Contains("'/dev/zero' is no regular file"), ValueError);
 }
 
 TEST_CASE("unsupported opsets, unknown ops and attributes are refused, all nodes at once") {

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "../vta/temp_dir.hpp"
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -101,4 +102,9 @@ TEST_CASE("npy: what dlavm has no form for is refused, naming the file") {
                      "")) ==
         "x.npy: shape (99999999999, 99999999999, 99999999999) holds too many elements");
   CHECK_THROWS_AS(dlavm::te::read_npy("/nonexistent/x.npy"), dlavm::ValueError);
+  // a directory and a device are refused before a read (the device's would not end)
+  CHECK_THROWS_WITH_AS(dlavm::te::read_npy(std::filesystem::temp_directory_path()),
+                       doctest::Contains("is a directory, not a .npy file"), dlavm::ValueError);
+  CHECK_THROWS_WITH_AS(dlavm::te::read_npy("/dev/zero"),
+                       doctest::Contains("'/dev/zero' is no regular file"), dlavm::ValueError);
 }

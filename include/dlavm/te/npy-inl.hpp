@@ -176,6 +176,11 @@ DLAVM_INLINE NDArray parse_npy(std::span<const std::uint8_t> bytes, std::string_
 }
 
 DLAVM_INLINE NDArray read_npy(const std::filesystem::path& path) {
+  // a directory or a device (/dev/zero) is refused before a read that would fail or not end
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    raise<ValueError>("'{}' is {}, not a .npy file", path.string(),
+                      std::filesystem::is_directory(path, ec) ? "a directory" : "no regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) raise<ValueError>("'{}' cannot be opened", path.string());
   const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
