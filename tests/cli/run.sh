@@ -105,6 +105,12 @@ if ! diff <("$dlavm" tune-best "$dir/merged.log") <("$dlavm" tune-best "$dir/mer
   echo "FAIL tune-best depends on the order of the merged logs"
   failed=1
 fi
+# a log of two VTA designs: each one's best, named, not one chosen across them
+expect 0 "candidates evaluated" -- tune "$model" --dims batch=1..4 --log "$dir/pynq.log" \
+  --top 1 --threads 1 --preset pynq
+cat "$dir/model.log" "$dir/pynq.log" >"$dir/mixed.log"
+expect 0 "target 2 of 2: 'pynq', tiles 1x16x16" -- tune-best "$dir/mixed.log"
+expect 0 "target 1 of 2: 'sim'" -- tune-best "$dir/mixed.log"
 expect 0 "workloads" -- tune-space resnet18 --image 32
 # the log's schedules in run and compile: every kernel tuned, the same outputs
 expect 0 "3 of 3 VTA kernels take the schedule of $dir/merged.log" -- run "$model" \

@@ -505,9 +505,23 @@ int tune_best(const std::string& path) {
         fmt::format("tune-best: '{}' has no record of a candidate that ran ({} records, all "
                     "failed; {} lines skipped)",
                     path, log.records.size(), log.warnings.size()));
-  for (const auto& [workload, records] : top)
-    fmt::print("{} cycles  {}\n  {}\n", *records.front().cycles,
-               graph::to_string(records.front().knobs), workload);
+  // a log of several VTA configurations: each one's best apart, named (a schedule timed for
+  // one design is no schedule of another)
+  std::vector<vta::Config> targets;
+  for (const auto& r : log.records)
+    if (std::ranges::find(targets, r.target) == targets.end()) targets.push_back(r.target);
+  for (std::size_t t = 0; t < targets.size(); ++t) {
+    std::vector<tune::Record> mine;
+    for (const auto& r : log.records)
+      if (r.target == targets[t]) mine.push_back(r);
+    if (targets.size() > 1)
+      fmt::print("target {} of {}: '{}', tiles {}x{}x{} (the records timed for this VTA)\n", t + 1,
+                 targets.size(), targets[t].target, targets[t].batch(), targets[t].block_in(),
+                 targets[t].block_out());
+    for (const auto& [workload, records] : tune::best(mine, 1))
+      fmt::print("{} cycles  {}\n  {}\n", *records.front().cycles,
+                 graph::to_string(records.front().knobs), workload);
+  }
   return 0;
 }
 }  // namespace
