@@ -167,6 +167,10 @@ expect 2 "--input image: '$dir' is a directory, not a file" -- \
 expect 2 "--input image is given twice" -- run "$model" --dims batch=1..4 \
   --input "image=$dir/image.npy" --input "image=$dir/image.npy"
 expect 2 "--dims batch is given twice" -- inspect "$model" --dims batch=1..4 --dims batch=2..2
+expect 2 "--dims nosuch: the model's inputs have no symbolic dim of that name (theirs: batch)" \
+  -- inspect "$model" --dims batch=1..4 --dims nosuch=1..4
+printf 'not a log\n' >"$dir/garbage.log"
+expect 2 "has no record of a candidate" -- tune-best "$dir/garbage.log"
 expect 2 "--output: '$model' is not a directory" -- run "$model" --dims batch=1..4 \
   --input "image=$dir/image.npy" --output "$model"
 expect 2 "--dump: '$model' is not a directory" -- run "$model" --dims batch=1..4 \

@@ -183,11 +183,25 @@ graph::Function load_model(const ModelSpec& spec) {
   input_file("", model);
   onnx::ImportOptions options;
   options.dims = dim_ranges(dims);
-  try {
-    return onnx::import(model, options);
-  } catch (const Error& e) {
-    throw BadInput(e.what());
-  }
+  const graph::Function fn = [&] {
+    try {
+      return onnx::import(model, options);
+    } catch (const Error& e) {
+      throw BadInput(e.what());
+    }
+  }();
+  // a --dims name no input has is a typo, not a range to ignore
+  std::vector<std::string> names;
+  for (const auto& p : fn.params())
+    for (const auto& d : p.type().shape)
+      for (const auto& v : ne::free_vars(d))
+        if (std::ranges::find(names, v.name()) == names.end()) names.push_back(v.name());
+  for (const auto& [name, range] : options.dims)
+    if (std::ranges::find(names, name) == names.end())
+      throw BadInput(fmt::format(
+          "--dims {}: the model's inputs have no symbolic dim of that name (theirs: {})", name,
+          names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+  return fn;
 }
 
 std::string millions(double v) { return fmt::format("{:.2f} M", v / 1e6); }
@@ -197,7 +211,7 @@ std::string millions(double v) { return fmt::format("{:.2f} M", v / 1e6); }
 tune::Log read_tune_log(const std::string& path, std::string_view flag = "") {
   if (!fs::exists(path)) throw BadInput(fmt::format("{}'{}': no such log", flag, path));
   input_file(flag, path);
-  auto log = tune::read_log(fs::path(path));
+  auto log = as_bad_input([&] { return tune::read_log(fs::path(path)); });
   dlavm_tools::print_warnings(log.warnings);
   return log;
 }
