@@ -164,6 +164,8 @@ expect 2 "--preset and --vta-config both name the VTA" -- inspect mlp --preset p
 expect 2 "is a directory, not a file" -- inspect "$dir"
 expect 2 "--input image: '$dir' is a directory, not a file" -- \
   run "$model" --dims batch=1..4 --input "image=$dir"
+expect 2 "--input image: the array is float32[], of rank 0; input %image is float32[batch, 3, 8, 8]" \
+  -- run "$model" --dims batch=1..4 --input "image=$dir/scalar.npy"
 expect 2 "--input image is given twice" -- run "$model" --dims batch=1..4 \
   --input "image=$dir/image.npy" --input "image=$dir/image.npy"
 expect 2 "--dims batch is given twice" -- inspect "$model" --dims batch=1..4 --dims batch=2..2

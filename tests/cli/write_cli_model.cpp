@@ -53,6 +53,7 @@ int main(int argc, char** argv) try {
   dlavm::te::write_npy(dir / "image.npy", image);
   dlavm::te::write_npy(dir / "image_int8.npy", NDArray::random(DType::int8(), {2, 3, 8, 8}, 1));
   dlavm::te::write_npy(dir / "image_small.npy", NDArray::random_float({2, 3, 4, 4}, 1, -1, 1));
+  dlavm::te::write_npy(dir / "scalar.npy", NDArray::random_float({}, 1, -1, 1));  // of rank 0
   // the reference: the ONNX file imported and evaluated call by call on the host
   const auto back =
       dlavm::onnx::import((dir / "model.onnx").string(), {.dims = {{"batch", {1, 4}}}});

@@ -316,6 +316,14 @@ int run(const ModelSpec& spec, const std::vector<std::string>& input_specs,
     const auto [name, value] = name_value("--bind", spec);
     binds.emplace_back(name, integer("--bind " + name, value));
   }
+  // an array of another rank than its input: named here (the dims it would bind stay unbound)
+  for (const auto& p : fn.params())
+    for (const auto& [name, a] : arrays)
+      if (name == p.name() && a.ndim() != p.type().shape.size())
+        throw BadInput(
+            fmt::format("--input {}: the array is {}[{}], of rank {}; input %{} is {}", name,
+                        a.dtype(), fmt::join(a.shape(), ", "), a.ndim(), name,
+                        fmt::format("{}[{}]", p.type().dtype, fmt::join(p.type().shape, ", "))));
   // a symbolic dim the arrays fix: bound from the first input that has it, unless --bind did
   for (const auto& p : fn.params())
     for (const auto& [name, a] : arrays)
@@ -415,7 +423,7 @@ int quantize(const ModelSpec& spec, const std::string& calib, const std::string&
                                                 : quantization::Requantize::Multiplier,
                             .activations = asymmetric ? quantization::Activations::Asymmetric
                                                       : quantization::Activations::Symmetric,
-                            .progress = true},
+                            .progress = isatty(STDERR_FILENO) != 0},
                            target);
   });
   fmt::print("{}", result.table());
