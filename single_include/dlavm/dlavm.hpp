@@ -39392,15 +39392,17 @@ inline std::optional<std::string> vta_operand_types(const AnchorCall& a, const v
 // a real bound): 2^24 rows of 16 channels already exceed what a VTA board addresses.
 inline constexpr std::int64_t kMaxRows = std::int64_t{1} << 24;
 
-// ShapeError when `dim`, of argument i, is symbolic without a usable maximum (VTA's buffers
-// are sized for the maximum).
+// ShapeError when `dim`, of argument i, can be larger than VTA's buffers are sized for: a
+// symbolic dim declared without a real bound, or a huge one (the buffers are sized for the
+// maximum).
 inline void require_bounded(const AnchorCall& a, std::size_t i, const ne::Expr& dim,
                             std::string_view what) {
   if (const auto max = ne::bounds(dim).max; max > kMaxRows)
     raise<ShapeError>(
-        "{}: {} has {} {}, at most {}: a symbolic dim without a usable maximum; VTA's buffers "
-        "are sized for the maximum, so declare the dim with one (ne::var(\"token\", 1, 2048))",
-        a.call.label, a.call.arg(i), ne::simplify(dim), what, max);
+        "{}: {} has {} {}, at most {}: more than the {} VTA's buffers are sized for (they are "
+        "sized for the maximum); a symbolic dim needs a smaller maximum (ne::var(\"token\", 1, "
+        "2048))",
+        a.call.label, a.call.arg(i), ne::simplify(dim), what, max, kMaxRows);
 }
 
 // Why a dim that the strategy needs constant (channels, kernel) is symbolic.
