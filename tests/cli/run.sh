@@ -28,6 +28,7 @@ expect() {
 }
 
 expect 0 "Subcommands:" -- --help
+expect 0 "dlavm 0.1.0" -- --version
 expect 0 "--input" -- run --help
 expect 0 "multiply-accumulates on VTA: 100.0%" -- inspect "$model" --dims batch=1..4 \
   --dot "$dir/model.dot" --svg "$dir/model.svg"

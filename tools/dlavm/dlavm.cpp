@@ -551,6 +551,8 @@ int tune_best(const std::string& path) {
 int main(int argc, char** argv) {
   CLI::App app{"dlavm: compile, inspect, run and tune models for the VTA accelerator"};
   app.require_subcommand(1);
+  app.set_version_flag("--version",
+                       fmt::format("dlavm {}.{}.{}", version_major, version_minor, version_patch));
   app.footer(
       "MODEL: an .onnx file, or a gallery model (resnet18, mlp).\n"
       "Exit status: 0 done; 1 the model could not be built or run; 2 bad input.");
