@@ -8956,6 +8956,28 @@ void write_npy(const std::filesystem::path& path, const NDArray& a);
 // end dlavm/core/api.hpp
 // begin dlavm/core/error.hpp
 // end dlavm/core/error.hpp
+// begin dlavm/core/file.hpp
+// What keeps a path from being read as a file, asked before a read that would fail or not end.
+
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+namespace dlavm {
+
+// "a directory" or "no regular file" (a device such as /dev/zero, whose read would not end, or a
+// pipe) for a path that exists as something other than a regular file; nullopt for a regular
+// file or a path that does not exist (opening it reports that).
+inline std::optional<std::string_view> not_a_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status) || std::filesystem::is_regular_file(status))
+    return std::nullopt;
+  return std::filesystem::is_directory(status) ? "a directory" : "no regular file";
+}
+
+}  // namespace dlavm
+// end dlavm/core/file.hpp
 // begin dlavm/te/npy.hpp
 // end dlavm/te/npy.hpp
 
@@ -9130,11 +9152,8 @@ DLAVM_INLINE NDArray parse_npy(std::span<const std::uint8_t> bytes, std::string_
 }
 
 DLAVM_INLINE NDArray read_npy(const std::filesystem::path& path) {
-  // a directory or a device (/dev/zero) is refused before a read that would fail or not end
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    raise<ValueError>("'{}' is {}, not a .npy file", path.string(),
-                      std::filesystem::is_directory(path, ec) ? "a directory" : "no regular file");
+  if (const auto problem = not_a_file(path))
+    raise<ValueError>("'{}' is {}, not a .npy file", path.string(), *problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) raise<ValueError>("'{}' cannot be opened", path.string());
   const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),

@@ -28,6 +28,7 @@
 // size). A progress line goes to standard error when it is a terminal. Exit status: 0 done, 1 the
 // model could not be built or run (a failure of the tool or a limit of VTA), 2 bad input (the
 // command line, a missing or malformed file, dims or arrays that do not fit the model).
+#include <dlavm/core/file.hpp>
 #include <dlavm/dlavm.hpp>
 #include <dlavm/onnx/export.hpp>
 #include <dlavm/onnx/import.hpp>
@@ -103,12 +104,11 @@ std::pair<std::string, std::string> name_value(const std::string& flag, const st
 // device such as /dev/zero or a pipe is refused before anything reads it).
 void input_file(std::string_view flag, const std::string& path) {
   std::error_code ec;
-  const auto st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) throw BadInput(fmt::format("{}'{}': no such file", flag, path));
-  if (fs::is_directory(st))
-    throw BadInput(fmt::format("{}'{}' is a directory, not a file", flag, path));
-  if (!fs::is_regular_file(st))
-    throw BadInput(fmt::format("{}'{}' is not a regular file", flag, path));
+  if (!fs::exists(path, ec)) throw BadInput(fmt::format("{}'{}': no such file", flag, path));
+  if (const auto problem = not_a_file(path))
+    throw BadInput(fmt::format(
+        "{}'{}' {}", flag, path,
+        *problem == "a directory" ? "is a directory, not a file" : "is not a regular file"));
 }
 
 // A folder the user named as `flag` to write into, created where it is missing.

@@ -3,6 +3,7 @@
 // tune/record.hpp).
 #pragma once
 
+#include <dlavm/core/file.hpp>
 #include <dlavm/graph.hpp>
 #include <dlavm/tune.hpp>
 #include <dlavm/vta/hw/sim_device.hpp>
@@ -49,31 +50,34 @@ inline int tune_command(const dlavm::graph::Function& fn, const std::string& lab
   namespace tune = dlavm::tune;
   if (c.log.empty()) throw dlavm::ValueError("tune: --log FILE is required");
   std::vector<tune::Record> done;
-  std::error_code ec;
-  if (std::filesystem::exists(c.log, ec) && !std::filesystem::is_regular_file(c.log, ec))
+  if (dlavm::not_a_file(c.log))
     throw dlavm::ValueError(fmt::format("tune: --log '{}' is not a regular file", c.log));
+  std::error_code ec;
   const bool exists =
       std::filesystem::exists(c.log, ec) && std::filesystem::file_size(c.log, ec) > 0;
   if (exists && !c.resume)
     throw dlavm::ValueError(fmt::format(
         "tune: '{}' holds records already: --resume continues it, or remove it", c.log));
   // what --resume would continue must be a tuning log: a file of something else is left as it is
-  std::optional<tune::Log> before;
+  std::optional<tune::Log> log;
   if (exists) {
-    before = tune::read_log(c.log);
-    if (before->records.empty())
+    log = tune::read_log(c.log);
+    if (log->records.empty())
       throw dlavm::ValueError(fmt::format(
           "tune: '{}' is not a tuning log (no line of it is a record); it is left as it is",
           c.log));
   }
-  // a record a killed run left half written is cut before anything is appended
+  // a record a killed run left half written is cut before anything is appended (and the log
+  // read again only then: the cut line may have parsed as a record)
   auto appended = tune::open_for_append(c.log);
-  if (!appended.repair.empty()) fmt::print(stderr, "warning: {}\n", appended.repair);
+  if (!appended.repair.empty()) {
+    fmt::print(stderr, "warning: {}\n", appended.repair);
+    if (exists) log = tune::read_log(c.log);
+  }
   if (exists) {
-    const auto log = tune::read_log(c.log);
-    print_warnings(log.warnings);
+    print_warnings(log->warnings);
     // the records of another configuration or strategy revision: their candidates run again
-    auto mine = tune::for_target(log.records, target);
+    auto mine = tune::for_target(log->records, target);
     print_warnings(mine.warnings);
     done = std::move(mine.records);
   }

@@ -4,6 +4,7 @@
 #include "importer.hpp"
 
 #include <dlavm/core/error.hpp>
+#include <dlavm/core/file.hpp>
 #include <dlavm/graph/evaluate.hpp>
 #include <dlavm/graph/infer_type.hpp>
 #include <dlavm/graph/ops.hpp>
@@ -685,11 +686,8 @@ std::vector<std::int64_t> attr_ints(const Importer& im, const ::onnx::NodeProto&
 
 namespace {
 std::vector<std::uint8_t> read_file(const std::filesystem::path& path, std::string_view what) {
-  // a directory or a device (/dev/zero) is refused before a read that would fail or not end
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    raise<ValueError>("{} '{}' is {}, not a file", what, path.string(),
-                      std::filesystem::is_directory(path, ec) ? "a directory" : "no regular file");
+  if (const auto problem = not_a_file(path))
+    raise<ValueError>("{} '{}' is {}, not a file", what, path.string(), *problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) raise<ValueError>("{} '{}' cannot be opened", what, path.string());
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

@@ -3,6 +3,7 @@
 
 #include <dlavm/core/api.hpp>
 #include <dlavm/core/error.hpp>
+#include <dlavm/core/file.hpp>
 #include <dlavm/te/npy.hpp>
 
 #include <fmt/format.h>
@@ -176,11 +177,8 @@ DLAVM_INLINE NDArray parse_npy(std::span<const std::uint8_t> bytes, std::string_
 }
 
 DLAVM_INLINE NDArray read_npy(const std::filesystem::path& path) {
-  // a directory or a device (/dev/zero) is refused before a read that would fail or not end
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    raise<ValueError>("'{}' is {}, not a .npy file", path.string(),
-                      std::filesystem::is_directory(path, ec) ? "a directory" : "no regular file");
+  if (const auto problem = not_a_file(path))
+    raise<ValueError>("'{}' is {}, not a .npy file", path.string(), *problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) raise<ValueError>("'{}' cannot be opened", path.string());
   const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
