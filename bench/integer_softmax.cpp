@@ -57,28 +57,29 @@ void BM_IntegerSoftmaxBlock(benchmark::State& state) {
 BENCHMARK(BM_IntegerSoftmaxBlock)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
 
 // The graph strategy's kernel (graph::IntegerSoftmaxKernel, in the chunks the strategy
-// chooses: 256 keys, 512 for the normalization) at N keys, N queries and C lanes (range 3: the
-// gallery's 8 heads, or 3), causal (range 1) or not, in G lane groups (range 2: 16 / C queries
-// side by side, as the strategy packs them), the whole softmax or one of its halves (range 4:
-// 0 whole, 1 the exponentials, 2 the normalization): where its cycles go. Timed: instantiating the stream; the cycle model then runs it once. Counters: the
-// stream's cycles, ALU micro-ops, GEMM resets and accumulator-load bytes, and each of them per
-// key and lane tile the passes compute (`entries`: each block's chunks that hold a key one of
-// its queries sees, times the chunk: what passes 1 and 2 run over, and pass 3 over all but the
-// skipped chunks).
+// chooses: 128 keys for these causal prefills from the start, 256 for the one that is not) at N
+// keys, N queries and C lanes (range 3: the gallery's 8 heads, or 3), causal (range 1) or not, in G
+// lane groups (range 2: 16 / C queries side by side, as the strategy packs them), the whole softmax
+// or one of its halves (range 4: 0 whole, 1 the exponentials, 2 the normalization): where its
+// cycles go. Timed: instantiating the stream; the cycle model then runs it once. Counters: the
+// stream's cycles, ALU micro-ops, GEMM resets and accumulator-load bytes, and each of them per key
+// and lane tile the passes compute (`entries`: each block's chunks that hold a key one of its
+// queries sees, times the chunk: what passes 1 and 2 run over, and pass 3 over all but the skipped
+// chunks).
 void BM_IntegerSoftmaxKernel(benchmark::State& state) {
   const std::int64_t n = state.range(0), groups = state.range(2), lanes = state.range(3);
   const bool causal = state.range(1) != 0;
   const graph::Target target;
   const auto& env = target.env;
   const std::int64_t products = (n + groups - 1) / groups;
-  const graph::IntegerSoftmaxShape shape{.products = products,
-                                         .keys = n,
-                                         .lanes = lanes,
-                                         .queries = causal ? n : 0,
-                                         .fixed = host::integer_exp_for(0.125),
-                                         .groups = groups,
-                                         .part = static_cast<graph::IntegerSoftmaxPart>(
-                                             state.range(4))};
+  const graph::IntegerSoftmaxShape shape{
+      .products = products,
+      .keys = n,
+      .lanes = lanes,
+      .queries = causal ? n : 0,
+      .fixed = host::integer_exp_for(0.125),
+      .groups = groups,
+      .part = static_cast<graph::IntegerSoftmaxPart>(state.range(4))};
   const std::int64_t chunk =
       graph::Chooser().choose({}, graph::knob_space(env, shape)).values.at(0);
   const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");

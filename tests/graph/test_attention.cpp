@@ -479,8 +479,8 @@ TEST_CASE("llm::integer_probabilities: one kernel or two, and Float refused") {
 }
 
 TEST_CASE("llm layer: instantiation copies loop iterations, the words of every call") {
-  // a context of 1,024 positions: the integer softmax's passes over chunks of 256 keys run up
-  // to four iterations; 8 heads: the attention matmuls' loops over pairs of heads four, each
+  // a context of 1,024 positions: the integer softmax's passes over chunks of 128 keys run up
+  // to 9 iterations; 8 heads: the attention matmuls' loops over pairs of heads four, each
   // entering its kernels with the sizes of the key tiles inside (kernel memos of several keys)
   const models::LlmLayer net(128, 8, 128, 1024, 64, 21, llm::Softmax::Integer);
   const auto mod = graph::build(net.function(), graph::Target{}, {.name = "llm_copies"});
@@ -513,9 +513,9 @@ TEST_CASE("llm layer: instantiation copies loop iterations, the words of every c
 }
 
 TEST_CASE("llm layer: decode steps rewrite the streams in place, the words instantiate writes") {
-  // a context of 1,024 positions: the integer softmax in chunks of 256 keys, whose stream
-  // changes with every position (its last chunk's sizes) and its shape once in 256; one
-  // kernel, or two (the normalization's chunks of 512 keys)
+  // a context of 1,024 positions: the integer softmax in chunks of 128 keys, whose stream
+  // changes with every position (its last chunk's sizes) and its shape once in 128; one
+  // kernel, or two (each in chunks of 128 keys)
   for (const auto how : {llm::Softmax::Integer, llm::Softmax::IntegerSplit}) {
     const bool split = how == llm::Softmax::IntegerSplit;
     CAPTURE(split);
@@ -550,13 +550,12 @@ TEST_CASE("llm layer: decode steps rewrite the streams in place, the words insta
     }
     MESSAGE(rewritten, " of ", compared, " streams rewritten, ", softmax_rewritten,
             " of them the softmax's");
-    // all but 255 -> 256, where a chunk of 256 starts (split: both halves', the
-    // normalization's chunks of 512 keys have no boundary there)
-    CHECK(softmax_rewritten == (split ? 99 : 49));
+    // all but 255 -> 256, where a chunk starts (split: in both halves)
+    CHECK(softmax_rewritten == (split ? 98 : 49));
 
     // the executor rewrites them too, and decodes as the reference does, after a prefill of 300
-    // tokens whose first 256 queries see one chunk of keys of the two (the softmax's passes skip
-    // the other: graph::IntegerSoftmaxKernel::skip_masked_work)
+    // tokens whose queries see one to three of the chunks of keys (the softmax's passes skip the
+    // others: graph::IntegerSoftmaxKernel::skip_masked_work)
     vta::SimDevice dev(target.env.config);
     graph::Executor exec(mod, dev);
     LlmReference ref{constants_of(net.function()), 8, how};

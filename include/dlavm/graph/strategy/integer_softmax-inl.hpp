@@ -20,8 +20,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <span>
 #include <string>
 #include <utility>
@@ -328,6 +330,53 @@ inline std::int64_t softmax_chunks(const IntegerSoftmaxShape& shape, std::int64_
 inline bool softmax_causal(const IntegerSoftmaxShape& shape) {
   return shape.queries.defined() && !ne::can_prove(shape.queries <= 1);
 }
+
+// The runs a knob estimate averages a block's work over: all N keys at their most, or for a
+// causal softmax the runs of the most queries M after 16 counts of keys before them (N - M),
+// evenly spaced from their least to their most. Block q0 of such a run computes the chunks that
+// hold the keys its queries see, before + q0 + G: in a prefill from the context's start that
+// pads a chunk per block, so the best chunk balances the padding against each chunk's
+// instructions, rather than being the largest that fits.
+struct SoftmaxRuns {
+  std::int64_t keys = 1, queries = 0, groups = 1;
+  std::vector<std::int64_t> before;  // empty: not causal
+
+  explicit SoftmaxRuns(const IntegerSoftmaxShape& shape) {
+    const auto extent = [](const ne::Expr& e) {
+      const auto b = ne::bounds(ne::simplify(e));
+      const auto clamp = [](std::int64_t v) {
+        return std::clamp<std::int64_t>(v, 0, runtime::kIntegerSoftmaxMaxExtent);
+      };
+      return std::pair{clamp(b.min), clamp(b.max)};
+    };
+    keys = std::max<std::int64_t>(extent(shape.keys).second, 1);
+    if (!softmax_causal(shape)) return;
+    queries = std::clamp<std::int64_t>(extent(shape.queries).second, 1, keys);
+    groups = std::max<std::int64_t>(shape.groups, 1);
+    const auto [least, most] = extent(shape.keys - shape.queries);
+    const std::int64_t lo = std::min(least, keys - queries);
+    const std::int64_t hi = std::clamp(most, lo, keys - queries);
+    constexpr std::int64_t kSamples = 16;
+    const std::int64_t n = std::min(kSamples, hi - lo + 1);
+    for (std::int64_t k = 0; k < n; ++k)
+      before.push_back(n == 1 ? lo : lo + (hi - lo) * k / (n - 1));
+  }
+
+  // The entries (keys of a lane tile) of a block in chunks of `chunk`, averaged over the runs
+  // and their blocks.
+  double entries(std::int64_t chunk) const {
+    const auto padded = [&](std::int64_t seen) {
+      return static_cast<double>(ne::ceil_div(seen, chunk) * chunk);
+    };
+    if (before.empty()) return padded(keys);
+    double sum = 0;
+    std::int64_t blocks = 0;
+    for (const std::int64_t b : before)
+      for (std::int64_t q0 = 0; q0 < queries; q0 += groups, ++blocks)
+        sum += padded(std::min(keys, b + q0 + groups));
+    return sum / static_cast<double>(blocks);
+  }
+};
 
 // The query of (packed) product `p`'s first lane group: p modulo the products of a batch (p
 // itself where the products are the queries), times the groups.
@@ -848,19 +897,32 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   space.check = [env, shape](std::span<const std::int64_t> v) {
     return check_chunk(env, shape, v[0]);
   };
-  // Measured on the gallery's layer (docs/performance.md): per chunk 100 instructions besides
-  // the two halvings' log2(chunk) levels each (8 cycles of overhead apiece), and 57 ALU
-  // micro-ops per key (2 cycles each): fewer, larger chunks win until the last one pads too many
-  // keys.
-  // A part's micro-ops per key: the exponentials' 24, the normalization's 7.
-  space.estimate = [shape](std::span<const std::int64_t> v) {
-    const auto chunk = v[0];
-    const auto chunks = static_cast<double>(detail::softmax_chunks(shape, chunk));
-    const auto levels = static_cast<double>(std::bit_width(static_cast<std::uint64_t>(chunk)) - 1);
-    const double per_key = shape.part == IntegerSoftmaxPart::Whole ? 57.0
-                           : shape.part == IntegerSoftmaxPart::Exp ? 24.0
-                                                                   : 7.0;
-    return chunks * ((100.0 + 2.0 * levels) * 8.0 + per_key * 2.0 * static_cast<double>(chunk));
+  // Cycles a key and lane tile (an entry a block's passes compute) and a chunk iteration cost,
+  // fitted to the cycle model's counts of each part at 2,048 causal keys in chunks of 32 to 512
+  // (docs/performance.md; within 2% of each), over the runs detail::SoftmaxRuns averages.
+  const auto cost = shape.part == IntegerSoftmaxPart::Whole ? std::pair{132.0, 864.0}
+                    : shape.part == IntegerSoftmaxPart::Exp ? std::pair{55.5, 342.0}
+                                                            : std::pair{22.2, 90.0};
+  const detail::SoftmaxRuns runs(shape);
+  const auto cycles = [runs, cost](std::int64_t chunk) {
+    const double entries = runs.entries(chunk);
+    return entries * cost.first + entries / static_cast<double>(chunk) * cost.second;
+  };
+  // Chunks within the fit's 2% of the fewest cycles are ties, and the largest of them is
+  // estimated at the least: a stream in fewer, larger chunks has fewer instructions, which a
+  // decode step rewrites every position (the gallery's layer: 256 keys for the whole softmax,
+  // 1,248 instructions a decode step; 128 keys, estimated 0.5% fewer cycles over its runs and
+  // 2.5% in a 2,048-token prefill from the start, would make it 2,094).
+  double least = 0;
+  std::int64_t preferred = 0;
+  for (const auto chunk : space.knobs[0].values)
+    if (!check_chunk(env, shape, chunk) && (preferred == 0 || cycles(chunk) < least))
+      least = cycles(chunk), preferred = chunk;
+  for (const auto chunk : space.knobs[0].values)
+    if (!check_chunk(env, shape, chunk) && cycles(chunk) <= 1.02 * least) preferred = chunk;
+  const double above = std::nextafter(least, std::numeric_limits<double>::infinity());
+  space.estimate = [cycles, preferred, least, above](std::span<const std::int64_t> v) {
+    return v[0] == preferred ? least : std::max(cycles(v[0]), above);
   };
   return space;
 }

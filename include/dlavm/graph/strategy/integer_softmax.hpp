@@ -73,8 +73,8 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // index modulo M, the queries the last batch dim), load as -32768, whose exponential is 0: a
 // padded copy (an ALU fill and a clipped load), no mask in DRAM. A causal softmax's passes 1
 // and 2 run over the chunks that hold a key its query sees, ceil((N - M + q + 1) / chunk) of
-// them: the others add nothing to the max or the sum (a prefill of 2,048 tokens skips 7 of 16
-// chunk iterations of 256 keys); pass 3, rewritten by skip_masked_work, stores each other
+// them: the others add nothing to the max or the sum (a prefill of 2,048 tokens in chunks of 256
+// keys skips 7 of 16 chunk iterations); pass 3, rewritten by skip_masked_work, stores each other
 // chunk from a fill of the epilogue of 0. Each pass fills only the last chunk its query sees.
 //
 // Lane groups (`groups` G > 1, G x C <= BLOCK_OUT): the scores in graph/layout.hpp's
@@ -169,8 +169,13 @@ std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmax
 // buffers for one chunk. Exact where the keys' maximum is at least a chunk (the lowering then
 // allocates these entries); above it where fewer keys leave the chunk's buffers smaller.
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
-// One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up);
-// the estimate counts ALU instructions and tiles, so the largest chunk that fits wins.
+// One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
+// The estimate is cycles per key computed and per chunk iteration (fitted to the cycle model)
+// over the keys a block computes: all of them in whole chunks, so that the largest chunk that
+// fits wins where the softmax is not causal; for a causal one, averaged over runs of the most
+// queries after 16 counts of keys before them, the chunks that hold a key each block's queries
+// see (smaller chunks pad fewer masked keys). Of the chunks within 2% of the least, the largest
+// is estimated at the least (fewer instructions for a decode step to rewrite).
 KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // DRAM bytes the kernel moves: the scores three times, the probabilities once (a part: its
 // input twice, its result once).
