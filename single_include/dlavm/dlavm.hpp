@@ -38849,16 +38849,19 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // decode step rewrites every position (the gallery's layer: 256 keys for the whole softmax,
   // 1,248 instructions a decode step; 128 keys, estimated 0.5% fewer cycles over its runs and
   // 2.5% in a 2,048-token prefill from the start, would make it 2,094).
-  double least = 0;
+  std::vector<std::pair<std::int64_t, double>> fitting;  // each chunk that fits, its cycles
+  for (const auto chunk : space.knobs[0].values)
+    if (!check_chunk(env, shape, chunk)) fitting.emplace_back(chunk, cycles(chunk));
+  double least = std::numeric_limits<double>::infinity();
+  for (const auto& [chunk, c] : fitting) least = std::min(least, c);
   std::int64_t preferred = 0;
-  for (const auto chunk : space.knobs[0].values)
-    if (!check_chunk(env, shape, chunk) && (preferred == 0 || cycles(chunk) < least))
-      least = cycles(chunk), preferred = chunk;
-  for (const auto chunk : space.knobs[0].values)
-    if (!check_chunk(env, shape, chunk) && cycles(chunk) <= 1.02 * least) preferred = chunk;
+  for (const auto& [chunk, c] : fitting)
+    if (c <= 1.02 * least) preferred = chunk;
   const double above = std::nextafter(least, std::numeric_limits<double>::infinity());
-  space.estimate = [cycles, preferred, least, above](std::span<const std::int64_t> v) {
-    return v[0] == preferred ? least : std::max(cycles(v[0]), above);
+  space.estimate = [cycles, fitting, preferred, least, above](std::span<const std::int64_t> v) {
+    if (v[0] == preferred) return least;
+    const auto known = std::ranges::find(fitting, v[0], &std::pair<std::int64_t, double>::first);
+    return std::max(known != fitting.end() ? known->second : cycles(v[0]), above);
   };
   return space;
 }
