@@ -38840,7 +38840,7 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
                     : shape.part == IntegerSoftmaxPart::Exp ? std::pair{55.5, 342.0}
                                                             : std::pair{22.2, 90.0};
   const detail::SoftmaxRuns runs(shape);
-  const auto cycles = [runs, cost](std::int64_t chunk) {
+  const auto cycles = [&](std::int64_t chunk) {
     const double entries = runs.entries(chunk);
     return entries * cost.first + entries / static_cast<double>(chunk) * cost.second;
   };
@@ -38858,10 +38858,12 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   for (const auto& [chunk, c] : fitting)
     if (c <= 1.02 * least) preferred = chunk;
   const double above = std::nextafter(least, std::numeric_limits<double>::infinity());
-  space.estimate = [cycles, fitting, preferred, least, above](std::span<const std::int64_t> v) {
+  // (the estimate is asked of chunks that pass the check, all of them in `fitting`)
+  space.estimate = [fitting, preferred, least, above](std::span<const std::int64_t> v) {
     if (v[0] == preferred) return least;
     const auto known = std::ranges::find(fitting, v[0], &std::pair<std::int64_t, double>::first);
-    return std::max(known != fitting.end() ? known->second : cycles(v[0]), above);
+    return known != fitting.end() ? std::max(known->second, above)
+                                  : std::numeric_limits<double>::infinity();
   };
   return space;
 }
