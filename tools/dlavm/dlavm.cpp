@@ -105,10 +105,10 @@ std::pair<std::string, std::string> name_value(const std::string& flag, const st
 void input_file(std::string_view flag, const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw BadInput(fmt::format("{}'{}': no such file", flag, path));
-  if (const auto problem = not_a_file(path))
+  if (not_a_file(path))
     throw BadInput(fmt::format(
         "{}'{}' {}", flag, path,
-        *problem == "a directory" ? "is a directory, not a file" : "is not a regular file"));
+        fs::is_directory(path, ec) ? "is a directory, not a file" : "is not a regular file"));
 }
 
 // A folder the user named as `flag` to write into, created where it is missing.
