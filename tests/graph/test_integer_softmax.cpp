@@ -369,8 +369,10 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
   // 64 queries after no keys, chunks of 16: query p sees ceil((p + 1) / 16) of the 4 chunks,
   // 160 of the 256 chunk iterations of each pass: passes 1 and 2 skip the others, and pass 3,
   // rewritten (skip_masked_work), stores them as the epilogue of 0 (a fill of 0, or of 3
-  // after `+ 3, min 120`). Rewritten, each pass fills with -32768 only the last chunk a query
-  // sees, causal or not: a softmax of 64 keys that is not causal fills 1 of its 4 chunks.
+  // after `+ 3, min 120`), filled at a query's first such chunk only: the 48 after it are
+  // stored again with no fill, each STORE right after the one before. Rewritten, each pass fills
+  // with -32768 only the last chunk a query sees, causal or not: a softmax of 64 keys that is not
+  // causal fills 1 of its 4 chunks.
   const vta::Env env;
   const auto products = ne::var("products", 1, 64);
   const auto last = ne::var("last", 0, 64);
@@ -409,6 +411,14 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
         for (auto& v : want.data()) v = std::min<std::int64_t>(v + 3, 120);
       CHECK(r == want);
       insns[k] = run.instructions;
+      const std::vector<std::uint64_t> phys{0x100000, 0x200000};
+      const auto stream =
+          vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns);
+      std::size_t restored = 0;  // STOREs right after a STORE
+      for (std::size_t i = 1; i < stream.size(); ++i)
+        restored +=
+            stream[i].opcode == vta::Opcode::Store && stream[i - 1].opcode == vta::Opcode::Store;
+      CHECK(restored == (k == 2 ? 48u : 0u));
     }
     // the chunks skipped: 96 of 256 in each pass, each tens of instructions
     CHECK(insns[1] + 96 * 20 < insns[0]);

@@ -782,7 +782,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // (a fill without an ADD has no immediate to set: a constant other than 0 is computed)
       if (pass + 1 == chunks.size() && constant && body->store != nullptr &&
           (body->fill == 2 || *constant == 0)) {
-        // a chunk the query sees none of: its stored buffer filled with the constant, stored
+        // a chunk the query sees none of: its stored buffer filled with the constant, stored.
+        // Only the first such chunk (c == seen) fills it; the chunks after it store the same
+        // rows again, with no fill and so no wait for the store before to have read them.
         const tir::BufferMap to_stored{{body->load->buffers[0].get(), body->store->buffers[0]}};
         struct Imm : tir::StmtMutator<Imm> {
           std::int64_t value = 0;
@@ -798,8 +800,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         imm.value = *constant;
         std::vector<tir::Stmt> fill{tir::rewrite(body->parts[0], {}, to_stored)};
         if (body->fill == 2) fill.push_back(imm.visit(tir::rewrite(body->parts[1], {}, to_stored)));
-        fill.push_back(body->parts.back());
-        inner = tir::make_if(c < seen, inner, tir::make_seq(fill));
+        const std::vector<tir::Stmt> unseen{tir::make_if(c <= seen, tir::make_seq(fill)),
+                                            body->parts.back()};
+        inner = tir::make_if(c < seen, inner, tir::make_seq(unseen));
       }
       ++rewritten;
       return tir::make_for(n.var, n.min, n.extent, n.for_kind, body->allocations_around(inner));
@@ -899,7 +902,9 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   };
   // Cycles a key and lane tile (an entry a block's passes compute) and a chunk iteration cost,
   // fitted to the cycle model's counts of each part at 2,048 causal keys in chunks of 32 to 512
-  // (docs/performance.md; within 2% of each), over the runs detail::SoftmaxRuns averages.
+  // (docs/performance.md; within 2% of each, before unseen chunks were filled once a block:
+  // within 2% of today's counts for two parts, 6.5% for the normalization), over the runs
+  // detail::SoftmaxRuns averages.
   const auto cost = shape.part == IntegerSoftmaxPart::Whole ? std::pair{132.0, 864.0}
                     : shape.part == IntegerSoftmaxPart::Exp ? std::pair{55.5, 342.0}
                                                             : std::pair{22.2, 90.0};
