@@ -429,6 +429,50 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
   }
 }
 
+TEST_CASE("integer softmax kernel: the lane masks touch only the keys some queries do not see") {
+  // 32 queries after 8 keys, two queries of 8 lanes a tile, chunks of 16: block p's second
+  // query sees one key its first does not, in one chunk. Rewritten (skip_masked_work), each
+  // pass there loads the kernel's constant whole (a row that changes nothing, then the mask),
+  // and applies it to that key's row alone; as lowered, it loads the mask's row into a chunk of
+  // rows that change nothing and applies all 16. Every probability equals the host reference
+  // (the lane-group tests above).
+  const vta::Env env;
+  const auto m = ne::var("m", 1, 32);
+  const auto last = ne::var("last", 0, 8);
+  for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp,
+                          graph::IntegerSoftmaxPart::Normalize}) {
+    CAPTURE(static_cast<int>(part));
+    const graph::IntegerSoftmaxShape shape{.products = ne::simplify(ne::ceildiv(m, 2)),
+                                           .keys = ne::Expr(last) + m,
+                                           .lanes = 8,
+                                           .queries = m,
+                                           .fixed = host::integer_exp_for(0.25),
+                                           .groups = 2,
+                                           .part = part};
+    const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "sm");
+    REQUIRE(kernel.args().size() == 3);  // the scores, the masks, the probabilities
+    const std::vector<std::uint64_t> phys{0x100000, 0x200000, 0x300000};
+    const ne::Binding bindings[] = {{"m", 32}, {"last", 8}};
+    const auto stream = vta::decode_all(
+        env.config.layout(), LaneGroupKernel::lower(env, kernel).instantiate(bindings, phys).insns);
+    const std::size_t masks_at = 0x200000 / env.config.acc_elem_bytes();
+    std::size_t loads = 0, whole = 0, alu_uops = 0;
+    for (const auto& i : stream) {
+      if (i.opcode == vta::Opcode::Load && i.memory_type == vta::MemId::Acc &&
+          i.dram_base >= masks_at && i.dram_base < masks_at + 2) {
+        ++loads;
+        whole += i.dram_base == masks_at && i.y_size == 1 && i.x_size == 2;
+      }
+      if (i.opcode == vta::Opcode::Alu)
+        alu_uops += std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
+    }
+    const std::size_t passes = part == graph::IntegerSoftmaxPart::Whole ? 3 : 2;
+    CHECK(loads == 16 * passes);  // each of the 16 blocks' passes, once
+    CHECK(whole == loads);
+    MESSAGE("part ", static_cast<int>(part), ": ", alu_uops, " ALU micro-ops");
+  }
+}
+
 TEST_CASE("integer softmax knob: the estimate's chunk is within 3% of the fastest on the model") {
   // Causal scores of up to 256 queries after up to 256 keys, in two lane groups: each part's
   // chunks that fit, their VTA cycles (vta::CycleModel) summed over prefills of every query

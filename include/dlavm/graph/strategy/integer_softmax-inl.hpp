@@ -478,7 +478,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   data_ = te::placeholder({products, keys, tiles, env.batch, env.block_out}, env.inp_dtype,
                           name + "_s");
   if (detail::softmax_lane_masks(shape))
-    masks_ = te::placeholder({shape.groups - 1, env.batch, env.block_out}, env.acc_dtype,
+    masks_ = te::placeholder({2 * (shape.groups - 1), env.batch, env.block_out}, env.acc_dtype,
                              name + "_masks");
   const auto visible = [&](const ne::Var& p) { return detail::softmax_visible(shape, p); };
   const bool normalize = shape.part == IntegerSoftmaxPart::Normalize;
@@ -498,10 +498,12 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   };
   // with lane groups, the mask row of key `key` of block p: the row of the masks for a key
   // only some of its groups see, for the others what leaves a key as it is: 0 to add, 1 to
-  // multiply by (a padded copy of the masks)
+  // multiply by (a padded copy of the masks, the constant's rows from G - 1 on: its first G - 1
+  // leave a key as it is, for skip_masked)
   const auto mask = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& l) {
     const ne::Expr first = detail::softmax_first_visible(shape, p);
-    return te::select(key >= first && key < visible(p), masks_.read({key - first, 0, l}),
+    return te::select(key >= first && key < visible(p),
+                      masks_.read({key - first + (shape.groups - 1), 0, l}),
                       te::make_const(normalize ? 1 : 0, env.acc_dtype));
   };
   // a pass's scores with the masks applied, where there are lane masks: the chunk loaded, the
@@ -727,6 +729,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     std::optional<std::int64_t> constant;  // pass 3's masked chunks' value, if causal
     // lane groups: the first key only some of a block's groups see, and the last + 1
     bool lane_masks = false;
+    std::int64_t groups = 1;
     ne::Expr first_unseen, visible;
     std::int64_t chunk = 1;
     int rewritten = 0, guarded = 0;
@@ -747,13 +750,63 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       while (end < parts.size() && masking(parts[end])) ++end;
       if (end == first) return parts;
       const ne::Expr start = ne::simplify(c * chunk);
-      const ne::Expr holds =
-          ne::simplify(ne::max(first_unseen, start) < ne::min(visible, start + chunk));
+      const ne::Expr lo = ne::simplify(ne::max(first_unseen, start));
+      const ne::Expr hi = ne::simplify(ne::min(visible, start + chunk));
+      const std::vector<tir::Stmt> masking_parts(at(first), at(end));
+      const auto rows = masked_rows(masking_parts, lo - start, hi - lo, lo - first_unseen);
       std::vector<tir::Stmt> out(parts.begin(), at(first));
-      out.push_back(tir::make_if(holds, tir::make_seq(std::vector<tir::Stmt>(at(first), at(end)))));
+      out.push_back(
+          tir::make_if(ne::simplify(lo < hi), rows ? *rows : tir::make_seq(masking_parts)));
       out.insert(out.end(), at(end), parts.end());
       ++guarded;
       return out;
+    }
+    // The masking parts as the rows they change: the lowering fills a chunk of mask rows with
+    // what leaves a key as it is, loads the masks of the keys only some groups see into it, and
+    // applies the chunk, a micro-op for each key. But those keys are `count` (at most G - 1),
+    // rows `row` on of the chunk, masks `mask` on. The module constant holds G - 1 rows that
+    // leave a key as it is, then the G - 1 masks: it is loaded whole, and one ALU instruction
+    // of two levels applies them, the first level's two iterations at rows 0 (with the rows
+    // that change nothing) and `row` (with the masks). Null where the parts are not that.
+    std::optional<tir::Stmt> masked_rows(const std::vector<tir::Stmt>& parts, const ne::Expr& row,
+                                         const ne::Expr& count, const ne::Expr& mask) const {
+      const te::CallNode* load = nullptr;
+      const te::CallNode* apply = nullptr;
+      const tir::AttrNode* kernel = nullptr;
+      for (const auto& part : parts)
+        for (const auto* call : vta::detail::calls_in(part)) {
+          if (call->name == vta::intrin::load) load = call;
+          if (call->name == vta::intrin::alu && call->buffers.size() == 2 &&
+              !call->buffers[0].name().ends_with(".mask") &&
+              call->buffers[1].name().ends_with(".mask")) {
+            apply = call;
+            kernel = part.as<tir::AttrNode>();
+          }
+        }
+      if (load == nullptr || apply == nullptr || kernel == nullptr || 2 * (groups - 1) > chunk ||
+          !load->buffers[0].same_as(apply->buffers[1]))
+        return std::nullopt;
+      const auto i32 = [](const ne::Expr& e) { return te::index_value(ne::simplify(e)); };
+      const ne::Expr constant_rows = 2 * (groups - 1);
+      std::vector<te::Expr> load_args{load->args[0],     i32(0), i32(0), i32(1), i32(constant_rows),
+                                      i32(constant_rows)};
+      for (int k = 0; k < 4; ++k) load_args.push_back(i32(0));
+      auto apply_args = apply->args;
+      apply_args[3] = i32(0);
+      apply_args[4] = i32(0);
+      const auto intrinsic = [](std::string_view name, std::vector<te::Expr> args) {
+        return tir::make_evaluate(te::call(std::string(name), DType::int32(), std::move(args)));
+      };
+      const std::vector<tir::Stmt> levels{
+          intrinsic(vta::intrin::uop_loop_begin,
+                    {i32(2), i32(row), i32(mask + (groups - 1)), i32(0)}),
+          intrinsic(vta::intrin::uop_loop_begin, {i32(count), i32(1), i32(1), i32(0)}),
+          tir::make_evaluate(
+              te::call(apply->name, apply->dtype(), std::move(apply_args), apply->buffers)),
+          intrinsic(vta::intrin::uop_loop_end, {}), intrinsic(vta::intrin::uop_loop_end, {})};
+      return tir::make_seq({tir::make_evaluate(te::call(load->name, load->dtype(),
+                                                        std::move(load_args), load->buffers)),
+                            tir::make_attr(kernel->key, kernel->node, 1, tir::make_seq(levels))});
     }
     // A pass whose keys fit one chunk has no chunk loop (the lowering drops a loop of one
     // iteration): its body, chunk 0, gets the lane masks alone.
@@ -813,6 +866,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   if (detail::softmax_causal(shape_))
     loops.constant = detail::epilogue_of_zero(epilogue_, env_.config);
   loops.lane_masks = detail::softmax_lane_masks(shape_);
+  loops.groups = shape_.groups;
   if (loops.lane_masks) {
     loops.first_unseen = detail::softmax_first_visible(shape_, product);
     loops.visible = detail::softmax_visible(shape_, product);
@@ -825,13 +879,17 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
 
 DLAVM_INLINE std::vector<te::NDArray> IntegerSoftmaxKernel::constants() const {
   if (!masks_.defined()) return {};
-  te::NDArray m(env_.acc_dtype, {shape_.groups - 1, env_.batch, env_.block_out});
+  // G - 1 rows that leave a key as it is, then row G - 1 + i for the (i + 1)-th key only some
+  // groups see: the lanes of the groups that do not see it masked
+  const std::int64_t masked = shape_.groups - 1;
+  te::NDArray m(env_.acc_dtype, {2 * masked, env_.batch, env_.block_out});
   auto d = m.data();
   const bool normalize = shape_.part == IntegerSoftmaxPart::Normalize;
-  for (std::int64_t i = 0; i + 1 < shape_.groups; ++i)
+  const std::int64_t as_is = normalize ? 1 : 0;
+  for (std::int64_t i = 0; i < 2 * masked; ++i)
     for (std::int64_t l = 0; l < env_.block_out; ++l)
       d[static_cast<std::size_t>(i * env_.batch * env_.block_out + l)] =
-          l < (i + 1) * shape_.lanes ? (normalize ? 0 : -32768) : (normalize ? 1 : 0);
+          i >= masked && l < (i - masked + 1) * shape_.lanes ? (normalize ? 0 : -32768) : as_is;
   return {m};
 }
 
@@ -902,9 +960,9 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   };
   // Cycles a key and lane tile (an entry a block's passes compute) and a chunk iteration cost,
   // fitted to the cycle model's counts of each part at 2,048 causal keys in chunks of 32 to 512
-  // (docs/performance.md; within 2% of each, before unseen chunks were filled once a block:
-  // within 2% of today's counts for two parts, 6.5% for the normalization), over the runs
-  // detail::SoftmaxRuns averages.
+  // (docs/performance.md; within 2% of each, before unseen chunks were filled once a block and
+  // the lane masks applied to their keys alone: within 1% of today's counts for two parts, 4.3%
+  // for the normalization), over the runs detail::SoftmaxRuns averages.
   const auto cost = shape.part == IntegerSoftmaxPart::Whole ? std::pair{132.0, 864.0}
                     : shape.part == IntegerSoftmaxPart::Exp ? std::pair{55.5, 342.0}
                                                             : std::pair{22.2, 90.0};

@@ -86,9 +86,10 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // G - 1 keys only some see get -32768 added in the lanes of the groups that do not see them.
 // VTA's ALU has no lane index, and a micro-op's entries are fixed (a decode step's stream is
 // rewritten in place only where no micro-op reads a dim), so those rows come from DRAM (the
-// kernel's constant, int32 [G - 1, BATCH, BLOCK_OUT]): each pass copies the rows of the keys
-// its chunk holds into a chunk buffer of zeros (a padded copy, like the scores') and adds it,
-// in the chunks that hold such a key only (skip_masked_work).
+// kernel's constant, int32 [2 (G - 1), BATCH, BLOCK_OUT]: G - 1 rows that leave a key as it
+// is, then the masks): as lowered, each pass copies the rows of the keys its chunk holds into
+// a chunk buffer of zeros (a padded copy, like the scores') and adds it; skip_masked_work
+// applies them to those keys' rows alone, in the chunks that hold such a key only.
 //
 // Parts (`part`): the whole softmax (host::integer_softmax), or one of its two halves, each a
 // kernel of two passes, so that each exponential is computed once and kept in DRAM as int8:
@@ -122,9 +123,10 @@ class IntegerSoftmaxKernel {
     if (masks_.defined()) return {data_, masks_, res_};
     return {data_, res_};
   }
-  // The data of the kernel's constant parameters (VtaKernel::constants): row i of the lane
-  // masks is -32768 in the lanes of groups 0 to i (those that do not see the key i after the
-  // first group's last), 0 elsewhere; a normalization's 0 there and 1 elsewhere.
+  // The data of the kernel's constant parameters (VtaKernel::constants): the lane masks' rows
+  // 0 to G - 2 leave a key as it is (0; a normalization's 1), row G - 1 + i is -32768 in the
+  // lanes of groups 0 to i (those that do not see the key i after the first group's last), 0
+  // elsewhere; a normalization's 0 there and 1 elsewhere.
   std::vector<te::NDArray> constants() const;
   te::Schedule schedule() const;
   // For the function lowered from schedule() `s`, the work on keys no query sees skipped,
@@ -132,11 +134,14 @@ class IntegerSoftmaxKernel {
   //   - each pass fills a chunk with -32768 before its load only where the chunk may hold a key
   //     the block's query does not see (the last chunk it sees); those before it are loaded
   //     whole;
-  //   - pass 3 of a causal softmax, over a chunk its query sees none of, fills the stored buffer
-  //     with the epilogue of 0 (each exponential there is 0) and stores it, in place of the
-  //     exponentials; not where that constant is no ALU immediate;
-  //   - with lane groups, each pass copies and adds the mask rows only in the chunks that
-  //     hold a key only some of a block's queries see (the others' rows are zero).
+  //   - pass 3 of a causal softmax, over a chunk its query sees none of, stores the epilogue of
+  //     0 (each exponential there is 0) in place of the exponentials, the stored buffer filled
+  //     with it at the first such chunk of a block only; not where that constant is no ALU
+  //     immediate;
+  //   - with lane groups, each pass applies the masks only in the chunks that hold a key only
+  //     some of a block's queries see (the others' rows are zero), and there only to the rows
+  //     of those keys: the constant loaded whole, one ALU instruction whose outer level's two
+  //     iterations apply its rows that change nothing at row 0 and the masks at those keys.
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
