@@ -62,6 +62,19 @@ te::NDArray reference(const te::NDArray& a, double scale) {
   return y;
 }
 
+// Causal scores of queries `m` after `before` keys, two queries of 8 heads a tile (the
+// gallery's layer).
+graph::IntegerSoftmaxShape two_queries_a_tile(const ne::Var& m, const ne::Var& before,
+                                              graph::IntegerSoftmaxPart part) {
+  return {.products = ne::simplify(ne::ceildiv(m, 2)),
+          .keys = ne::Expr(before) + m,
+          .lanes = 8,
+          .queries = m,
+          .fixed = host::integer_exp_for(0.125),
+          .groups = 2,
+          .part = part};
+}
+
 // The strategy's kernel over scores [batches, m, last + m, lanes] of symbolic m (1 to 11
 // queries) and last (0 to 40 cached positions), `groups` queries a tile, lowered with the keys
 // no query sees skipped; run() packs a logical array, runs it on the simulator with the
@@ -442,14 +455,7 @@ TEST_CASE("integer softmax kernel: the lane masks touch only the keys some queri
   for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp,
                           graph::IntegerSoftmaxPart::Normalize}) {
     CAPTURE(static_cast<int>(part));
-    const graph::IntegerSoftmaxShape shape{.products = ne::simplify(ne::ceildiv(m, 2)),
-                                           .keys = ne::Expr(last) + m,
-                                           .lanes = 8,
-                                           .queries = m,
-                                           .fixed = host::integer_exp_for(0.25),
-                                           .groups = 2,
-                                           .part = part};
-    const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "sm");
+    const graph::IntegerSoftmaxKernel kernel(env, two_queries_a_tile(m, last, part), 16, "sm");
     REQUIRE(kernel.args().size() == 3);  // the scores, the masks, the probabilities
     const std::vector<std::uint64_t> phys{0x100000, 0x200000, 0x300000};
     const ne::Binding bindings[] = {{"m", 32}, {"last", 8}};
@@ -480,22 +486,12 @@ TEST_CASE("integer softmax knob: the estimate's chunk is within 3% of the fastes
   // this is a shape it was not fitted to; the largest chunk that fits, the choice before it
   // counted the keys a causal block skips, is 24% to 55% slower here.
   const vta::Env env;
-  // queries `m` after `before` keys, two queries of 8 heads a tile
-  const auto causal = [](const ne::Var& m, const ne::Var& before, graph::IntegerSoftmaxPart part) {
-    return graph::IntegerSoftmaxShape{.products = ne::simplify(ne::ceildiv(m, 2)),
-                                      .keys = ne::Expr(before) + m,
-                                      .lanes = 8,
-                                      .queries = m,
-                                      .fixed = host::integer_exp_for(0.125),
-                                      .groups = 2,
-                                      .part = part};
-  };
   const auto m = ne::var("m", 1, 256);
   const auto last = ne::var("last", 0, 256);
   for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp,
                           graph::IntegerSoftmaxPart::Normalize}) {
     CAPTURE(static_cast<int>(part));
-    const auto shape = causal(m, last, part);
+    const auto shape = two_queries_a_tile(m, last, part);
     const auto space = graph::knob_space(env, shape);
     const auto chosen = graph::Chooser().choose({}, space).values.at(0);
     std::map<std::int64_t, std::uint64_t> cycles;
@@ -527,7 +523,7 @@ TEST_CASE("integer softmax knob: the estimate's chunk is within 3% of the fastes
   for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp,
                           graph::IntegerSoftmaxPart::Normalize}) {
     CAPTURE(static_cast<int>(part));
-    const auto space = graph::knob_space(env, causal(token, before, part));
+    const auto space = graph::knob_space(env, two_queries_a_tile(token, before, part));
     CHECK(graph::Chooser().choose({}, space).values.at(0) == 256);
   }
 }
