@@ -517,7 +517,7 @@ TEST_CASE("integer softmax knob: the estimate's chunk is within 3% of the fastes
   }
   // The gallery's layer, up to 2,048 queries after up to 2,047 keys: for the whole softmax and
   // the exponentials 128 and 256 keys are estimated within 2%, and the larger is taken (a decode
-  // step's stream then has 1,248 instructions, not 2,094); the normalization's 512 is not.
+  // step's stream then has 1,128 instructions, not 1,846); the normalization's 512 is not.
   const auto token = ne::var("token", 1, 2048);
   const auto before = ne::var("last_token", 0, 2047);
   for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp,

@@ -1466,16 +1466,17 @@ TEST_CASE("runtime kernels: causal_mask hides the keys after each query") {
 
 TEST_CASE("runtime kernels: integer_softmax, rows derived by hand") {
   const rt::IntegerExp c{92, 9};
-  // e(0) = 2^18. e(-1): t = -92, z = -(-92 >> 9) = 1, r = (-92 + 512) >> 2 = 105,
-  // p = ((84 * 105 + 21864) * 105 >> 4) + 2^18 = (3221820 >> 4) + 262144 = 463507, e = p >> 1
+  // e(0) = 2^22 >> 4 = 2^18. e(-1): t = 92, u = 92 >> 2 = 23, z = 0, r = 23,
+  // v = (45 * 23 - 22120) * 23 + 2^22 = 3709349, e = v >> 4 = 231834 (2^18 * 2^(-92 / 512) =
+  // 231445.4)
   CHECK(rt::integer_exp(0, c) == 262144);
-  CHECK(rt::integer_exp(-1, c) == 231753);
-  // e(-120): t = -11040, z = 22 >= 19: 0
+  CHECK(rt::integer_exp(-1, c) == 231834);
+  // e(-120): t = 11040, u = 2760, z = 21, z + 4 >= 23: 0
   CHECK(rt::integer_exp(-120, c) == 0);
-  // a row [5, 4]: S = 493897, R = floor(127 * 2^23 / S) = 2157,
-  // y = (e * 2157 + 2^22) >> 23 = [67, 60]
-  CHECK(rt::integer_reciprocal(493897) == 2157);
-  CHECK(rt::integer_probability(262144, 2157) == 67);
+  // a row [5, 4]: S = 493978, R = floor(127 * 2^23 / S) = 2156,
+  // y = (e * 2156 + 2^22) >> 23 = [67, 60]
+  CHECK(rt::integer_reciprocal(493978) == 2156);
+  CHECK(rt::integer_probability(262144, 2156) == 67);
   const std::int8_t s[] = {5, 4};
   std::int8_t y[2];
   rt::integer_softmax(s, y, 1, 2, 1, c);

@@ -16,7 +16,7 @@
 //   integer_softmax_normalize(e int8, {axis, causal, queries}) -> int8: the second half, the
 //       probabilities of exponentials e along `axis` (the scale unused). Composed, the two
 //       keep each exponential as int8 in between, so that an accelerator computes it once
-//       and keeps it in DRAM (runtime/kernels.hpp); the price is precision: within 2.1 units
+//       and keeps it in DRAM (runtime/kernels.hpp); the price is precision: within 1.3 units
 //       of the exact softmax on rows of random scores, where integer_softmax is within one,
 //       but each exponential's rounding (up to half a unit of the row's largest) adds up in
 //       the sum: a long row of keys 5 to 6 nats below its largest loses them (2,048 keys: a

@@ -1319,12 +1319,17 @@ void arg_reduce(const T* x, I* y, std::int64_t outer, std::int64_t extent, std::
 // in 32-bit integers only. Every step is an operation VTA's ALU has (add, min, max, multiply by
 // a factor of at most 8 bits, arithmetic shift by at most 15), so the device's bits are these:
 //   x = s - max <= 0 (max over the row's visible keys)
-//   t = x * multiplier: x * scale * log2(e) in units of 2^-frac_bits (host::integer_exp_for)
-//   z = -(t >> frac_bits) >= 0, r = (t + (z << frac_bits)) >> (frac_bits - 7) in [0, 127]:
-//       2^(t / 2^frac_bits) = 2^-z * 2^(r / 128), the fraction truncated to 1/128
-//   p = (((84 r + 21864) r) >> 4) + 2^18: 2^(r / 128) in units of 2^-18 (the quadratic fitted
-//       to integer coefficients; relative error at most 0.21%)
-//   e = p >> z when z < 19, else 0. The maximum's e is 2^18, every other e is at most that.
+//   t = -x * multiplier >= 0: -x * scale * log2(e) in units of 2^-frac_bits
+//       (host::integer_exp_for)
+//   u = t >> (frac_bits - 7), z = u >> 7, r = u - 128 z in [0, 127]:
+//       2^(-t / 2^frac_bits) = 2^-z * 2^(-r / 128), the fraction truncated to 1/128
+//   v = (45 r - 22120) r + 2^22: 2^(-r / 128) in units of 2^-22, the quadratic's integer
+//       coefficients fitted to the mean over each 1/128 of the fraction, so that e is within
+//       0.72% of 2^18 * 2^(-t / 2^frac_bits) wherever that is at least 2^8 (every multiplier
+//       and frac_bits; the fit to the fraction's truncated value, 84 and 21864 for 2^(r / 128),
+//       was within 0.96%)
+//   e = v >> (z + 4), 0 when z + 4 >= 23 (v <= 2^22). The maximum's e is 2^18, every other e
+//       is at most that.
 //   S = the sum of the row's e (visible keys only; at most extent * 2^18 < 2^31)
 //   R = floor(127 * 2^23 / S) <= 4064, y = (e * R + 2^22) >> 23 in [0, 127].
 // Masked keys (a causal row) get y = 0 and take no part in max and S.
@@ -1334,17 +1339,24 @@ struct IntegerExp {
 };
 inline constexpr std::int64_t kIntegerSoftmaxMaxExtent = 8191;  // S stays below 2^31
 
+// The quadratics of integer_exp and integer_exp8: v = (c2 r - c1) r + top, 2^(-r / 128) in units
+// of top, which the exponential shifts right by z + shift (a device folds `shift` into z).
+struct IntegerExpQuadratic {
+  std::int32_t c1, c2, top, shift;
+};
+inline constexpr IntegerExpQuadratic kIntegerExpQuadratic{22120, 45, std::int32_t{1} << 22, 4};
+inline constexpr IntegerExpQuadratic kIntegerExp8Quadratic{22296, 48, std::int32_t{127} << 15, 1};
+
 namespace detail {
-// x = s - max (<= 0) as 2^-z * 2^(r / 128): z, and the quadratic's (84 r + 21864) r, which
-// integer_exp and integer_exp8 scale to their units.
+// x = s - max (<= 0) as 2^-z * 2^(-r / 128): z and r, which integer_exp and integer_exp8 turn
+// into their units.
 struct IntegerExponent {
-  std::int32_t z, quadratic;
+  std::int32_t z, r;
 };
 inline IntegerExponent integer_exponent(std::int32_t x, IntegerExp c) {
-  const std::int32_t t = x * c.multiplier;
-  const std::int32_t z = -(t >> c.frac_bits);
-  const std::int32_t r = (t + z * (std::int32_t{1} << c.frac_bits)) >> (c.frac_bits - 7);
-  return {z, (84 * r + 21864) * r};
+  const std::int32_t u = (-x * c.multiplier) >> (c.frac_bits - 7);
+  const std::int32_t z = u >> 7;
+  return {z, u - (z << 7)};
 }
 
 // f(base, visible) for every row of integer_softmax's layout: its first element's index (the
@@ -1372,9 +1384,10 @@ std::int32_t softmax_row_max(const In* row, std::int64_t inner, std::int64_t vis
 
 // e of one visible element, x = s - max (<= 0).
 inline std::int32_t integer_exp(std::int32_t x, IntegerExp c) {
-  const auto [z, quadratic] = detail::integer_exponent(x, c);
-  const std::int32_t p = (quadratic >> 4) + (std::int32_t{1} << 18);
-  return z < 19 ? p >> z : 0;
+  constexpr auto q = kIntegerExpQuadratic;
+  const auto [z, r] = detail::integer_exponent(x, c);
+  const std::int32_t v = (q.c2 * r - q.c1) * r + q.top;
+  return z + q.shift < 23 ? v >> (z + q.shift) : 0;
 }
 
 // R of a row of sum S (S >= 2^18), and the probability of an element of exponential e.
@@ -1415,23 +1428,26 @@ void integer_softmax(const In* src, Out* dst, std::int64_t outer, std::int64_t e
 //
 // The same softmax with each exponential rounded to int8 in between, so that an accelerator
 // computes it once and keeps it in DRAM (VTA's accumulator holds no row of 2,048 keys):
-//   t, z and r as above; p = (((84 r + 21864) r) >> 8) + 2^14: 2^(r / 128) in units of 2^-14
-//   e8 = ((p * 127 >> min(z, 15)) + 2^13) >> 14 in [0, 127]: 127 * 2^-z * 2^(r / 128) rounded
-//        once, the exponential in units of 1/127 of the row's largest (whose e8 is 127; where
-//        z >= 15 the exact value is below 2^-8 and e8 is 0 either way)
+//   t, z and r as above; v = (48 r - 22296) r + 127 * 2^15: 127 * 2^(-r / 128) in units of
+//       2^-15 (fitted as above)
+//   e8 = ((v >> min(z + 1, 15)) + 2^13) >> 14 in [0, 127]: 127 * 2^-z * 2^(-r / 128) rounded
+//        once, within 1.15 units of 127 * 2^(-t / 2^frac_bits) (1.31 with the quadratic
+//        above's), the exponential in units of 1/127 of the row's largest (whose e8 is 127;
+//        where z >= 14 the exact value is below 2^-14 and e8 is 0 either way)
 //   S = max(sum of the row's e8, 127); R = floor(127 * 2^11 / S) <= 2048;
 //   y = (e8 * R + 2^10) >> 11 in [0, 127].
 // The second rounding costs accuracy. Over rows of random scores (tests/host: scales 0.05, 1/8
-// and 0.3) the probabilities lie within 2.1 units of the exact softmax's (one for
+// and 0.3) the probabilities lie within 1.3 units of the exact softmax's (one for
 // integer_softmax). But each e8 is off by up to half a unit, and a row's n of them add up in S:
 // a long row whose keys lie near half a unit of its largest (5 to 6 nats below it) moves S by
 // up to n / 2 units, and at 2,048 keys a probability of 15 becomes 127 (tests/host).
 // integer_softmax_normalize takes any int8 row: the sum is of the values as they are, at least
 // 127.
 inline std::int32_t integer_exp8(std::int32_t x, IntegerExp c) {
-  const auto [z, quadratic] = detail::integer_exponent(x, c);
-  const std::int32_t p = (quadratic >> 8) + (std::int32_t{1} << 14);
-  return (((p * 127) >> (z < 15 ? z : 15)) + (std::int32_t{1} << 13)) >> 14;
+  constexpr auto q = kIntegerExp8Quadratic;
+  const auto [z, r] = detail::integer_exponent(x, c);
+  const std::int32_t v = (q.c2 * r - q.c1) * r + q.top;
+  return ((v >> (z + q.shift < 15 ? z + q.shift : 15)) + (std::int32_t{1} << 13)) >> 14;
 }
 inline std::int32_t integer_reciprocal8(std::int32_t sum) {
   return (std::int32_t{127} << 11) / (sum > 127 ? sum : 127);

@@ -31,7 +31,7 @@ namespace dlavm::graph::llm {
 // Integer: one kernel, graph::integer_softmax (within one unit of the exact softmax; VTA
 // computes each exponential twice, for the sum and for the probabilities). IntegerSplit: two,
 // graph::integer_softmax_exp then integer_softmax_normalize (each exponential computed once
-// and kept in DRAM as int8: 0.6x the cycles; within 2.1 units of the exact softmax on random
+// and kept in DRAM as int8: 0.53x the cycles; within 1.3 units of the exact softmax on random
 // rows, but a long context of keys 5 to 6 nats below the largest loses them, host/integer_ops.hpp).
 enum class Softmax : std::uint8_t { Float, Integer, IntegerSplit };
 

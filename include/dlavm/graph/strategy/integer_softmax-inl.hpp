@@ -174,64 +174,79 @@ inline te::Expr BlockTensor::operator()(const ne::Expr& key, const ne::Expr& lan
 
 using V = const ne::Var&;
 
-// The exponent of every score: t = (s - max) * multiplier, z = -(t >> bits), r = (t + (z <<
-// bits)) >> (bits - 7), and the quadratic's v2 = (84 r + 21864) r. `m` the rows' max.
-struct ExponentStages {
-  BlockTensor z, v2;
+// The rows a block's exponentials read (runtime::integer_exp's steps with the quadratic's fixed
+// shift folded into z): bias = max * multiplier + q.shift * 2^frac_bits, so that t = -s *
+// multiplier + bias gives z + q.shift and the same r, and the quadratic's top. `m` the rows'
+// max. A kernel computes them once a block, not once a chunk.
+struct ExponentRows {
+  BlockTensor bias, top;
+  // The rows as the stages of writer `w` read them.
+  ExponentRows in(const SoftmaxStageWriter& w) const {
+    return {w.wrap(bias.tensor), w.wrap(top.tensor)};
+  }
 };
-inline ExponentStages exponent_stages(SoftmaxStageWriter& w, const BlockTensor& s,
-                                      const BlockTensor& m, runtime::IntegerExp fixed) {
+inline ExponentRows exponent_rows(SoftmaxStageWriter& w, const BlockTensor& m,
+                                  runtime::IntegerExp fixed, runtime::IntegerExpQuadratic q) {
   const auto c = SoftmaxStageWriter::c;
-  const std::int64_t bits = fixed.frac_bits;
-  const auto neg_m = w.row("neg_max", [&](V l) { return m(0, l) * c(-1); });
-  const auto x = w.block("x", [&](V k, V l) { return s(k, l) + neg_m(0, l); });
-  const auto t = w.block("t", [&](V k, V l) { return x(k, l) * c(fixed.multiplier); });
-  const auto zq = w.block("zq", [&](V k, V l) { return t(k, l) >> c(bits); });
-  const auto z = w.block("z", [&](V k, V l) { return zq(k, l) * c(-1); });
-  const auto z_up = w.block("z_up", [&](V k, V l) { return z(k, l) << c(bits); });
-  const auto frac = w.block("frac", [&](V k, V l) { return t(k, l) + z_up(k, l); });
-  const auto r = w.block("r", [&](V k, V l) { return frac(k, l) >> c(bits - 7); });
-  const auto v0 = w.block("v0", [&](V k, V l) { return r(k, l) * c(84); });
-  const auto v1 = w.block("v1", [&](V k, V l) { return v0(k, l) + c(21864); });
-  return {z, w.block("v2", [&](V k, V l) { return v1(k, l) * r(k, l); })};
+  const auto scaled = w.row("max_t", [&](V l) { return m(0, l) * c(fixed.multiplier); });
+  const auto offset =
+      w.row("z_offset", [&](V) { return c(std::int64_t{q.shift} << fixed.frac_bits); });
+  return {w.row("bias", [&](V l) { return scaled(0, l) + offset(0, l); }),
+          w.row("top", [&](V) { return c(q.top); })};
 }
 
-// e of every score (runtime::integer_exp): the exponent, p = (v2 >> 4) + 2^18; e = (p >> min(z,
-// 15)) >> min(max(z - 15, 0), 15).
+// The exponent of every score: t = -s * multiplier + bias >= 0, u = t >> (frac_bits - 7),
+// z = u >> 7 (runtime::integer_exponent's z plus q.shift), r = u - 128 z, and the quadratic
+// v = (c2 r - c1) r + top: the value integer_exp and integer_exp8 shift right by z.
+struct ExponentStages {
+  BlockTensor z, v;
+};
+inline ExponentStages exponent_stages(SoftmaxStageWriter& w, const BlockTensor& s,
+                                      const ExponentRows& rows, runtime::IntegerExp fixed,
+                                      runtime::IntegerExpQuadratic q) {
+  const auto c = SoftmaxStageWriter::c;
+  const auto t0 = w.block("t0", [&](V k, V l) { return s(k, l) * c(-fixed.multiplier); });
+  const auto t = w.block("t", [&](V k, V l) { return t0(k, l) + rows.bias(0, l); });
+  const std::int64_t below = fixed.frac_bits - 7;
+  const auto u = below == 0 ? t : w.block("u", [&](V k, V l) { return t(k, l) >> c(below); });
+  const auto z = w.block("z", [&](V k, V l) { return u(k, l) >> c(7); });
+  const auto z_down = w.block("z_down", [&](V k, V l) { return z(k, l) * c(-128); });
+  const auto r = w.block("r", [&](V k, V l) { return u(k, l) + z_down(k, l); });
+  const auto v0 = w.block("v0", [&](V k, V l) { return r(k, l) * c(q.c2); });
+  const auto v1 = w.block("v1", [&](V k, V l) { return v0(k, l) + c(-q.c1); });
+  const auto v2 = w.block("v2", [&](V k, V l) { return v1(k, l) * r(k, l); });
+  return {z, w.block("v", [&](V k, V l) { return v2(k, l) + rows.top(0, l); })};
+}
+
+// e of every score (runtime::integer_exp): v >> (z + 4) as (v >> min(z, 15)) >> min(max(z -
+// 15, 0), 15) with z from exponent_stages (a shift by at most 30 in two: v < 2^23, so that any
+// larger z gives 0 too).
 inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& s,
-                                      const BlockTensor& m, runtime::IntegerExp fixed) {
+                                      const ExponentRows& rows, runtime::IntegerExp fixed) {
   const auto c = SoftmaxStageWriter::c;
   // (named members, not a structured binding: the lambdas capture them, which clang 14 does
   // not allow of a binding)
-  const auto exponent = exponent_stages(w, s, m, fixed);
+  const auto exponent = exponent_stages(w, s, rows, fixed, runtime::kIntegerExpQuadratic);
   const BlockTensor& z = exponent.z;
-  const BlockTensor& v2 = exponent.v2;
-  const auto v3 = w.block("v3", [&](V k, V l) { return v2(k, l) >> c(4); });
-  const auto one = w.row("one", [&](V) { return c(std::int64_t{1} << 18); });
-  const auto p = w.block("p", [&](V k, V l) { return v3(k, l) + one(0, l); });
+  const BlockTensor& v = exponent.v;
   const auto z1 = w.block("z1", [&](V k, V l) { return te::min(z(k, l), c(15)); });
-  const auto e1 = w.block("e1", [&](V k, V l) { return p(k, l) >> z1(k, l); });
+  const auto e1 = w.block("e1", [&](V k, V l) { return v(k, l) >> z1(k, l); });
   const auto z2a = w.block("z2a", [&](V k, V l) { return z(k, l) - c(15); });
   const auto z2b = w.block("z2b", [&](V k, V l) { return te::max(z2a(k, l), c(0)); });
   const auto z2 = w.block("z2", [&](V k, V l) { return te::min(z2b(k, l), c(15)); });
   return w.block("e", [&](V k, V l) { return e1(k, l) >> z2(k, l); });
 }
 
-// e8 of every score (runtime::integer_exp8): the exponent, p = (v2 >> 8) + 2^14, e8 = ((p *
-// 127 >> min(z, 15)) + 2^13) >> 14.
+// e8 of every score (runtime::integer_exp8): ((v >> min(z, 15)) + 2^13) >> 14 with z from
+// exponent_stages (integer_exp8's z + 1).
 inline BlockTensor exponential8_stages(SoftmaxStageWriter& w, const BlockTensor& s,
-                                       const BlockTensor& m, runtime::IntegerExp fixed) {
+                                       const ExponentRows& rows, runtime::IntegerExp fixed) {
   const auto c = SoftmaxStageWriter::c;
-  // (named members, not a structured binding: the lambdas capture them, which clang 14 does
-  // not allow of a binding)
-  const auto exponent = exponent_stages(w, s, m, fixed);
+  const auto exponent = exponent_stages(w, s, rows, fixed, runtime::kIntegerExp8Quadratic);
   const BlockTensor& z = exponent.z;
-  const BlockTensor& v2 = exponent.v2;
-  const auto v3 = w.block("v3", [&](V k, V l) { return v2(k, l) >> c(8); });
-  const auto p = w.block("p", [&](V k, V l) { return v3(k, l) + c(std::int64_t{1} << 14); });
-  const auto q = w.block("q", [&](V k, V l) { return p(k, l) * c(127); });
+  const BlockTensor& v = exponent.v;
   const auto z1 = w.block("z1", [&](V k, V l) { return te::min(z(k, l), c(15)); });
-  const auto e1 = w.block("e1", [&](V k, V l) { return q(k, l) >> z1(k, l); });
+  const auto e1 = w.block("e1", [&](V k, V l) { return v(k, l) >> z1(k, l); });
   const auto e2 = w.block("e2", [&](V k, V l) { return e1(k, l) + c(std::int64_t{1} << 13); });
   return w.block("e8", [&](V k, V l) { return e2(k, l) >> c(14); });
 }
@@ -315,7 +330,8 @@ DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& score
   w.blocks({shape.begin(), shape.end() - 2}, shape.end()[-2], shape.back());
   const auto s = w.wrap(scores);
   const auto m = w.reduce("max", s, true);
-  const auto e = detail::exponential_stages(w, s, m, fixed);
+  const auto e = detail::exponential_stages(
+      w, s, detail::exponent_rows(w, m, fixed, runtime::kIntegerExpQuadratic), fixed);
   const auto q = detail::reciprocal_stages(w, w.reduce("sum", e, false), 23);
   st.result = detail::probability_stages(w, e, detail::split_reciprocal(w, q)).tensor;
   return st;
@@ -540,6 +556,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
 
   // pass 1: the max of each chunk, then of the block
   std::optional<detail::BlockTensor> m;
+  std::optional<detail::ExponentRows> exponent;  // what the exponentials read, once a block
   if (!normalize) {
     SoftmaxStageWriter max_pass(name + ".max", max_chunk_);
     max_pass.blocks({products, tiles, chunks}, chunk, lanes);
@@ -547,6 +564,12 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     max_rows_ = max_pass.reduce("chunk", s1, true).tensor;
     max_chunk_.pop_back();
     m = rows.reduce_blocks("max", max_rows_, seen, true);
+    rows.blocks({products, tiles}, 1, lanes);
+    exponent = detail::exponent_rows(rows, *m, shape.fixed,
+                                     shape.part == IntegerSoftmaxPart::Exp
+                                         ? runtime::kIntegerExp8Quadratic
+                                         : runtime::kIntegerExpQuadratic);
+    rows.blocks({products, tiles, chunks}, 1, lanes);
   }
 
   // pass 2: the sum of each chunk's exponentials (those loaded by a normalization), then of the
@@ -559,7 +582,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     const auto s2 = masked(sum_pass, sum_chunk_, load("sum.s"), "sum.mask", chunk_rows);
     const auto e2 =
         normalize ? s2
-                  : detail::exponential_stages(sum_pass, s2, sum_pass.wrap(m->tensor), shape.fixed);
+                  : detail::exponential_stages(sum_pass, s2, exponent->in(sum_pass), shape.fixed);
     sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
     sum_chunk_.pop_back();
     auto total = rows.reduce_blocks("sum", sum_rows_, seen, false);
@@ -586,12 +609,12 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
       "y.mask", [&](std::span<const ne::Var> i) { return mask(i[0], i[2], i[3]); });
   detail::BlockTensor y = s3;
   if (shape.part == IntegerSoftmaxPart::Exp)
-    y = detail::exponential8_stages(out_pass, s3, out_pass.wrap(m->tensor), shape.fixed);
+    y = detail::exponential8_stages(out_pass, s3, exponent->in(out_pass), shape.fixed);
   else if (normalize)
     y = detail::normalized_stages(out_pass, s3, out_pass.wrap(reciprocal->tensor));
   else
     y = detail::probability_stages(
-        out_pass, detail::exponential_stages(out_pass, s3, out_pass.wrap(m->tensor), shape.fixed),
+        out_pass, detail::exponential_stages(out_pass, s3, exponent->in(out_pass), shape.fixed),
         {out_pass.wrap(halves->first.tensor), out_pass.wrap(halves->second.tensor)});
   // the epilogue's immediate steps, each an ALU pass over the chunk
   for (std::size_t i = 0; i < epilogue.steps.size(); ++i) {
@@ -926,20 +949,21 @@ DLAVM_INLINE std::optional<std::string> check_chunk(const vta::Env& env,
 DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape& shape,
                                      std::int64_t chunk) {
   // A block's rows, live through its three passes: each chunk's max and sum (a row per chunk),
-  // and the 28 one-entry rows the storage pass keeps of the max, the sum and the division.
-  // Inside, the largest pass is the third: the load and five more chunk buffers (the others
-  // computed in place, tir::reuse_inplace) and three rows. Lane masks: the mask rows' chunk
-  // buffer beside the load. The exponentials alone: the chunks' max rows and two rows of the
-  // block, and four chunk buffers in pass 3; the normalization: the chunks' sum rows and the
-  // division's 25 rows, and two chunk buffers (measured from the lowering, tests/graph).
+  // and the 30 one-entry rows the storage pass keeps of the max, the exponent's rows, the sum
+  // and the division. Inside, the largest pass is the third: the load and five more chunk
+  // buffers (the others computed in place, tir::reuse_inplace) and one row. Lane masks: the
+  // mask rows' chunk buffer beside the load. The exponentials alone: the chunks' max rows and
+  // three rows of the block, and four chunk buffers in pass 3; the normalization: the chunks'
+  // sum rows and the division's 25 rows, and two chunk buffers (measured from the lowering,
+  // tests/graph).
   const std::int64_t chunks = detail::softmax_chunks(shape, chunk);
   SramFootprint f;
   switch (shape.part) {
     case IntegerSoftmaxPart::Whole:
-      f.acc = 2 * chunks + 28 + 6 * chunk + 3;
+      f.acc = 2 * chunks + 30 + 6 * chunk + 1;
       break;
     case IntegerSoftmaxPart::Exp:
-      f.acc = chunks + 2 + 4 * chunk;
+      f.acc = chunks + 3 + 4 * chunk;
       break;
     case IntegerSoftmaxPart::Normalize:
       f.acc = chunks + 25 + 2 * chunk;
@@ -962,11 +986,12 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   };
   // Cycles a key and lane tile (an entry a block's passes compute) and a chunk iteration cost,
   // fitted to the cycle model's counts of each part at 2,048 causal keys in chunks of 32 to 512
-  // (docs/performance.md; within 2% of each, before unseen chunks were filled once a block and
-  // the lane masks applied to their keys alone: within 1% of today's counts for two parts, 4.3%
-  // for the normalization), over the runs detail::SoftmaxRuns averages.
-  const auto cost = shape.part == IntegerSoftmaxPart::Whole ? std::pair{132.0, 864.0}
-                    : shape.part == IntegerSoftmaxPart::Exp ? std::pair{55.5, 342.0}
+  // (docs/performance.md: within 0.8% of each for the whole softmax and the exponentials, as
+  // their exponent is computed since the quadratic's shift folded into z; 4.3% for the
+  // normalization, fitted before unseen chunks were filled once a block and the lane masks
+  // applied to their keys alone), over the runs detail::SoftmaxRuns averages.
+  const auto cost = shape.part == IntegerSoftmaxPart::Whole ? std::pair{119.2, 685.7}
+                    : shape.part == IntegerSoftmaxPart::Exp ? std::pair{45.0, 268.4}
                                                             : std::pair{22.2, 90.0};
   const detail::SoftmaxRuns runs(shape);
   const auto cycles = [&](std::int64_t chunk) {
@@ -976,8 +1001,8 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // Chunks within the fit's 2% of the fewest cycles are ties, and the largest of them is
   // estimated at the least: a stream in fewer, larger chunks has fewer instructions, which a
   // decode step rewrites every position (the gallery's layer: 256 keys for the whole softmax,
-  // 1,248 instructions a decode step; 128 keys, estimated 0.5% fewer cycles over its runs and
-  // 2.5% in a 2,048-token prefill from the start, would make it 2,094).
+  // 1,128 instructions a decode step; 128 keys, estimated 0.8% fewer cycles over its runs and
+  // 4.2% in a 2,048-token prefill from the start, would make it 1,846).
   std::vector<std::pair<std::int64_t, double>> fitting;  // each chunk that fits, its cycles
   for (const auto chunk : space.knobs[0].values)
     if (!check_chunk(env, shape, chunk)) fitting.emplace_back(chunk, cycles(chunk));

@@ -3,9 +3,11 @@
 // rows being normalized along the lanes (dim 1, whole tiles), so that the max and the sum over
 // keys combine accumulator tiles lane by lane. The arithmetic is runtime::integer_softmax's,
 // stage for stage:
-//   max over keys; t = (s - max) * multiplier; z = -(t >> frac_bits) and the fraction r;
-//   p = (((84 r + 21864) r) >> 4) + 2^18; e = (p >> min(z, 15)) >> min(max(z - 15, 0), 15)
-//   (the second shift clears what the first leaves when z >= 19: p < 2^19); sum over keys;
+//   max over keys; t = -s * multiplier + bias, bias = max * multiplier + 4 * 2^frac_bits a row
+//   of the block (runtime::integer_exponent's t, with 4 added to z); z = (t >> (frac_bits -
+//   7)) >> 7 and the fraction r; v = (45 r - 22120) r + 2^22; e = (v >> min(z, 15)) >>
+//   min(max(z - 15, 0), 15) (runtime::integer_exp's v >> (z + 4): the second shift clears what
+//   the first leaves, v < 2^23); sum over keys;
 //   R = floor(127 * 2^23 / sum) by restoring division, 12 quotient bits (the ALU cannot
 //   divide: compare, subtract, shift); y = (e * R + 2^22) >> 23 with R split in two 6-bit
 //   halves.
