@@ -60,7 +60,9 @@ BENCHMARK(BM_IntegerSoftmaxBlock)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::k
 // chooses: 128 keys for these causal prefills from the start, 256 for the one that is not) at N
 // keys, N queries and C lanes (range 3: the gallery's 8 heads, or 3), causal (range 1) or not, in G
 // lane groups (range 2: 16 / C queries side by side, as the strategy packs them), the whole softmax
-// or one of its halves (range 4: 0 whole, 1 the exponentials, 2 the normalization): where its
+// or one of its halves (range 4: 0 whole, 1 the exponentials, 2 the normalization), in chunks of
+// range 5 keys where it is not 0 (docs/performance.md's chunk tables; a chunk that does not fit
+// skips with the kernel's error): where its
 // cycles go. Timed: instantiating the stream; the cycle model then runs it once. Counters: the
 // stream's cycles, ALU micro-ops, GEMM resets and accumulator-load bytes, and each of them per key
 // and lane tile the passes compute (`entries`: each block's chunks that hold a key one of its
@@ -81,7 +83,14 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
       .groups = groups,
       .part = static_cast<graph::IntegerSoftmaxPart>(state.range(4))};
   const std::int64_t chunk =
-      graph::Chooser().choose({}, graph::knob_space(env, shape)).values.at(0);
+      state.range(5) != 0 ? state.range(5)
+                          : graph::Chooser().choose({}, graph::knob_space(env, shape)).values.at(0);
+  if (const auto why = graph::check_chunk(env, shape, chunk)) {
+    state.SkipWithError(why->c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
   const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
   auto s = kernel.schedule();
   auto rewrite = kernel.skip_masked_work(s);
@@ -116,17 +125,27 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
   state.counters["resets_per_entry"] = per_entry(resets);
   state.counters["acc_bytes_per_entry"] = per_entry(report.counters.acc_load_bytes);
 }
+void IntegerSoftmaxKernelArgs(benchmark::internal::Benchmark* b) {
+  for (const auto& args : std::vector<std::vector<std::int64_t>>{{256, 0, 1, 8, 0},
+                                                                 {2048, 1, 1, 8, 0},
+                                                                 {2048, 1, 2, 8, 0},
+                                                                 {2048, 1, 2, 8, 1},
+                                                                 {2048, 1, 2, 8, 2},
+                                                                 {2048, 1, 1, 3, 0},
+                                                                 {2048, 1, 5, 3, 0},
+                                                                 {2048, 1, 5, 3, 1},
+                                                                 {2048, 1, 5, 3, 2}}) {
+    auto chosen = args;
+    chosen.push_back(0);
+    b->Args(chosen);
+  }
+  // the chunk tables: the gallery's two queries a tile, each part in each chunk
+  for (std::int64_t part = 0; part < 3; ++part)
+    for (std::int64_t chunk = 32; chunk <= 512; chunk *= 2) b->Args({2048, 1, 2, 8, part, chunk});
+}
 BENCHMARK(BM_IntegerSoftmaxKernel)
-    ->Args({256, 0, 1, 8, 0})
-    ->Args({2048, 1, 1, 8, 0})
-    ->Args({2048, 1, 2, 8, 0})
-    ->Args({2048, 1, 2, 8, 1})
-    ->Args({2048, 1, 2, 8, 2})
-    ->Args({2048, 1, 1, 3, 0})
-    ->Args({2048, 1, 5, 3, 0})
-    ->Args({2048, 1, 5, 3, 1})
-    ->Args({2048, 1, 5, 3, 2})
-    ->ArgNames({"keys", "causal", "groups", "lanes", "part"})
+    ->Apply(IntegerSoftmaxKernelArgs)
+    ->ArgNames({"keys", "causal", "groups", "lanes", "part", "chunk"})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
