@@ -212,7 +212,12 @@ inline ExponentStages exponent_stages(SoftmaxStageWriter& w, const BlockTensor& 
   const auto z = w.block("z", [&](V k, V l) { return u(k, l) >> c(7); });
   const auto z_down = w.block("z_down", [&](V k, V l) { return z(k, l) * c(-128); });
   const auto r = w.block("r", [&](V k, V l) { return u(k, l) + z_down(k, l); });
-  const auto v0 = w.block("v0", [&](V k, V l) { return r(k, l) * c(q.c2); });
+  // r again where z_down was (z_down <= 0 <= r): the quadratic multiplies this copy in place
+  // and reads r, and a max is one ALU pass where a copy is a reset and an add. (The quadratic,
+  // and the exponential after it, then stay out of the load's buffer, which the next chunk's
+  // load fills while this chunk's store may still read it.)
+  const auto r_copy = w.block("r_copy", [&](V k, V l) { return te::max(z_down(k, l), r(k, l)); });
+  const auto v0 = w.block("v0", [&](V k, V l) { return r_copy(k, l) * c(q.c2); });
   const auto v1 = w.block("v1", [&](V k, V l) { return v0(k, l) + c(-q.c1); });
   const auto v2 = w.block("v2", [&](V k, V l) { return v1(k, l) * r(k, l); });
   return {z, w.block("v", [&](V k, V l) { return v2(k, l) + rows.top(0, l); })};
@@ -950,20 +955,20 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape&
                                      std::int64_t chunk) {
   // A block's rows, live through its three passes: each chunk's max and sum (a row per chunk),
   // and the 30 one-entry rows the storage pass keeps of the max, the exponent's rows, the sum
-  // and the division. Inside, the largest pass is the third: the load and five more chunk
+  // and the division. Inside, the largest pass is the third: the load and four more chunk
   // buffers (the others computed in place, tir::reuse_inplace) and one row. Lane masks: the
   // mask rows' chunk buffer beside the load. The exponentials alone: the chunks' max rows and
-  // three rows of the block, and four chunk buffers in pass 3; the normalization: the chunks'
+  // three rows of the block, and three chunk buffers in pass 3; the normalization: the chunks'
   // sum rows and the division's 25 rows, and two chunk buffers (measured from the lowering,
   // tests/graph).
   const std::int64_t chunks = detail::softmax_chunks(shape, chunk);
   SramFootprint f;
   switch (shape.part) {
     case IntegerSoftmaxPart::Whole:
-      f.acc = 2 * chunks + 30 + 6 * chunk + 1;
+      f.acc = 2 * chunks + 30 + 5 * chunk + 1;
       break;
     case IntegerSoftmaxPart::Exp:
-      f.acc = chunks + 3 + 4 * chunk;
+      f.acc = chunks + 3 + 3 * chunk;
       break;
     case IntegerSoftmaxPart::Normalize:
       f.acc = chunks + 25 + 2 * chunk;
@@ -986,12 +991,12 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   };
   // Cycles a key and lane tile (an entry a block's passes compute) and a chunk iteration cost,
   // fitted to the cycle model's counts of each part at 2,048 causal keys in chunks of 32 to 512
-  // (docs/performance.md: within 0.8% of each for the whole softmax and the exponentials, as
-  // their exponent is computed since the quadratic's shift folded into z; 4.3% for the
-  // normalization, fitted before unseen chunks were filled once a block and the lane masks
-  // applied to their keys alone), over the runs detail::SoftmaxRuns averages.
-  const auto cost = shape.part == IntegerSoftmaxPart::Whole ? std::pair{119.2, 685.7}
-                    : shape.part == IntegerSoftmaxPart::Exp ? std::pair{45.0, 268.4}
+  // (docs/performance.md: within 0.8% of each for the whole softmax and the exponentials, with
+  // the exponent of 2026-12-01 (the quadratic's shift folded into z, r copied by a max); 4.3%
+  // for the normalization, fitted before unseen chunks were filled once a block and the lane
+  // masks applied to their keys alone), over the runs detail::SoftmaxRuns averages.
+  const auto cost = shape.part == IntegerSoftmaxPart::Whole ? std::pair{117.2, 671.1}
+                    : shape.part == IntegerSoftmaxPart::Exp ? std::pair{44.0, 261.8}
                                                             : std::pair{22.2, 90.0};
   const detail::SoftmaxRuns runs(shape);
   const auto cycles = [&](std::int64_t chunk) {
@@ -1001,8 +1006,8 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // Chunks within the fit's 2% of the fewest cycles are ties, and the largest of them is
   // estimated at the least: a stream in fewer, larger chunks has fewer instructions, which a
   // decode step rewrites every position (the gallery's layer: 256 keys for the whole softmax,
-  // 1,128 instructions a decode step; 128 keys, estimated 0.8% fewer cycles over its runs and
-  // 4.2% in a 2,048-token prefill from the start, would make it 1,846).
+  // 1,109 instructions a decode step; 128 keys, estimated 0.8% fewer cycles over its runs and
+  // 4.1% in a 2,048-token prefill from the start, would make it 1,811).
   std::vector<std::pair<std::int64_t, double>> fitting;  // each chunk that fits, its cycles
   for (const auto chunk : space.knobs[0].values)
     if (!check_chunk(env, shape, chunk)) fitting.emplace_back(chunk, cycles(chunk));
