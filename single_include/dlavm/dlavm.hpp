@@ -37888,6 +37888,12 @@ class IntegerSoftmaxKernel {
   //   - each pass fills a chunk with -32768 before its load only where the chunk may hold a key
   //     the block's query does not see (the last chunk it sees); those before it are loaded
   //     whole;
+  //   - of a causal softmax, in that last chunk, the exponentials of passes 2 and 3 (each ALU
+  //     pass and reset from the load to the sum's halving, or to the store) run over the keys
+  //     the block sees alone, min(chunk, keys seen - c * chunk) rows; the buffer they end in is
+  //     filled beforehand with what an unseen key gives there (the sum's 0, pass 3's epilogue
+  //     of 0), and the load's fill, then read by no one, is dropped. Not where that constant is
+  //     no ALU immediate;
   //   - pass 3 of a causal softmax, over a chunk its query sees none of, stores the epilogue of
   //     0 (each exponential there is 0) in place of the exponentials, the stored buffer filled
   //     with it at the first such chunk of a block only; not where that constant is no ALU
@@ -37929,12 +37935,13 @@ std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmax
 // allocates these entries); above it where fewer keys leave the chunk's buffers smaller.
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
-// The estimate is cycles per key computed and per chunk iteration (fitted to the cycle model)
-// over the keys a block computes: all of them in whole chunks, so that the largest chunk that
-// fits wins where the softmax is not causal; for a causal one, averaged over runs of the most
-// queries after 16 counts of keys before them, the chunks that hold a key each block's queries
-// see (smaller chunks pad fewer masked keys). Of the chunks within 2% of the least, the largest
-// is estimated at the least (fewer instructions for a decode step to rewrite).
+// The estimate is cycles per key a block's queries see, per key of the chunks that hold them
+// (the max, the fills and the sums' halvings compute those whole) and per chunk iteration
+// (fitted to the cycle model): all keys in whole chunks where the softmax is not causal, so that
+// the largest chunk that fits wins; for a causal one, averaged over runs of the most queries
+// after 16 counts of keys before them (smaller chunks pad fewer masked keys, larger ones have
+// fewer iterations). Of the chunks within 2% of the least, the largest is estimated at the least
+// (fewer instructions for a decode step to rewrite).
 KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // DRAM bytes the kernel moves: the scores three times, the probabilities once (a part: its
 // input twice, its result once).
@@ -38345,7 +38352,7 @@ struct SoftmaxRuns {
   }
 
   // The entries (keys of a lane tile) of a block in chunks of `chunk`, averaged over the runs
-  // and their blocks.
+  // and their blocks; with `chunk` 1, the keys its queries see.
   double entries(std::int64_t chunk) const {
     const auto padded = [&](std::int64_t seen) {
       return static_cast<double>(ne::ceil_div(seen, chunk) * chunk);
@@ -38716,6 +38723,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     std::vector<ne::Var> chunks;
     ne::Expr seen;
     std::optional<std::int64_t> constant;  // pass 3's masked chunks' value, if causal
+    // each pass's value of a key its block does not see, after its chain (trim_chain): the
+    // sum's 0, pass 3's epilogue of 0 (nullopt: the chain is not trimmed)
+    std::vector<std::optional<std::int64_t>> unseen_value;
+    ne::Expr keys, keys_seen;  // N, and the keys the block's queries see (softmax_visible)
+    bool alu_fill = false;     // a stored fill ends in an ALU op (Variant::store_reads_out_sram)
     // lane groups: the first key only some of a block's groups see, and the last + 1
     bool lane_masks = false;
     std::int64_t groups = 1;
@@ -38797,6 +38809,147 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                                         std::move(load_args), load->buffers)),
                             tir::make_attr(kernel->key, kernel->node, 1, tir::make_seq(levels))});
     }
+    // The chunk's chain of per-key kernels (each an ALU pass or a reset over the chunk's rows,
+    // from the load and the masks on) trimmed to the keys the block sees, min(chunk, keys_seen -
+    // c * chunk) rows: a prefill's last seen chunk holds half a chunk of unseen keys on average,
+    // each the exponential's dozens of ALU cycles. After the chain only the buffer it ends in
+    // is read (stored, or a sum's halving); that buffer's unseen rows get `value` from a fill
+    // (a reset, and an ADD where the value is not 0 or a stored fill must end in an ALU op) in
+    // the last seen chunk, before the buffer's first write: where that is a reset of the whole
+    // chunk, the reset stays whole and is the fill. The load's own fill of -32768 is then read by
+    // no one, and dropped. `parts`: the body's parts, the fill still first. Nullopt where they
+    // are not that.
+    std::optional<std::vector<tir::Stmt>> trim_chain(const detail::ChunkBody& body,
+                                                     const std::vector<tir::Stmt>& parts,
+                                                     const ne::Expr& c, std::int64_t value,
+                                                     bool stored) const {
+      const auto allocated = [&](const te::Buffer& b) {
+        return std::ranges::any_of(body.allocated,
+                                   [&](const tir::Buffer& a) { return a.same_as(b); });
+      };
+      // the rows of a chunk stage as lowered: the chunk, or the keys left where they are
+      // symbolic
+      const ne::Expr chunk_rows = ne::simplify(ne::min(ne::Expr(chunk), keys - c * chunk));
+      const auto whole_chunk = [&](const te::Expr& extent) {
+        const auto e = vta::detail::index_arg(extent);
+        return e && (e->as_int() == chunk || ne::can_prove(ne::simplify(*e - chunk_rows) == 0));
+      };
+      // a kernel of one loop level over the chunk's rows: its loop's and its operation's calls
+      const auto chunk_kernel = [&](const tir::Stmt& st)
+          -> std::optional<std::pair<const te::CallNode*, const te::CallNode*>> {
+        const auto* attr = st.as<tir::AttrNode>();
+        const auto* seq = attr != nullptr ? attr->body.as<tir::SeqNode>() : nullptr;
+        if (seq == nullptr || seq->seq.size() != 3) return std::nullopt;
+        const auto* loop = vta::detail::call_of(seq->seq[0]);
+        const auto* op = vta::detail::call_of(seq->seq[1]);
+        if (loop == nullptr || op == nullptr || loop->name != vta::intrin::uop_loop_begin ||
+            (op->name != vta::intrin::alu && op->name != vta::intrin::gemm_reset) ||
+            op->buffers.empty() || !whole_chunk(loop->args[0]))
+          return std::nullopt;
+        return std::pair{loop, op};
+      };
+      // a kernel of one micro-op and no loop (a row the chain reads, such as a constant's)
+      const auto row_call = [](const tir::Stmt& st) -> const te::CallNode* {
+        const auto* attr = st.as<tir::AttrNode>();
+        if (attr == nullptr) return nullptr;
+        const auto calls = vta::detail::calls_in(attr->body);
+        return calls.size() == 1 && (calls[0]->name == vta::intrin::alu ||
+                                     calls[0]->name == vta::intrin::gemm_reset)
+                   ? calls[0]
+                   : nullptr;
+      };
+      const auto row_kernel = [&](const tir::Stmt& st) { return row_call(st) != nullptr; };
+      std::size_t i = body.fill + 1;
+      while (i < parts.size() && parts[i].as<tir::IfThenElseNode>() != nullptr) ++i;  // masks
+      const std::size_t first = i;
+      te::Buffer last;  // the buffer the chain ends in
+      for (; i < parts.size(); ++i) {
+        if (row_kernel(parts[i])) continue;
+        const auto kernel = chunk_kernel(parts[i]);
+        if (!kernel) break;
+        last = kernel->second->buffers[0];
+      }
+      if (!last.defined()) return std::nullopt;
+      // the rows touch no chunk buffer (the load's, those the chain writes: their rows past the
+      // keys stay as they were)
+      std::vector<te::Buffer> chunk_buffers{body.load->buffers[0]};
+      for (std::size_t j = first; j < i; ++j)
+        if (const auto kernel = chunk_kernel(parts[j]))
+          chunk_buffers.push_back(kernel->second->buffers[0]);
+      for (std::size_t j = first; j < i; ++j)
+        if (row_kernel(parts[j]))
+          for (const auto& b : row_call(parts[j])->buffers)
+            if (std::ranges::any_of(chunk_buffers,
+                                    [&](const te::Buffer& a) { return a.same_as(b); }))
+              return std::nullopt;
+      for (std::size_t j = i; j < parts.size(); ++j)
+        for (const auto* call : vta::detail::calls_in(parts[j]))
+          for (const auto& b : call->buffers)
+            if (allocated(b) && !b.same_as(last)) return std::nullopt;
+      const bool add = value != 0 || (stored && alu_fill);
+      if (add && body.fill != 2) return std::nullopt;  // (no ADD to set the value with)
+      const tir::BufferMap to_last{{body.load->buffers[0].get(), last}};
+      std::vector<tir::Stmt> fill{tir::rewrite(body.parts[0], {}, to_last)};
+      if (add) fill.push_back(with_immediate(tir::rewrite(body.parts[1], {}, to_last), value));
+      const ne::Expr last_seen = c + 1 >= seen;
+      std::vector<tir::Stmt> out;
+      const bool fill_first = body.load->buffers[0].same_as(last);
+      if (fill_first) out.push_back(tir::make_if(last_seen, tir::make_seq(fill)));
+      out.insert(out.end(), parts.begin() + static_cast<std::ptrdiff_t>(body.fill),
+                 parts.begin() + static_cast<std::ptrdiff_t>(first));
+      // the chain trimmed in the last chunk the block sees alone: elsewhere its rows are the
+      // chunk's, and the lowering's extents (the chunk, or a block's min(keys - c * chunk,
+      // chunk)) are what a replay evaluates fastest
+      const te::Expr rows = te::index_value(  // (keys_seen <= keys: the chunk's rows or fewer)
+          ne::simplify(ne::min(ne::Expr(chunk), keys_seen - c * chunk)));
+      std::vector<tir::Stmt> trimmed;
+      bool filled = fill_first;
+      for (std::size_t j = first; j < i; ++j) {
+        if (row_kernel(parts[j])) {
+          trimmed.push_back(parts[j]);
+          continue;
+        }
+        const auto [loop, op] = *chunk_kernel(parts[j]);
+        if (!filled && op->buffers[0].same_as(last)) {
+          filled = true;
+          if (op->name == vta::intrin::gemm_reset && !add) {
+            trimmed.push_back(parts[j]);  // the whole reset is the fill
+            continue;
+          }
+          trimmed.insert(trimmed.end(), fill.begin(), fill.end());
+        }
+        const auto* attr = parts[j].as<tir::AttrNode>();
+        const auto& seq = attr->body.as<tir::SeqNode>()->seq;
+        auto args = loop->args;
+        args[0] = rows;
+        trimmed.push_back(tir::make_attr(
+            attr->key, attr->node, attr->value,
+            tir::make_seq({tir::make_evaluate(
+                               te::call(loop->name, loop->dtype(), std::move(args), loop->buffers)),
+                           seq[1], seq[2]})));
+      }
+      out.push_back(tir::make_if(last_seen, tir::make_seq(trimmed),
+                                 tir::make_seq({parts.begin() + static_cast<std::ptrdiff_t>(first),
+                                                parts.begin() + static_cast<std::ptrdiff_t>(i)})));
+      out.insert(out.end(), parts.begin() + static_cast<std::ptrdiff_t>(i), parts.end());
+      return out;
+    }
+    // An ALU kernel with its immediate set to `value`.
+    static tir::Stmt with_immediate(const tir::Stmt& kernel, std::int64_t value) {
+      struct Imm : tir::StmtMutator<Imm> {
+        std::int64_t value = 0;
+        tir::Stmt visit_evaluate(const tir::EvaluateNode& e, const tir::Stmt& st) {
+          const auto* call = e.value.as<te::CallNode>();
+          if (call == nullptr || call->name != vta::intrin::alu) return st;
+          auto args = call->args;
+          args[2] = te::make_const(value, args[2].dtype());
+          return tir::make_evaluate(
+              te::call(call->name, call->dtype(), std::move(args), call->buffers));
+        }
+      } imm;
+      imm.value = value;
+      return imm.visit(kernel);
+    }
     // A pass whose keys fit one chunk has no chunk loop (the lowering drops a loop of one
     // iteration): its body, chunk 0, gets the lane masks alone.
     tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
@@ -38817,31 +38970,27 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // (those before it are loaded whole)
       const auto fill_end = body->parts.begin() + static_cast<std::ptrdiff_t>(body->fill);
       std::vector<tir::Stmt> parts = guard_masks(body->parts, body->fill + 1, c);
-      parts[0] = tir::make_if(c + 1 >= seen,
-                              tir::make_seq(std::vector<tir::Stmt>(body->parts.begin(), fill_end)));
-      parts.erase(parts.begin() + 1, parts.begin() + static_cast<std::ptrdiff_t>(body->fill));
+      const auto trimmed = unseen_value[pass] ? trim_chain(*body, parts, c, *unseen_value[pass],
+                                                           pass + 1 == chunks.size())
+                                              : std::nullopt;
+      if (trimmed) {
+        parts = *trimmed;
+      } else {
+        parts[0] = tir::make_if(
+            c + 1 >= seen, tir::make_seq(std::vector<tir::Stmt>(body->parts.begin(), fill_end)));
+        parts.erase(parts.begin() + 1, parts.begin() + static_cast<std::ptrdiff_t>(body->fill));
+      }
       tir::Stmt inner = tir::make_seq(parts);
       // (a fill without an ADD has no immediate to set: a constant other than 0 is computed)
       if (pass + 1 == chunks.size() && constant && body->store != nullptr &&
-          (body->fill == 2 || *constant == 0)) {
+          (body->fill == 2 || (*constant == 0 && !alu_fill))) {
         // a chunk the query sees none of: its stored buffer filled with the constant, stored.
         // Only the first such chunk (c == seen) fills it; the chunks after it store the same
         // rows again, with no fill and so no wait for the store before to have read them.
         const tir::BufferMap to_stored{{body->load->buffers[0].get(), body->store->buffers[0]}};
-        struct Imm : tir::StmtMutator<Imm> {
-          std::int64_t value = 0;
-          tir::Stmt visit_evaluate(const tir::EvaluateNode& e, const tir::Stmt& st) {
-            const auto* call = e.value.as<te::CallNode>();
-            if (call == nullptr || call->name != vta::intrin::alu) return st;
-            auto args = call->args;
-            args[2] = te::make_const(value, args[2].dtype());
-            return tir::make_evaluate(
-                te::call(call->name, call->dtype(), std::move(args), call->buffers));
-          }
-        } imm;
-        imm.value = *constant;
         std::vector<tir::Stmt> fill{tir::rewrite(body->parts[0], {}, to_stored)};
-        if (body->fill == 2) fill.push_back(imm.visit(tir::rewrite(body->parts[1], {}, to_stored)));
+        if (*constant != 0 || alu_fill)
+          fill.push_back(with_immediate(tir::rewrite(body->parts[1], {}, to_stored), *constant));
         const std::vector<tir::Stmt> unseen{tir::make_if(c <= seen, tir::make_seq(fill)),
                                             body->parts.back()};
         inner = tir::make_if(c < seen, inner, tir::make_seq(unseen));
@@ -38856,10 +39005,22 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     loops.constant = detail::epilogue_of_zero(epilogue_, env_.config);
   loops.lane_masks = detail::softmax_lane_masks(shape_);
   loops.groups = shape_.groups;
+  loops.chunk = chunk_;
+  loops.keys = shape_.keys;
+  loops.keys_seen = detail::softmax_visible(shape_, product);
+  loops.alu_fill = env_.config.variant.store_reads_out_sram;
+  // the chunk loops in skip_masked_work's order: the max's chain ends in a halving of keys
+  // every one of which counts (its fill of -32768 stays), the sum's in one that adds 0. (Where
+  // the softmax is not causal, the lowering's chain already ends at the keys.)
+  const bool causal = detail::softmax_causal(shape_);
+  if (max_rows_.defined()) loops.unseen_value.emplace_back();
+  if (sum_rows_.defined())
+    loops.unseen_value.push_back(causal ? std::optional<std::int64_t>(0) : std::nullopt);
+  loops.unseen_value.push_back(causal ? detail::epilogue_of_zero(epilogue_, env_.config)
+                                      : std::nullopt);
   if (loops.lane_masks) {
     loops.first_unseen = detail::softmax_first_visible(shape_, product);
-    loops.visible = detail::softmax_visible(shape_, product);
-    loops.chunk = chunk_;
+    loops.visible = loops.keys_seen;
   }
   tir::PrimFunc out = f;
   out.body = loops.visit(f.body);
@@ -38948,25 +39109,29 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   space.check = [env, shape](std::span<const std::int64_t> v) {
     return check_chunk(env, shape, v[0]);
   };
-  // Cycles a key and lane tile (an entry a block's passes compute) and a chunk iteration cost,
-  // fitted to the cycle model's counts of each part at 2,048 causal keys in chunks of 32 to 512
-  // (docs/performance.md: within 0.8% of each for the whole softmax and the exponentials, with
-  // the exponent of 2026-12-01 (the quadratic's shift folded into z, r copied by a max); 4.3%
-  // for the normalization, fitted before unseen chunks were filled once a block and the lane
-  // masks applied to their keys alone), over the runs detail::SoftmaxRuns averages.
-  const auto cost = shape.part == IntegerSoftmaxPart::Whole ? std::pair{117.2, 671.1}
-                    : shape.part == IntegerSoftmaxPart::Exp ? std::pair{44.0, 261.8}
-                                                            : std::pair{22.2, 90.0};
+  // Cycles a key and lane tile costs where a block's queries see it (the exponentials, trimmed
+  // to those keys) and where its chunk is computed whole (the max, the fills, the sums'
+  // halvings), and a chunk iteration, fitted to the cycle model's counts of each part at 2,048
+  // causal keys in chunks of 32 to 512 (docs/performance.md: within 0.1% of each), over the
+  // runs detail::SoftmaxRuns averages.
+  struct Cost {
+    double seen, padded, chunk;
+  };
+  const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{102.25, 13.60, 712.4}
+                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{31.00, 11.73, 300.8}
+                                                            : Cost{7.91, 9.42, 180.1};
   const detail::SoftmaxRuns runs(shape);
+  const double seen = runs.entries(1);
   const auto cycles = [&](std::int64_t chunk) {
     const double entries = runs.entries(chunk);
-    return entries * cost.first + entries / static_cast<double>(chunk) * cost.second;
+    return seen * cost.seen + entries * cost.padded +
+           entries / static_cast<double>(chunk) * cost.chunk;
   };
   // Chunks within the fit's 2% of the fewest cycles are ties, and the largest of them is
   // estimated at the least: a stream in fewer, larger chunks has fewer instructions, which a
-  // decode step rewrites every position (the gallery's layer: 256 keys for the whole softmax,
-  // 1,109 instructions a decode step; 128 keys, estimated 0.8% fewer cycles over its runs and
-  // 4.1% in a 2,048-token prefill from the start, would make it 1,811).
+  // decode step rewrites every position (the gallery's layer with the halves: 512 keys for the
+  // normalization, estimated 1.3% above 256 over its runs, 4.2% in a 2,048-token prefill from
+  // the start, and a decode step of 744 instructions, 834 before the normalization took 512).
   std::vector<std::pair<std::int64_t, double>> fitting;  // each chunk that fits, its cycles
   for (const auto chunk : space.knobs[0].values)
     if (!check_chunk(env, shape, chunk)) fitting.emplace_back(chunk, cycles(chunk));

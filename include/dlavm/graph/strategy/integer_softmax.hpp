@@ -136,6 +136,12 @@ class IntegerSoftmaxKernel {
   //   - each pass fills a chunk with -32768 before its load only where the chunk may hold a key
   //     the block's query does not see (the last chunk it sees); those before it are loaded
   //     whole;
+  //   - of a causal softmax, in that last chunk, the exponentials of passes 2 and 3 (each ALU
+  //     pass and reset from the load to the sum's halving, or to the store) run over the keys
+  //     the block sees alone, min(chunk, keys seen - c * chunk) rows; the buffer they end in is
+  //     filled beforehand with what an unseen key gives there (the sum's 0, pass 3's epilogue
+  //     of 0), and the load's fill, then read by no one, is dropped. Not where that constant is
+  //     no ALU immediate;
   //   - pass 3 of a causal softmax, over a chunk its query sees none of, stores the epilogue of
   //     0 (each exponential there is 0) in place of the exponentials, the stored buffer filled
   //     with it at the first such chunk of a block only; not where that constant is no ALU
@@ -177,12 +183,13 @@ std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmax
 // allocates these entries); above it where fewer keys leave the chunk's buffers smaller.
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
-// The estimate is cycles per key computed and per chunk iteration (fitted to the cycle model)
-// over the keys a block computes: all of them in whole chunks, so that the largest chunk that
-// fits wins where the softmax is not causal; for a causal one, averaged over runs of the most
-// queries after 16 counts of keys before them, the chunks that hold a key each block's queries
-// see (smaller chunks pad fewer masked keys). Of the chunks within 2% of the least, the largest
-// is estimated at the least (fewer instructions for a decode step to rewrite).
+// The estimate is cycles per key a block's queries see, per key of the chunks that hold them
+// (the max, the fills and the sums' halvings compute those whole) and per chunk iteration
+// (fitted to the cycle model): all keys in whole chunks where the softmax is not causal, so that
+// the largest chunk that fits wins; for a causal one, averaged over runs of the most queries
+// after 16 counts of keys before them (smaller chunks pad fewer masked keys, larger ones have
+// fewer iterations). Of the chunks within 2% of the least, the largest is estimated at the least
+// (fewer instructions for a decode step to rewrite).
 KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // DRAM bytes the kernel moves: the scores three times, the probabilities once (a part: its
 // input twice, its result once).
