@@ -107,8 +107,8 @@ struct LaneGroupKernel {
   }
   LaneGroupKernel(const vta::Env& env, std::int64_t batches, std::int64_t lanes,
                   std::int64_t groups, std::int64_t chunk, bool causal,
-                  graph::IntegerSoftmaxPart part)
-      : kernel(env, shape_of(batches, lanes, groups, causal, part), chunk, "sm"),
+                  graph::IntegerSoftmaxPart part, const graph::Epilogue& epilogue = {})
+      : kernel(env, shape_of(batches, lanes, groups, causal, part), chunk, "sm", epilogue),
         constants(kernel.constants().size()),
         program(lower(env, kernel)),
         dev(env.config) {
@@ -260,8 +260,10 @@ TEST_CASE("integer softmax kernel: chunked passes equal the host reference, dims
 TEST_CASE("integer softmax kernel: lane groups, bit-exact with the host reference, random shapes") {
   // G queries of C lanes side by side (graph::Layout's lane groups), over random lanes, groups,
   // batches, query and key counts (symbolic) and chunks small enough that the keys only some of
-  // a block's queries see fall in two chunks; causal or not. Each shape packed, run on the
-  // simulator with the kernel's constants, unpacked and compared with host::integer_softmax.
+  // a block's queries see fall in two chunks; causal or not; every other shape with immediate
+  // steps after the probabilities (`+ 3, min 120`: a key no query sees stores 3). Each shape
+  // packed, run on the simulator with the kernel's constants, unpacked and compared with
+  // host::integer_softmax.
   const vta::Env env;
   std::mt19937_64 rng(31);
   const auto pick = [&](std::int64_t lo, std::int64_t hi) {
@@ -281,17 +283,23 @@ TEST_CASE("integer softmax kernel: lane groups, bit-exact with the host referenc
     CAPTURE(batches);
     CAPTURE(chunk);
     CAPTURE(causal);
+    graph::Epilogue plus3;
+    if (trial % 2 == 1)
+      plus3.steps = {{graph::EpilogueStep::Kind::Add, 3}, {graph::EpilogueStep::Kind::Min, 120}};
+    CAPTURE(plus3.steps.size());
     const LaneGroupKernel k(env, batches, lanes, groups, chunk, causal,
-                            graph::IntegerSoftmaxPart::Whole);
+                            graph::IntegerSoftmaxPart::Whole, plus3);
     CHECK(k.constants == (causal ? 1u : 0u));
     for (int i = 0; i < 3; ++i) {
       const std::int64_t q = pick(1, 11), l = pick(0, 40);
       CAPTURE(q);
       CAPTURE(l);
       const auto logical = te::NDArray::random(DType::int8(), {batches, q, q + l, lanes}, seed++);
-      const auto want = host::integer_softmax(
+      auto want = host::integer_softmax(
           logical,
           {.axis = -2, .scale = 0.25, .causal = causal, .queries = host::CausalQueries::Before});
+      if (!plus3.steps.empty())
+        for (auto& v : want.data()) v = std::min<std::int64_t>(v + 3, 120);
       CHECK(k.run(logical, q, l) == want);
       ++runs;
     }
@@ -303,9 +311,10 @@ TEST_CASE(
     "integer softmax halves on VTA: each part bit-exact with its host kernel, random shapes") {
   // IntegerSoftmaxPart::Exp (the max, then each key's int8 exponential) and ::Normalize (the
   // sum, the reciprocal, then the probabilities) over random lanes, lane groups (or none),
-  // batches, query and key counts (symbolic), chunks and masks, run on the simulator and
-  // compared with host::integer_softmax_exp and _normalize; the normalization also on
-  // arbitrary int8 rows, not only on exponentials
+  // batches, query and key counts (symbolic), chunks and masks, every other shape with
+  // immediate steps after the result, run on the simulator and compared with
+  // host::integer_softmax_exp and _normalize; the normalization also on arbitrary int8 rows,
+  // not only on exponentials
   const vta::Env env;
   std::mt19937_64 rng(37);
   const auto pick = [&](std::int64_t lo, std::int64_t hi) {
@@ -327,7 +336,11 @@ TEST_CASE(
       CAPTURE(batches);
       CAPTURE(chunk);
       CAPTURE(causal);
-      const LaneGroupKernel k(env, batches, lanes, groups, chunk, causal, part);
+      graph::Epilogue plus3;  // every other shape: `+ 3, min 120` after the part's result
+      if (trial % 2 == 1)
+        plus3.steps = {{graph::EpilogueStep::Kind::Add, 3}, {graph::EpilogueStep::Kind::Min, 120}};
+      CAPTURE(plus3.steps.size());
+      const LaneGroupKernel k(env, batches, lanes, groups, chunk, causal, part, plus3);
       const host::IntegerSoftmaxParams p{
           .axis = -2, .scale = 0.25, .causal = causal, .queries = host::CausalQueries::Before};
       for (int i = 0; i < 3; ++i) {
@@ -337,9 +350,11 @@ TEST_CASE(
         auto logical = te::NDArray::random(DType::int8(), {batches, q, q + l, lanes}, seed++);
         if (part == graph::IntegerSoftmaxPart::Normalize && i < 2)
           logical = host::integer_softmax_exp(logical, p);
-        const auto want = part == graph::IntegerSoftmaxPart::Exp
-                              ? host::integer_softmax_exp(logical, p)
-                              : host::integer_softmax_normalize(logical, p);
+        auto want = part == graph::IntegerSoftmaxPart::Exp
+                        ? host::integer_softmax_exp(logical, p)
+                        : host::integer_softmax_normalize(logical, p);
+        if (!plus3.steps.empty())
+          for (auto& v : want.data()) v = std::min<std::int64_t>(v + 3, 120);
         CHECK(k.run(logical, q, l) == want);
         ++runs;
       }
