@@ -762,6 +762,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     std::vector<std::optional<std::int64_t>> unseen_value;
     ne::Expr keys, keys_seen;  // N, and the keys the block's queries see (softmax_visible)
     bool alu_fill = false;     // a stored fill ends in an ALU op (Variant::store_reads_out_sram)
+    bool max_first = false;    // the first chunk loop is the max's
     // lane groups: the first key only some of a block's groups see, and the last + 1
     bool lane_masks = false;
     std::int64_t groups = 1;
@@ -1007,11 +1008,17 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const auto trimmed = unseen_value[pass] ? trim_chain(*body, parts, c, *unseen_value[pass],
                                                            pass + 1 == chunks.size())
                                               : std::nullopt;
+      // The max's halving keeps the chunk's maxima in the load's buffer, all of keys the block
+      // sees: a last seen chunk after others reads the rows it does not load as the chunk before
+      // left them, which cannot raise the max. So the max pass fills only where its first chunk
+      // is its last, and its buffers live across its chunks (allocated around the loop).
+      const bool max_pass = max_first && pass == 0;
       if (trimmed) {
         parts = *trimmed;
       } else {
-        parts[0] = tir::make_if(
-            c + 1 >= seen, tir::make_seq(std::vector<tir::Stmt>(body->parts.begin(), fill_end)));
+        parts[0] =
+            tir::make_if(max_pass ? c + seen <= 1 : c + 1 >= seen,
+                         tir::make_seq(std::vector<tir::Stmt>(body->parts.begin(), fill_end)));
         parts.erase(parts.begin() + 1, parts.begin() + static_cast<std::ptrdiff_t>(body->fill));
       }
       tir::Stmt inner = tir::make_seq(parts);
@@ -1030,6 +1037,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         inner = tir::make_if(c < seen, inner, tir::make_seq(unseen));
       }
       ++rewritten;
+      if (max_pass)
+        return body->allocations_around(tir::make_for(n.var, n.min, n.extent, n.for_kind, inner));
       return tir::make_for(n.var, n.min, n.extent, n.for_kind, body->allocations_around(inner));
     }
   } loops;
@@ -1043,6 +1052,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   loops.keys = shape_.keys;
   loops.keys_seen = detail::softmax_visible(shape_, product);
   loops.alu_fill = env_.config.variant.store_reads_out_sram;
+  loops.max_first = max_rows_.defined();
   // the chunk loops in skip_masked_work's order: the max's chain ends in a halving of keys
   // every one of which counts (its fill of -32768 stays), the sum's in one that adds 0. (Where
   // the softmax is not causal, the lowering's chain already ends at the keys.)
@@ -1151,8 +1161,8 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   struct Cost {
     double seen, padded, chunk;
   };
-  const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{102.25, 13.60, 712.4}
-                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{31.00, 11.73, 300.8}
+  const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{107.69, 8.17, 712.4}
+                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{36.46, 6.27, 300.6}
                                                             : Cost{7.91, 9.42, 180.1};
   const detail::SoftmaxRuns runs(shape);
   const double seen = runs.entries(1);
@@ -1164,8 +1174,8 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // Chunks within the fit's 2% of the fewest cycles are ties, and the largest of them is
   // estimated at the least: a stream in fewer, larger chunks has fewer instructions, which a
   // decode step rewrites every position (the gallery's layer with the halves: 512 keys for the
-  // normalization, estimated 1.3% above 256 over its runs, 4.2% in a 2,048-token prefill from
-  // the start, and a decode step of 744 instructions, 834 before the normalization took 512).
+  // normalization, estimated 1.3% above 256 over its runs and 4.2% in a 2,048-token prefill
+  // from the start, with fewer instructions for a decode step; docs/performance.md).
   std::vector<std::pair<std::int64_t, double>> fitting;  // each chunk that fits, its cycles
   for (const auto chunk : space.knobs[0].values)
     if (!check_chunk(env, shape, chunk)) fitting.emplace_back(chunk, cycles(chunk));
