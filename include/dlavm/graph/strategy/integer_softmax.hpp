@@ -77,7 +77,9 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // and 2 run over the chunks that hold a key its query sees, ceil((N - M + q + 1) / chunk) of
 // them: the others add nothing to the max or the sum (a prefill of 2,048 tokens in chunks of 256
 // keys skips 7 of 16 chunk iterations); pass 3, rewritten by skip_masked_work, stores each other
-// chunk from a fill of the epilogue of 0. Each pass fills only the last chunk its query sees.
+// chunk from a fill of the epilogue of 0. Each pass fills only the last chunk its query sees (the
+// max only where that chunk is also its first), and computes the exponentials there for the
+// keys its queries see alone.
 //
 // Lane groups (`groups` G > 1, G x C <= BLOCK_OUT): the scores in graph/layout.hpp's
 // BatchedMatrix with G lane groups, G products of the last batch dim side by side in a tile's
@@ -135,7 +137,9 @@ class IntegerSoftmaxKernel {
   // which te stages cannot say:
   //   - each pass fills a chunk with -32768 before its load only where the chunk may hold a key
   //     the block's query does not see (the last chunk it sees); those before it are loaded
-  //     whole;
+  //     whole. The max not even there where the block saw a chunk before: its halving left that
+  //     chunk's maxima, of keys the block sees, in the rows the last chunk does not load (the
+  //     pass's buffers live across its chunks);
   //   - of a causal softmax, in that last chunk, the exponentials of passes 2 and 3 (each ALU
   //     pass and reset from the load to the sum's halving, or to the store) run over the keys
   //     the block sees alone, min(chunk, keys seen - c * chunk) rows; the buffer they end in is
