@@ -763,10 +763,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     ne::Expr keys, keys_seen;  // N, and the keys the block's queries see (softmax_visible)
     bool alu_fill = false;     // a stored fill ends in an ALU op (Variant::store_reads_out_sram)
     bool max_first = false;    // the first chunk loop is the max's
-    // lane groups: the first key only some of a block's groups see, and the last + 1
+    // lane groups: the first key only some of a block's groups see (the last + 1: keys_seen)
     bool lane_masks = false;
     std::int64_t groups = 1;
-    ne::Expr first_unseen, visible;
+    ne::Expr first_unseen;
     std::int64_t chunk = 1;
     int rewritten = 0, guarded = 0;
     // A chunk body's parts after its load (`parts` from `first` on) that copy the mask rows and
@@ -787,7 +787,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (end == first) return parts;
       const ne::Expr start = ne::simplify(c * chunk);
       const ne::Expr lo = ne::simplify(ne::max(first_unseen, start));
-      const ne::Expr hi = ne::simplify(ne::min(visible, start + chunk));
+      const ne::Expr hi = ne::simplify(ne::min(keys_seen, start + chunk));
       const std::vector<tir::Stmt> masking_parts(at(first), at(end));
       const auto rows = masked_rows(masking_parts, lo - start, hi - lo, lo - first_unseen);
       std::vector<tir::Stmt> out(parts.begin(), at(first));
@@ -858,9 +858,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                                      const std::vector<tir::Stmt>& parts,
                                                      const ne::Expr& c, std::int64_t value,
                                                      bool stored) const {
-      const auto allocated = [&](const te::Buffer& b) {
-        return std::ranges::any_of(body.allocated,
-                                   [&](const tir::Buffer& a) { return a.same_as(b); });
+      const auto among = [](const auto& buffers, const te::Buffer& b) {
+        return std::ranges::any_of(buffers, [&](const auto& a) { return a.same_as(b); });
       };
       // the rows of a chunk stage as lowered: the chunk, or the keys left where they are
       // symbolic
@@ -869,58 +868,53 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         const auto e = vta::detail::index_arg(extent);
         return e && (e->as_int() == chunk || ne::can_prove(ne::simplify(*e - chunk_rows) == 0));
       };
-      // a kernel of one loop level over the chunk's rows: its loop's and its operation's calls
-      const auto chunk_kernel = [&](const tir::Stmt& st)
-          -> std::optional<std::pair<const te::CallNode*, const te::CallNode*>> {
-        const auto* attr = st.as<tir::AttrNode>();
-        const auto* seq = attr != nullptr ? attr->body.as<tir::SeqNode>() : nullptr;
-        if (seq == nullptr || seq->seq.size() != 3) return std::nullopt;
-        const auto* loop = vta::detail::call_of(seq->seq[0]);
-        const auto* op = vta::detail::call_of(seq->seq[1]);
-        if (loop == nullptr || op == nullptr || loop->name != vta::intrin::uop_loop_begin ||
-            (op->name != vta::intrin::alu && op->name != vta::intrin::gemm_reset) ||
-            op->buffers.empty() || !whole_chunk(loop->args[0]))
-          return std::nullopt;
-        return std::pair{loop, op};
+      // The chain: each kernel of one loop level over the chunk's rows (its loop's call and
+      // its operation's), or of one micro-op and no loop (a row the chain reads, such as a
+      // constant's: no loop call).
+      struct Link {
+        const te::CallNode* loop = nullptr;
+        const te::CallNode* op = nullptr;
       };
-      // a kernel of one micro-op and no loop (a row the chain reads, such as a constant's)
-      const auto row_call = [](const tir::Stmt& st) -> const te::CallNode* {
+      const auto link = [&](const tir::Stmt& st) -> std::optional<Link> {
         const auto* attr = st.as<tir::AttrNode>();
-        if (attr == nullptr) return nullptr;
+        if (attr == nullptr) return std::nullopt;
         const auto calls = vta::detail::calls_in(attr->body);
-        return calls.size() == 1 && (calls[0]->name == vta::intrin::alu ||
-                                     calls[0]->name == vta::intrin::gemm_reset)
-                   ? calls[0]
-                   : nullptr;
+        const auto operation = [](const te::CallNode* call) {
+          return call->name == vta::intrin::alu || call->name == vta::intrin::gemm_reset;
+        };
+        if (calls.size() == 1 && operation(calls[0])) return Link{nullptr, calls[0]};
+        const auto* seq = attr->body.as<tir::SeqNode>();
+        if (seq == nullptr || seq->seq.size() != 3 || calls.size() != 3 ||
+            calls[0]->name != vta::intrin::uop_loop_begin || !operation(calls[1]) ||
+            calls[1]->buffers.empty() || !whole_chunk(calls[0]->args[0]))
+          return std::nullopt;
+        return Link{calls[0], calls[1]};
       };
-      const auto row_kernel = [&](const tir::Stmt& st) { return row_call(st) != nullptr; };
       std::size_t i = body.fill + 1;
       while (i < parts.size() && parts[i].as<tir::IfThenElseNode>() != nullptr) ++i;  // masks
       const std::size_t first = i;
-      te::Buffer last;  // the buffer the chain ends in
-      for (; i < parts.size(); ++i) {
-        if (row_kernel(parts[i])) continue;
-        const auto kernel = chunk_kernel(parts[i]);
-        if (!kernel) break;
-        last = kernel->second->buffers[0];
-      }
-      if (!last.defined()) return std::nullopt;
-      // the rows touch no chunk buffer (the load's, those the chain writes: their rows past the
-      // keys stay as they were)
+      std::vector<Link> chain;
+      // the buffers of the chunk's rows: the load's, and those the chain writes
       std::vector<te::Buffer> chunk_buffers{body.load->buffers[0]};
-      for (std::size_t j = first; j < i; ++j)
-        if (const auto kernel = chunk_kernel(parts[j]))
-          chunk_buffers.push_back(kernel->second->buffers[0]);
-      for (std::size_t j = first; j < i; ++j)
-        if (row_kernel(parts[j]))
-          for (const auto& b : row_call(parts[j])->buffers)
-            if (std::ranges::any_of(chunk_buffers,
-                                    [&](const te::Buffer& a) { return a.same_as(b); }))
-              return std::nullopt;
+      for (; i < parts.size(); ++i) {
+        const auto l = link(parts[i]);
+        if (!l) break;
+        chain.push_back(*l);
+        if (l->loop != nullptr) chunk_buffers.push_back(l->op->buffers[0]);
+      }
+      if (chunk_buffers.size() == 1) return std::nullopt;
+      const te::Buffer last = chunk_buffers.back();  // the buffer the chain ends in
+      // the rows touch no chunk buffer (their rows past the keys stay as they were), and after
+      // the chain no chunk buffer but `last` is read
+      for (const Link& l : chain)
+        if (l.loop == nullptr && std::ranges::any_of(l.op->buffers, [&](const te::Buffer& b) {
+              return among(chunk_buffers, b);
+            }))
+          return std::nullopt;
       for (std::size_t j = i; j < parts.size(); ++j)
         for (const auto* call : vta::detail::calls_in(parts[j]))
           for (const auto& b : call->buffers)
-            if (allocated(b) && !b.same_as(last)) return std::nullopt;
+            if (among(body.allocated, b) && !b.same_as(last)) return std::nullopt;
       const bool add = value != 0 || (stored && alu_fill);
       if (add && body.fill != 2) return std::nullopt;  // (no ADD to set the value with)
       const tir::BufferMap to_last{{body.load->buffers[0].get(), last}};
@@ -940,14 +934,14 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       std::vector<tir::Stmt> trimmed;
       bool filled = fill_first;
       for (std::size_t j = first; j < i; ++j) {
-        if (row_kernel(parts[j])) {
+        const Link& l = chain[j - first];
+        if (l.loop == nullptr) {
           trimmed.push_back(parts[j]);
           continue;
         }
-        const auto [loop, op] = *chunk_kernel(parts[j]);
-        if (!filled && op->buffers[0].same_as(last)) {
+        if (!filled && l.op->buffers[0].same_as(last)) {
           filled = true;
-          if (op->name == vta::intrin::gemm_reset && !add) {
+          if (l.op->name == vta::intrin::gemm_reset && !add) {
             trimmed.push_back(parts[j]);  // the whole reset is the fill
             continue;
           }
@@ -955,12 +949,12 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         }
         const auto* attr = parts[j].as<tir::AttrNode>();
         const auto& seq = attr->body.as<tir::SeqNode>()->seq;
-        auto args = loop->args;
+        auto args = l.loop->args;
         args[0] = rows;
         trimmed.push_back(tir::make_attr(
             attr->key, attr->node, attr->value,
-            tir::make_seq({tir::make_evaluate(
-                               te::call(loop->name, loop->dtype(), std::move(args), loop->buffers)),
+            tir::make_seq({tir::make_evaluate(te::call(l.loop->name, l.loop->dtype(),
+                                                       std::move(args), l.loop->buffers)),
                            seq[1], seq[2]})));
       }
       out.push_back(tir::make_if(last_seen, tir::make_seq(trimmed),
@@ -1062,10 +1056,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     loops.unseen_value.push_back(causal ? std::optional<std::int64_t>(0) : std::nullopt);
   loops.unseen_value.push_back(causal ? detail::epilogue_of_zero(epilogue_, env_.config)
                                       : std::nullopt);
-  if (loops.lane_masks) {
-    loops.first_unseen = detail::softmax_first_visible(shape_, product);
-    loops.visible = loops.keys_seen;
-  }
+  if (loops.lane_masks) loops.first_unseen = detail::softmax_first_visible(shape_, product);
   tir::PrimFunc out = f;
   out.body = loops.visit(f.body);
   return loops.rewritten > 0 || loops.guarded > 0 ? out : f;
