@@ -37747,13 +37747,13 @@ DLAVM_INLINE std::vector<std::pair<std::string, EpilogueRule>> default_epilogue_
 // keys combine accumulator tiles lane by lane. The arithmetic is runtime::integer_softmax's,
 // stage for stage:
 //   max over keys; t = -s * multiplier + bias, bias = max * multiplier + 4 * 2^frac_bits a row
-//   of the block (runtime::integer_exponent's t, with 4 added to z); z = (t >> (frac_bits -
-//   7)) >> 7 and the fraction r; v = (45 r - 22120) r + 2^22; e = (v >> min(z, 15)) >>
-//   min(max(z - 15, 0), 15) (runtime::integer_exp's v >> (z + 4): the second shift clears what
-//   the first leaves, v < 2^23); sum over keys;
-//   R = floor(127 * 2^23 / sum) by restoring division, 12 quotient bits (the ALU cannot
-//   divide: compare, subtract, shift); y = (e * R + 2^22) >> 23 with R split in two 6-bit
-//   halves.
+//   of the block (runtime::integer_exponent's t, with 4 added to z, and the multiplier's
+//   factors of two taken out of frac_bits, which leaves every bit as it was); z = (t >>
+//   (frac_bits - 7)) >> 7 (no first shift where frac_bits is then 7) and the fraction r; v = (45 r
+//   - 22120) r + 2^22; e = (v >> min(z, 15)) >> min(max(z - 15, 0), 15) (runtime::integer_exp's v
+//   >> (z + 4): the second shift clears what the first leaves, v < 2^23); sum over keys; R =
+//   floor(127 * 2^23 / sum) by restoring division, 12 quotient bits (the ALU cannot divide:
+//   compare, subtract, shift); y = (e * R + 2^22) >> 23 with R split in two 6-bit halves.
 // Every tile-by-tile multiply and shift reads its second operand from a tile whose lanes fit
 // what the hardware takes from it (VTA's compute module uses the low 8 bits of a multiplier
 // and the low LOG_ACC_WIDTH bits of a shift amount, the functional simulator the whole value):
@@ -37808,6 +37808,18 @@ struct IntegerSoftmaxStages {
   te::Tensor result;            // int32 [lead..., keys, lanes]: probabilities in units of 1/127
   std::vector<te::Tensor> alu;  // every stage, in order (the ALU computes each; result last)
 };
+
+// The fixed point the stages compute with: `fixed` with the multiplier's factors of two taken
+// out of its fraction bits (down to 7). t and t >> (frac_bits - 7) both halve with each, so z
+// and r, and every bit after them, stay the same; where frac_bits reaches 7 the exponent needs
+// no shift of t (host::integer_exp_for(0.125)'s 92 with 9 bits is 23 with 7).
+inline runtime::IntegerExp fewest_fraction_bits(runtime::IntegerExp fixed) {
+  while (fixed.frac_bits > 7 && fixed.multiplier % 2 == 0) {
+    fixed.multiplier /= 2;
+    --fixed.frac_bits;
+  }
+  return fixed;
+}
 
 // The stages over `scores` (int32 [lead..., keys, lanes], a stage in the accumulator): each
 // block of the leading dims normalized on its own, every stage with the same leading dims (a
@@ -38158,6 +38170,7 @@ struct ExponentRows {
 inline ExponentRows exponent_rows(SoftmaxStageWriter& w, const BlockTensor& m,
                                   runtime::IntegerExp fixed, runtime::IntegerExpQuadratic q) {
   const auto c = SoftmaxStageWriter::c;
+  fixed = graph::fewest_fraction_bits(fixed);
   const auto scaled = w.row("max_t", [&](V l) { return m(0, l) * c(fixed.multiplier); });
   const auto offset =
       w.row("z_offset", [&](V) { return c(std::int64_t{q.shift} << fixed.frac_bits); });
@@ -38175,6 +38188,7 @@ inline ExponentStages exponent_stages(SoftmaxStageWriter& w, const BlockTensor& 
                                       const ExponentRows& rows, runtime::IntegerExp fixed,
                                       runtime::IntegerExpQuadratic q) {
   const auto c = SoftmaxStageWriter::c;
+  fixed = graph::fewest_fraction_bits(fixed);  // as exponent_rows' bias
   const auto t0 = w.block("t0", [&](V k, V l) { return s(k, l) * c(-fixed.multiplier); });
   const auto t = w.block("t", [&](V k, V l) { return t0(k, l) + rows.bias(0, l); });
   const std::int64_t below = fixed.frac_bits - 7;
@@ -39122,8 +39136,8 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   struct Cost {
     double seen, padded, chunk;
   };
-  const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{107.69, 8.17, 712.4}
-                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{36.46, 6.27, 300.6}
+  const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{104.16, 7.77, 694.7}
+                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{34.94, 5.87, 290.9}
                                                             : Cost{7.91, 9.42, 180.1};
   const detail::SoftmaxRuns runs(shape);
   const double seen = runs.entries(1);

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -88,14 +89,14 @@ struct LaneGroupKernel {
 
   static graph::IntegerSoftmaxShape shape_of(std::int64_t batches, std::int64_t lanes,
                                              std::int64_t groups, bool causal,
-                                             graph::IntegerSoftmaxPart part) {
+                                             graph::IntegerSoftmaxPart part, double scale = 0.25) {
     const auto m = ne::var("m", 1, 11);
     const auto last = ne::var("last", 0, 40);
     return {.products = ne::simplify(batches * ne::ceildiv(m, groups)),
             .keys = ne::Expr(last) + m,
             .lanes = lanes,
             .queries = causal ? ne::Expr(m) : 0,
-            .fixed = host::integer_exp_for(0.25),
+            .fixed = host::integer_exp_for(scale),
             .groups = groups,
             .part = part};
   }
@@ -107,8 +108,9 @@ struct LaneGroupKernel {
   }
   LaneGroupKernel(const vta::Env& env, std::int64_t batches, std::int64_t lanes,
                   std::int64_t groups, std::int64_t chunk, bool causal,
-                  graph::IntegerSoftmaxPart part, const graph::Epilogue& epilogue = {})
-      : kernel(env, shape_of(batches, lanes, groups, causal, part), chunk, "sm", epilogue),
+                  graph::IntegerSoftmaxPart part, const graph::Epilogue& epilogue = {},
+                  double scale = 0.25)
+      : kernel(env, shape_of(batches, lanes, groups, causal, part, scale), chunk, "sm", epilogue),
         constants(kernel.constants().size()),
         program(lower(env, kernel)),
         dev(env.config) {
@@ -261,8 +263,10 @@ TEST_CASE("integer softmax kernel: lane groups, bit-exact with the host referenc
   // G queries of C lanes side by side (graph::Layout's lane groups), over random lanes, groups,
   // batches, query and key counts (symbolic) and chunks small enough that the keys only some of
   // a block's queries see fall in two chunks; causal or not; every other shape with immediate
-  // steps after the probabilities (`+ 3, min 120`: a key no query sees stores 3). Each shape
-  // packed, run on the simulator with the kernel's constants, unpacked and compared with
+  // steps after the probabilities (`+ 3, min 120`: a key no query sees stores 3); scales whose
+  // fixed point loses all, some or none of its fraction bits on the device (0.25: 92 with 8
+  // bits is 23 with 7; 0.05: 74 with 10 is 37 with 9; 0.3: 111 with 8). Each shape packed, run
+  // on the simulator with the kernel's constants, unpacked and compared with
   // host::integer_softmax.
   const vta::Env env;
   std::mt19937_64 rng(31);
@@ -287,8 +291,10 @@ TEST_CASE("integer softmax kernel: lane groups, bit-exact with the host referenc
     if (trial % 2 == 1)
       plus3.steps = {{graph::EpilogueStep::Kind::Add, 3}, {graph::EpilogueStep::Kind::Min, 120}};
     CAPTURE(plus3.steps.size());
+    const double scale = std::array{0.25, 0.05, 0.3}[static_cast<std::size_t>(trial % 3)];
+    CAPTURE(scale);
     const LaneGroupKernel k(env, batches, lanes, groups, chunk, causal,
-                            graph::IntegerSoftmaxPart::Whole, plus3);
+                            graph::IntegerSoftmaxPart::Whole, plus3, scale);
     CHECK(k.constants == (causal ? 1u : 0u));
     for (int i = 0; i < 3; ++i) {
       const std::int64_t q = pick(1, 11), l = pick(0, 40);
@@ -297,7 +303,7 @@ TEST_CASE("integer softmax kernel: lane groups, bit-exact with the host referenc
       const auto logical = te::NDArray::random(DType::int8(), {batches, q, q + l, lanes}, seed++);
       auto want = host::integer_softmax(
           logical,
-          {.axis = -2, .scale = 0.25, .causal = causal, .queries = host::CausalQueries::Before});
+          {.axis = -2, .scale = scale, .causal = causal, .queries = host::CausalQueries::Before});
       if (!plus3.steps.empty())
         for (auto& v : want.data()) v = std::min<std::int64_t>(v + 3, 120);
       CHECK(k.run(logical, q, l) == want);
@@ -314,7 +320,7 @@ TEST_CASE(
   // batches, query and key counts (symbolic), chunks and masks, every other shape with
   // immediate steps after the result, run on the simulator and compared with
   // host::integer_softmax_exp and _normalize; the normalization also on arbitrary int8 rows,
-  // not only on exponentials
+  // not only on exponentials; the scales of the test above, in turn
   const vta::Env env;
   std::mt19937_64 rng(37);
   const auto pick = [&](std::int64_t lo, std::int64_t hi) {
@@ -340,9 +346,11 @@ TEST_CASE(
       if (trial % 2 == 1)
         plus3.steps = {{graph::EpilogueStep::Kind::Add, 3}, {graph::EpilogueStep::Kind::Min, 120}};
       CAPTURE(plus3.steps.size());
-      const LaneGroupKernel k(env, batches, lanes, groups, chunk, causal, part, plus3);
+      const double scale = std::array{0.25, 0.05, 0.3}[static_cast<std::size_t>(trial / 3 % 3)];
+      CAPTURE(scale);
+      const LaneGroupKernel k(env, batches, lanes, groups, chunk, causal, part, plus3, scale);
       const host::IntegerSoftmaxParams p{
-          .axis = -2, .scale = 0.25, .causal = causal, .queries = host::CausalQueries::Before};
+          .axis = -2, .scale = scale, .causal = causal, .queries = host::CausalQueries::Before};
       for (int i = 0; i < 3; ++i) {
         const std::int64_t q = pick(1, 11), l = pick(0, 40);
         CAPTURE(q);
@@ -447,18 +455,23 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
         restored +=
             stream[i].opcode == vta::Opcode::Store && stream[i - 1].opcode == vta::Opcode::Store;
       CHECK(restored == (k == 2 ? 48u : 0u));
-      // t = s * -multiplier, the exponent's first ALU pass, once a key in passes 2 and 3. As
-      // lowered, a causal pass 2 computes each chunk a query sees whole (16 queries see 1, 2, 3
-      // and 4 chunks), pass 3 every chunk; rewritten, both the keys a query sees alone (query
-      // p: p + 1 of them), the rows after them filled.
-      std::size_t exponent_rows = 0;
-      for (const auto& i : stream)
-        if (i.opcode == vta::Opcode::Alu && i.alu_opcode == runtime::AluOp::Mul && i.use_imm &&
-            i.imm == -fixed.multiplier)
-          exponent_rows += std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
+      // t = s * -multiplier, the exponent's first ALU pass, once a key in passes 2 and 3 (92
+      // with 9 fraction bits is 23 with 7: no shift of t follows it, and the only shift by 2 is
+      // the reciprocal's, once a block). As lowered, a causal pass
+      // 2 computes each chunk a query sees whole (16 queries see 1, 2, 3 and 4 chunks), pass 3
+      // every chunk; rewritten, both the keys a query sees alone (query p: p + 1 of them), the
+      // rows after them filled.
+      std::size_t exponent_rows = 0, shifts_by_2 = 0;
+      for (const auto& i : stream) {
+        const auto micro_ops = std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
+        if (i.opcode != vta::Opcode::Alu || !i.use_imm) continue;
+        if (i.alu_opcode == runtime::AluOp::Mul && i.imm == -23) exponent_rows += micro_ops;
+        if (i.alu_opcode == runtime::AluOp::Shr && i.imm == 2) shifts_by_2 += micro_ops;
+      }
       const std::size_t want_rows[] = {2 * 64 * 64, 16 * (1 + 2 + 3 + 4) * 16 + 64 * 64,
                                        2 * (64 * 65 / 2), 2 * 64 * 64};
       CHECK(exponent_rows == want_rows[k]);
+      CHECK(shifts_by_2 == 64);
     }
     // the chunks skipped: 96 of 256 in each pass, each tens of instructions
     CHECK(insns[1] + 96 * 20 < insns[0]);
@@ -468,6 +481,29 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
     // pass 1's in its last: the rows it does not load hold the maxima the chunk before left
     CHECK(insns[3] + 64 * 3 * 2 * 2 + 64 * 2 == insns[0]);
   }
+}
+
+TEST_CASE("integer softmax: the multiplier's factors of two leave the exponent's bits") {
+  // Every fixed point host::integer_exp_for gives, over every x = s - max of int8 scores: the
+  // device's fixed point (graph::fewest_fraction_bits) gives the same z and r, so the
+  // same exponentials; and it has no factor of two left above 7 fraction bits.
+  int reduced = 0;
+  for (std::int32_t frac_bits = 7; frac_bits <= 15; ++frac_bits)
+    for (std::int32_t multiplier = 32; multiplier <= 127; ++multiplier) {
+      const runtime::IntegerExp fixed{multiplier, frac_bits};
+      const auto device = graph::fewest_fraction_bits(fixed);
+      CAPTURE(multiplier);
+      CAPTURE(frac_bits);
+      CHECK((device.frac_bits == 7 || device.multiplier % 2 == 1));
+      CHECK((device.multiplier << (frac_bits - device.frac_bits)) == multiplier);
+      reduced += device.frac_bits < frac_bits;
+      for (std::int32_t x = -255; x <= 0; ++x) {
+        const auto a = runtime::detail::integer_exponent(x, fixed);
+        const auto b = runtime::detail::integer_exponent(x, device);
+        if (a.z != b.z || a.r != b.r) FAIL_CHECK("x = " << x << " differs");
+      }
+    }
+  CHECK(reduced == 8 * 48);  // the even multipliers above 7 fraction bits
 }
 
 TEST_CASE("integer softmax kernel: the lane masks touch only the keys some queries do not see") {

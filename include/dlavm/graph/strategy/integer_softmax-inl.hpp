@@ -188,6 +188,7 @@ struct ExponentRows {
 inline ExponentRows exponent_rows(SoftmaxStageWriter& w, const BlockTensor& m,
                                   runtime::IntegerExp fixed, runtime::IntegerExpQuadratic q) {
   const auto c = SoftmaxStageWriter::c;
+  fixed = graph::fewest_fraction_bits(fixed);
   const auto scaled = w.row("max_t", [&](V l) { return m(0, l) * c(fixed.multiplier); });
   const auto offset =
       w.row("z_offset", [&](V) { return c(std::int64_t{q.shift} << fixed.frac_bits); });
@@ -205,6 +206,7 @@ inline ExponentStages exponent_stages(SoftmaxStageWriter& w, const BlockTensor& 
                                       const ExponentRows& rows, runtime::IntegerExp fixed,
                                       runtime::IntegerExpQuadratic q) {
   const auto c = SoftmaxStageWriter::c;
+  fixed = graph::fewest_fraction_bits(fixed);  // as exponent_rows' bias
   const auto t0 = w.block("t0", [&](V k, V l) { return s(k, l) * c(-fixed.multiplier); });
   const auto t = w.block("t", [&](V k, V l) { return t0(k, l) + rows.bias(0, l); });
   const std::int64_t below = fixed.frac_bits - 7;
@@ -1152,8 +1154,8 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   struct Cost {
     double seen, padded, chunk;
   };
-  const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{107.69, 8.17, 712.4}
-                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{36.46, 6.27, 300.6}
+  const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{104.16, 7.77, 694.7}
+                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{34.94, 5.87, 290.9}
                                                             : Cost{7.91, 9.42, 180.1};
   const detail::SoftmaxRuns runs(shape);
   const double seen = runs.entries(1);
