@@ -5,12 +5,14 @@
 // stage for stage:
 //   max over keys; t = -s * multiplier + bias, bias = max * multiplier + 4 * 2^frac_bits a row
 //   of the block (runtime::integer_exponent's t, with 4 added to z, and the multiplier's
-//   factors of two taken out of frac_bits, which leaves every bit as it was); z = (t >>
-//   (frac_bits - 7)) >> 7 (no first shift where frac_bits is then 7) and the fraction r; v = (45 r
-//   - 22120) r + 2^22; e = (v >> min(z, 15)) >> min(max(z - 15, 0), 15) (runtime::integer_exp's v
-//   >> (z + 4): the second shift clears what the first leaves, v < 2^23); sum over keys; R =
-//   floor(127 * 2^23 / sum) by restoring division, 12 quotient bits (the ALU cannot divide:
-//   compare, subtract, shift); y = (e * R + 2^22) >> 23 with R split in two 6-bit halves.
+//   factors of two taken out of frac_bits, which leaves every bit as it was);
+//   z = (t >> (frac_bits - 7)) >> 7 (no first shift where frac_bits is then 7) and the
+//   fraction r; v = (45 r - 22120) r + 2^22;
+//   e = (v >> min(z, 15)) >> min(max(z - 15, 0), 15) (runtime::integer_exp's v >> (z + 4): the
+//   second shift clears what the first leaves, v < 2^23); sum over keys;
+//   R = floor(127 * 2^23 / sum) by restoring division, 12 quotient bits (the ALU cannot
+//   divide: compare, subtract, shift); y = (e * R + 2^22) >> 23 with R split in two 6-bit
+//   halves.
 // Every tile-by-tile multiply and shift reads its second operand from a tile whose lanes fit
 // what the hardware takes from it (VTA's compute module uses the low 8 bits of a multiplier
 // and the low LOG_ACC_WIDTH bits of a shift amount, the functional simulator the whole value):
