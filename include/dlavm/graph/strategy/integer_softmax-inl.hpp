@@ -177,12 +177,14 @@ using V = const ne::Var&;
 // The rows a block's exponentials read (runtime::integer_exp's steps with the quadratic's fixed
 // shift folded into z): bias = max * multiplier + q.shift * 2^frac_bits, so that t = -s *
 // multiplier + bias gives z + q.shift and the same r, and the quadratic's top. `m` the rows'
-// max. A kernel computes them once a block, not once a chunk.
+// max. A kernel computes them once a block, not once a chunk. `fixed` is the fixed point they
+// were computed with (fewest_fraction_bits), which the exponent's stages read.
 struct ExponentRows {
   BlockTensor bias, top;
+  runtime::IntegerExp fixed;
   // The rows as the stages of writer `w` read them.
   ExponentRows in(const SoftmaxStageWriter& w) const {
-    return {w.wrap(bias.tensor), w.wrap(top.tensor)};
+    return {w.wrap(bias.tensor), w.wrap(top.tensor), fixed};
   }
 };
 inline ExponentRows exponent_rows(SoftmaxStageWriter& w, const BlockTensor& m,
@@ -193,20 +195,20 @@ inline ExponentRows exponent_rows(SoftmaxStageWriter& w, const BlockTensor& m,
   const auto offset =
       w.row("z_offset", [&](V) { return c(std::int64_t{q.shift} << fixed.frac_bits); });
   return {w.row("bias", [&](V l) { return scaled(0, l) + offset(0, l); }),
-          w.row("top", [&](V) { return c(q.top); })};
+          w.row("top", [&](V) { return c(q.top); }), fixed};
 }
 
-// The exponent of every score: t = -s * multiplier + bias >= 0, u = t >> (frac_bits - 7),
+// The exponent of every score, in the rows' fixed point: t = -s * multiplier + bias >= 0,
+// u = t >> (frac_bits - 7),
 // z = u >> 7 (runtime::integer_exponent's z plus q.shift), r = u - 128 z, and the quadratic
 // v = (c2 r - c1) r + top: the value integer_exp and integer_exp8 shift right by z.
 struct ExponentStages {
   BlockTensor z, v;
 };
 inline ExponentStages exponent_stages(SoftmaxStageWriter& w, const BlockTensor& s,
-                                      const ExponentRows& rows, runtime::IntegerExp fixed,
-                                      runtime::IntegerExpQuadratic q) {
+                                      const ExponentRows& rows, runtime::IntegerExpQuadratic q) {
   const auto c = SoftmaxStageWriter::c;
-  fixed = graph::fewest_fraction_bits(fixed);  // as exponent_rows' bias
+  const runtime::IntegerExp& fixed = rows.fixed;
   const auto t0 = w.block("t0", [&](V k, V l) { return s(k, l) * c(-fixed.multiplier); });
   const auto t = w.block("t", [&](V k, V l) { return t0(k, l) + rows.bias(0, l); });
   const std::int64_t below = fixed.frac_bits - 7;
@@ -229,11 +231,11 @@ inline ExponentStages exponent_stages(SoftmaxStageWriter& w, const BlockTensor& 
 // 15, 0), 15) with z from exponent_stages (a shift by at most 30 in two: v < 2^23, so that any
 // larger z gives 0 too).
 inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& s,
-                                      const ExponentRows& rows, runtime::IntegerExp fixed) {
+                                      const ExponentRows& rows) {
   const auto c = SoftmaxStageWriter::c;
   // (named members, not a structured binding: the lambdas capture them, which clang 14 does
   // not allow of a binding)
-  const auto exponent = exponent_stages(w, s, rows, fixed, runtime::kIntegerExpQuadratic);
+  const auto exponent = exponent_stages(w, s, rows, runtime::kIntegerExpQuadratic);
   const BlockTensor& z = exponent.z;
   const BlockTensor& v = exponent.v;
   const auto z1 = w.block("z1", [&](V k, V l) { return te::min(z(k, l), c(15)); });
@@ -247,9 +249,9 @@ inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& 
 // e8 of every score (runtime::integer_exp8): ((v >> min(z, 15)) + 2^13) >> 14 with z from
 // exponent_stages (integer_exp8's z + 1).
 inline BlockTensor exponential8_stages(SoftmaxStageWriter& w, const BlockTensor& s,
-                                       const ExponentRows& rows, runtime::IntegerExp fixed) {
+                                       const ExponentRows& rows) {
   const auto c = SoftmaxStageWriter::c;
-  const auto exponent = exponent_stages(w, s, rows, fixed, runtime::kIntegerExp8Quadratic);
+  const auto exponent = exponent_stages(w, s, rows, runtime::kIntegerExp8Quadratic);
   const BlockTensor& z = exponent.z;
   const BlockTensor& v = exponent.v;
   const auto z1 = w.block("z1", [&](V k, V l) { return te::min(z(k, l), c(15)); });
@@ -338,7 +340,7 @@ DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& score
   const auto s = w.wrap(scores);
   const auto m = w.reduce("max", s, true);
   const auto e = detail::exponential_stages(
-      w, s, detail::exponent_rows(w, m, fixed, runtime::kIntegerExpQuadratic), fixed);
+      w, s, detail::exponent_rows(w, m, fixed, runtime::kIntegerExpQuadratic));
   const auto q = detail::reciprocal_stages(w, w.reduce("sum", e, false), 23);
   st.result = detail::probability_stages(w, e, detail::split_reciprocal(w, q)).tensor;
   return st;
@@ -588,8 +590,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     sum_pass.blocks({products, tiles, chunks}, chunk, lanes);
     const auto s2 = masked(sum_pass, sum_chunk_, load("sum.s"), "sum.mask", chunk_rows);
     const auto e2 =
-        normalize ? s2
-                  : detail::exponential_stages(sum_pass, s2, exponent->in(sum_pass), shape.fixed);
+        normalize ? s2 : detail::exponential_stages(sum_pass, s2, exponent->in(sum_pass));
     sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
     sum_chunk_.pop_back();
     auto total = rows.reduce_blocks("sum", sum_rows_, seen, false);
@@ -616,12 +617,12 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
       "y.mask", [&](std::span<const ne::Var> i) { return mask(i[0], i[2], i[3]); });
   detail::BlockTensor y = s3;
   if (shape.part == IntegerSoftmaxPart::Exp)
-    y = detail::exponential8_stages(out_pass, s3, exponent->in(out_pass), shape.fixed);
+    y = detail::exponential8_stages(out_pass, s3, exponent->in(out_pass));
   else if (normalize)
     y = detail::normalized_stages(out_pass, s3, out_pass.wrap(reciprocal->tensor));
   else
     y = detail::probability_stages(
-        out_pass, detail::exponential_stages(out_pass, s3, exponent->in(out_pass), shape.fixed),
+        out_pass, detail::exponential_stages(out_pass, s3, exponent->in(out_pass)),
         {out_pass.wrap(halves->first.tensor), out_pass.wrap(halves->second.tensor)});
   // the epilogue's immediate steps, each an ALU pass over the chunk
   for (std::size_t i = 0; i < epilogue.steps.size(); ++i) {
@@ -917,11 +918,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         for (const auto* call : vta::detail::calls_in(parts[j]))
           for (const auto& b : call->buffers)
             if (among(body.allocated, b) && !b.same_as(last)) return std::nullopt;
-      const bool add = value != 0 || (stored && alu_fill);
-      if (add && body.fill != 2) return std::nullopt;  // (no ADD to set the value with)
-      const tir::BufferMap to_last{{body.load->buffers[0].get(), last}};
-      std::vector<tir::Stmt> fill{tir::rewrite(body.parts[0], {}, to_last)};
-      if (add) fill.push_back(with_immediate(tir::rewrite(body.parts[1], {}, to_last), value));
+      const auto filled_with = fill_with(body, last, value, stored);
+      if (!filled_with) return std::nullopt;
+      const std::vector<tir::Stmt>& fill = *filled_with;
       const ne::Expr last_seen = c + 1 >= seen;
       std::vector<tir::Stmt> out;
       const bool fill_first = body.load->buffers[0].same_as(last);
@@ -943,7 +942,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         }
         if (!filled && l.op->buffers[0].same_as(last)) {
           filled = true;
-          if (l.op->name == vta::intrin::gemm_reset && !add) {
+          if (l.op->name == vta::intrin::gemm_reset && fill.size() == 1) {
             trimmed.push_back(parts[j]);  // the whole reset is the fill
             continue;
           }
@@ -964,6 +963,19 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                                 parts.begin() + static_cast<std::ptrdiff_t>(i)})));
       out.insert(out.end(), parts.begin() + static_cast<std::ptrdiff_t>(i), parts.end());
       return out;
+    }
+    // The body's fill (before its load) moved to `buffer` and set to `value`: its reset, then
+    // an ADD of `value` where that is not 0 or where a stored fill must end in an ALU op.
+    // Nullopt where the fill has no ADD to set.
+    std::optional<std::vector<tir::Stmt>> fill_with(const detail::ChunkBody& body,
+                                                    const te::Buffer& buffer, std::int64_t value,
+                                                    bool stored) const {
+      const bool add = value != 0 || (stored && alu_fill);
+      if (add && body.fill != 2) return std::nullopt;
+      const tir::BufferMap to{{body.load->buffers[0].get(), buffer}};
+      std::vector<tir::Stmt> fill{tir::rewrite(body.parts[0], {}, to)};
+      if (add) fill.push_back(with_immediate(tir::rewrite(body.parts[1], {}, to), value));
+      return fill;
     }
     // An ALU kernel with its immediate set to `value`.
     static tir::Stmt with_immediate(const tir::Stmt& kernel, std::int64_t value) {
@@ -1018,17 +1030,15 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         parts.erase(parts.begin() + 1, parts.begin() + static_cast<std::ptrdiff_t>(body->fill));
       }
       tir::Stmt inner = tir::make_seq(parts);
-      // (a fill without an ADD has no immediate to set: a constant other than 0 is computed)
-      if (pass + 1 == chunks.size() && constant && body->store != nullptr &&
-          (body->fill == 2 || (*constant == 0 && !alu_fill))) {
-        // a chunk the query sees none of: its stored buffer filled with the constant, stored.
-        // Only the first such chunk (c == seen) fills it; the chunks after it store the same
-        // rows again, with no fill and so no wait for the store before to have read them.
-        const tir::BufferMap to_stored{{body->load->buffers[0].get(), body->store->buffers[0]}};
-        std::vector<tir::Stmt> fill{tir::rewrite(body->parts[0], {}, to_stored)};
-        if (*constant != 0 || alu_fill)
-          fill.push_back(with_immediate(tir::rewrite(body->parts[1], {}, to_stored), *constant));
-        const std::vector<tir::Stmt> unseen{tir::make_if(c <= seen, tir::make_seq(fill)),
+      // a chunk the query sees none of: its stored buffer filled with the constant, stored.
+      // Only the first such chunk (c == seen) fills it; the chunks after it store the same rows
+      // again, with no fill and so no wait for the store before to have read them. (Not where
+      // the fill has no ADD to set: a constant other than 0 is computed.)
+      std::optional<std::vector<tir::Stmt>> fill;
+      if (pass + 1 == chunks.size() && constant && body->store != nullptr)
+        fill = fill_with(*body, body->store->buffers[0], *constant, true);
+      if (fill) {
+        const std::vector<tir::Stmt> unseen{tir::make_if(c <= seen, tir::make_seq(*fill)),
                                             body->parts.back()};
         inner = tir::make_if(c < seen, inner, tir::make_seq(unseen));
       }
