@@ -114,6 +114,7 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
     return static_cast<double>(v) / static_cast<double>(entries);
   };
   state.counters["chunk"] = static_cast<double>(chunk);
+  state.counters["kept_chunks"] = static_cast<double>(kernel.kept_chunks());
   state.counters["cycles"] = static_cast<double>(report.total_cycles);
   state.counters["insns"] = static_cast<double>(insns.size());
   state.counters["alu_uops"] = static_cast<double>(report.counters.alu_uops);

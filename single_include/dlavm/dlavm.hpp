@@ -37836,7 +37836,10 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // Three passes over a block's chunks, each loading them again:
 //   1. the max: each chunk halved to one row, then one ALU max per chunk;
 //   2. the sum of the exponentials, likewise (one ALU add per chunk);
-//   3. the probabilities: the exponentials again, times the reciprocal of the sum, stored.
+//   3. the probabilities: the exponentials again, times the reciprocal of the sum, stored;
+//      rewritten by skip_masked_work, from those pass 2 kept in the chunks the accumulator
+//      holds beside the passes' buffers (kept_chunks: 9 of the 16 chunks of 128 keys in the
+//      gallery's 2,048-token prefill), where pass 3 loads nothing and computes no exponential.
 // Keys at N and after, and those after N - M + q for a causal softmax (query q: the product
 // index modulo M, the queries the last batch dim), load as -32768, whose exponential is 0: a
 // padded copy (an ALU fill and a clipped load), no mask in DRAM. A causal softmax's passes 1
@@ -37919,10 +37922,20 @@ class IntegerSoftmaxKernel {
   //   - with lane groups, each pass applies the masks only in the chunks that hold a key only
   //     some of a block's queries see (the others' rows are zero), and there only to the rows
   //     of those keys: the constant loaded whole, one ALU instruction whose outer level's two
-  //     iterations apply its rows that change nothing at row 0 and the masks at those keys.
+  //     iterations apply its rows that change nothing at row 0 and the masks at those keys;
+  //   - the whole softmax computes each exponential once in a block's first kept_chunks()
+  //     chunks: pass 2 copies them to a buffer of those chunks (a reset and an ADD a key)
+  //     before its sum adds them up in place, and pass 3 computes the probabilities there and
+  //     stores them, with no load, masks or exponential (36 of its ALU cycles a key at the
+  //     gallery's scale). Where the keys fit one chunk the lowering has no chunk loop, and
+  //     pass 3 computes them again.
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
+  // The chunks of a block whose exponentials the whole softmax computes once (skip_masked_work):
+  // as many as the accumulator holds beside the passes' buffers, at most the block's chunks; 0
+  // for a part, or where the keys fit one chunk.
+  std::int64_t kept_chunks() const;
 
  private:
   tir::PrimFunc skip_masked(const tir::PrimFunc& f, const ne::Var& product,
@@ -37948,17 +37961,20 @@ std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue);
 // buffers that do not fit the accumulator (footprint).
 std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                        std::int64_t chunk);
-// The accumulator entries the kernel allocates: the rows of a block, and the largest pass's
-// buffers for one chunk. Exact where the keys' maximum is at least a chunk (the lowering then
-// allocates these entries); above it where fewer keys leave the chunk's buffers smaller.
+// The accumulator entries the kernel allocates: the rows of a block, the largest pass's
+// buffers for one chunk, and the whole softmax's kept exponentials (as many chunks as the rest
+// leaves room for; IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least
+// a chunk (the lowering then allocates these entries); above it where fewer keys leave the
+// chunk's buffers smaller.
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
 // The estimate is cycles per key a block's queries see, per key of the chunks that hold them
-// (the max, the fills and the sums' halvings compute those whole) and per chunk iteration
-// (fitted to the cycle model): all keys in whole chunks where the softmax is not causal, so that
-// the largest chunk that fits wins; for a causal one, averaged over runs of the most queries
-// after 16 counts of keys before them (smaller chunks pad fewer masked keys, larger ones have
-// fewer iterations). Of the chunks within 2% of the least, the largest is estimated at the least
+// (the max, the fills and the sums' halvings compute those whole) and per chunk iteration, less
+// the cycles the whole softmax saves per key seen and per chunk iteration in its kept chunks
+// (fitted to the cycle model): all keys in whole chunks where the softmax is not causal; for a
+// causal one, averaged over runs of the most queries after 16 counts of keys before them
+// (smaller chunks pad fewer masked keys and keep more chunks, larger ones have fewer
+// iterations). Of the chunks within 2% of the least, the largest is estimated at the least
 // (fewer instructions for a decode step to rewrite).
 KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // DRAM bytes the kernel moves: the scores three times, the probabilities once (a part: its
@@ -38003,6 +38019,7 @@ ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -38337,6 +38354,14 @@ inline std::int64_t softmax_chunks(const IntegerSoftmaxShape& shape, std::int64_
   return ne::ceil_div(std::max<std::int64_t>(ne::bounds(shape.keys).max, 1), chunk);
 }
 
+// The accumulator entries of the passes (footprint() without the kept exponentials).
+inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64_t chunk);
+// The chunks of a block whose exponentials pass 2 of the whole softmax keeps in the accumulator
+// for pass 3 (skip_masked_work): as many as the entries the passes leave free hold, at most the
+// block's chunks; none where the keys fit one chunk (no chunk loop) or the kernel is a part.
+inline std::int64_t resident_chunks(const vta::Env& env, const IntegerSoftmaxShape& shape,
+                                    std::int64_t chunk);
+
 // Whether the softmax is causal (a query sees fewer keys than there are).
 inline bool softmax_causal(const IntegerSoftmaxShape& shape) {
   return shape.queries.defined() && !ne::can_prove(shape.queries <= 1);
@@ -38373,19 +38398,21 @@ struct SoftmaxRuns {
       before.push_back(n == 1 ? lo : lo + (hi - lo) * k / (n - 1));
   }
 
-  // The entries (keys of a lane tile) of a block in chunks of `chunk`, averaged over the runs
-  // and their blocks; with `chunk` 1, the keys its queries see.
-  double entries(std::int64_t chunk) const {
-    const auto padded = [&](std::int64_t seen) {
-      return static_cast<double>(ne::ceil_div(seen, chunk) * chunk);
-    };
-    if (before.empty()) return padded(keys);
+  // f(the keys a block's queries see), averaged over the runs and their blocks.
+  template <class F>
+  double average(F f) const {
+    if (before.empty()) return static_cast<double>(f(keys));
     double sum = 0;
     std::int64_t blocks = 0;
     for (const std::int64_t b : before)
       for (std::int64_t q0 = 0; q0 < queries; q0 += groups, ++blocks)
-        sum += padded(std::min(keys, b + q0 + groups));
+        sum += static_cast<double>(f(std::min(keys, b + q0 + groups)));
     return sum / static_cast<double>(blocks);
+  }
+  // The entries (keys of a lane tile) of a block in chunks of `chunk`, averaged over the runs
+  // and their blocks; with `chunk` 1, the keys its queries see.
+  double entries(std::int64_t chunk) const {
+    return average([&](std::int64_t seen) { return ne::ceil_div(seen, chunk) * chunk; });
   }
 };
 
@@ -38692,8 +38719,8 @@ inline std::optional<std::int64_t> epilogue_of_zero(const Epilogue& epilogue,
 }
 
 // A chunk loop's body as the lowering writes it: allocations around the load's fill (a reset
-// and an ADD of -32768 over the chunk's rows; a normalization's fill of 0, a reset alone), the
-// load, and the rest (pass 3: ending in the store).
+// and an ADD of -32768 over the chunk's rows; a normalization's fill of 0, a reset alone; none
+// where every chunk holds keys alone), the load, and the rest (pass 3: ending in the store).
 struct ChunkBody {
   std::vector<tir::Buffer> allocated;
   std::vector<tir::Stmt> parts;
@@ -38712,10 +38739,11 @@ struct ChunkBody {
     if (seq == nullptr || seq->seq.size() < 3) return std::nullopt;
     b.parts = seq->seq;
     const auto* reset = vta::detail::first_call(b.parts[0], vta::intrin::gemm_reset);
-    const auto* add = vta::detail::first_call(b.parts[1], vta::intrin::alu);
-    if (add == nullptr) b.fill = 1;
+    const auto* add =
+        reset != nullptr ? vta::detail::first_call(b.parts[1], vta::intrin::alu) : nullptr;
+    b.fill = reset == nullptr ? 0 : add == nullptr ? 1 : 2;
     b.load = vta::detail::first_call(b.parts[b.fill], vta::intrin::load);
-    if (reset == nullptr || b.load == nullptr || !reset->buffers[0].same_as(b.load->buffers[0]))
+    if (b.load == nullptr || (reset != nullptr && !reset->buffers[0].same_as(b.load->buffers[0])))
       return std::nullopt;
     if (add != nullptr && (add->args.size() != 5 ||
                            vta::detail::constant_index(add->args[0]) !=
@@ -38831,6 +38859,57 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                                         std::move(load_args), load->buffers)),
                             tir::make_attr(kernel->key, kernel->node, 1, tir::make_seq(levels))});
     }
+    // A kernel of the chain below: its loop's call and its operation's, or an operation alone.
+    struct Link {
+      const te::CallNode* loop = nullptr;
+      const te::CallNode* op = nullptr;
+    };
+    // The chain of per-key kernels in a chunk body's `parts` (the fill still first), from the
+    // first part after the load and the masks: each kernel of one loop level over the chunk's
+    // rows as the lowering writes them (the chunk, or the keys left where they are symbolic),
+    // or of one micro-op and no loop (a row the chain reads, such as a constant's). Its parts
+    // [first, end), and the buffers of the chunk's rows: the load's, then those the chain writes.
+    struct Chain {
+      std::size_t first = 0, end = 0;
+      std::vector<Link> links;
+      std::vector<te::Buffer> buffers;
+    };
+    Chain chain_of(const detail::ChunkBody& body, const std::vector<tir::Stmt>& parts,
+                   const ne::Expr& c) const {
+      const ne::Expr chunk_rows = ne::simplify(ne::min(ne::Expr(chunk), keys - c * chunk));
+      const auto whole_chunk = [&](const te::Expr& extent) {
+        const auto e = vta::detail::index_arg(extent);
+        return e && (e->as_int() == chunk || ne::can_prove(ne::simplify(*e - chunk_rows) == 0));
+      };
+      const auto link = [&](const tir::Stmt& st) -> std::optional<Link> {
+        const auto* attr = st.as<tir::AttrNode>();
+        if (attr == nullptr) return std::nullopt;
+        const auto calls = vta::detail::calls_in(attr->body);
+        const auto operation = [](const te::CallNode* call) {
+          return call->name == vta::intrin::alu || call->name == vta::intrin::gemm_reset;
+        };
+        if (calls.size() == 1 && operation(calls[0])) return Link{nullptr, calls[0]};
+        const auto* seq = attr->body.as<tir::SeqNode>();
+        if (seq == nullptr || seq->seq.size() != 3 || calls.size() != 3 ||
+            calls[0]->name != vta::intrin::uop_loop_begin || !operation(calls[1]) ||
+            calls[1]->buffers.empty() || !whole_chunk(calls[0]->args[0]))
+          return std::nullopt;
+        return Link{calls[0], calls[1]};
+      };
+      Chain ch;
+      std::size_t i = body.fill + 1;
+      while (i < parts.size() && parts[i].as<tir::IfThenElseNode>() != nullptr) ++i;  // masks
+      ch.first = i;
+      ch.buffers.push_back(body.load->buffers[0]);
+      for (; i < parts.size(); ++i) {
+        const auto l = link(parts[i]);
+        if (!l) break;
+        ch.links.push_back(*l);
+        if (l->loop != nullptr) ch.buffers.push_back(l->op->buffers[0]);
+      }
+      ch.end = i;
+      return ch;
+    }
     // The chunk's chain of per-key kernels (each an ALU pass or a reset over the chunk's rows,
     // from the load and the masks on) trimmed to the keys the block sees, min(chunk, keys_seen -
     // c * chunk) rows: a prefill's last seen chunk holds half a chunk of unseen keys on average,
@@ -38848,47 +38927,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const auto among = [](const auto& buffers, const te::Buffer& b) {
         return std::ranges::any_of(buffers, [&](const auto& a) { return a.same_as(b); });
       };
-      // the rows of a chunk stage as lowered: the chunk, or the keys left where they are
-      // symbolic
-      const ne::Expr chunk_rows = ne::simplify(ne::min(ne::Expr(chunk), keys - c * chunk));
-      const auto whole_chunk = [&](const te::Expr& extent) {
-        const auto e = vta::detail::index_arg(extent);
-        return e && (e->as_int() == chunk || ne::can_prove(ne::simplify(*e - chunk_rows) == 0));
-      };
-      // The chain: each kernel of one loop level over the chunk's rows (its loop's call and
-      // its operation's), or of one micro-op and no loop (a row the chain reads, such as a
-      // constant's: no loop call).
-      struct Link {
-        const te::CallNode* loop = nullptr;
-        const te::CallNode* op = nullptr;
-      };
-      const auto link = [&](const tir::Stmt& st) -> std::optional<Link> {
-        const auto* attr = st.as<tir::AttrNode>();
-        if (attr == nullptr) return std::nullopt;
-        const auto calls = vta::detail::calls_in(attr->body);
-        const auto operation = [](const te::CallNode* call) {
-          return call->name == vta::intrin::alu || call->name == vta::intrin::gemm_reset;
-        };
-        if (calls.size() == 1 && operation(calls[0])) return Link{nullptr, calls[0]};
-        const auto* seq = attr->body.as<tir::SeqNode>();
-        if (seq == nullptr || seq->seq.size() != 3 || calls.size() != 3 ||
-            calls[0]->name != vta::intrin::uop_loop_begin || !operation(calls[1]) ||
-            calls[1]->buffers.empty() || !whole_chunk(calls[0]->args[0]))
-          return std::nullopt;
-        return Link{calls[0], calls[1]};
-      };
-      std::size_t i = body.fill + 1;
-      while (i < parts.size() && parts[i].as<tir::IfThenElseNode>() != nullptr) ++i;  // masks
-      const std::size_t first = i;
-      std::vector<Link> chain;
-      // the buffers of the chunk's rows: the load's, and those the chain writes
-      std::vector<te::Buffer> chunk_buffers{body.load->buffers[0]};
-      for (; i < parts.size(); ++i) {
-        const auto l = link(parts[i]);
-        if (!l) break;
-        chain.push_back(*l);
-        if (l->loop != nullptr) chunk_buffers.push_back(l->op->buffers[0]);
-      }
+      const Chain ch = chain_of(body, parts, c);
+      const std::vector<Link>& chain = ch.links;
+      const std::size_t first = ch.first, i = ch.end;
+      const std::vector<te::Buffer>& chunk_buffers = ch.buffers;
       if (chunk_buffers.size() == 1) return std::nullopt;
       const te::Buffer last = chunk_buffers.back();  // the buffer the chain ends in
       // the rows touch no chunk buffer (their rows past the keys stay as they were), and after
@@ -38948,14 +38990,189 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       out.insert(out.end(), parts.begin() + static_cast<std::ptrdiff_t>(i), parts.end());
       return out;
     }
+    // Kept exponentials (the whole softmax): pass 2 copies the exponentials of each of a
+    // block's first `resident` chunks to `kept` (rows c * chunk on) before its sum's halving
+    // adds them up in place, and pass 3 computes and stores those chunks' probabilities there,
+    // in place of its load, masks and exponential, which would compute the same bits again.
+    std::int64_t resident = 0;
+    bool all_resident = false;  // every chunk of every block: no branch
+    std::size_t sum_pass = 0;   // the sum's index in `chunks`
+    te::Buffer kept;
+    std::vector<std::array<std::int64_t, 4>> exponential;  // pass 2's chain: each link's form
+    bool kept_read = false, kept_allocated = false;
+    // A link's form: its operation, opcode, whether immediate, the immediate (-1: not constant).
+    static std::array<std::int64_t, 4> form(const Link& l) {
+      const auto arg = [&](std::size_t k) {
+        return k < l.op->args.size() ? vta::detail::constant_index(l.op->args[k]).value_or(-1) : -1;
+      };
+      const bool alu = l.op->name == vta::intrin::alu;
+      return {alu ? 1 : 0, alu ? arg(0) : -1, alu ? arg(1) : -1, alu ? arg(2) : -1};
+    }
+    // Chain kernel `kernel` (link `l`, of one loop level) with buffers `buffers` and its
+    // micro-op's row offsets `rows` (an ALU op's destination and source, a reset's entry).
+    static tir::Stmt moved(const tir::Stmt& kernel, const Link& l, std::vector<te::Buffer> buffers,
+                           const std::vector<ne::Expr>& rows) {
+      const auto* attr = kernel.as<tir::AttrNode>();
+      const auto& seq = attr->body.as<tir::SeqNode>()->seq;
+      auto args = l.op->args;
+      const std::size_t at = l.op->name == vta::intrin::alu ? 3 : 0;
+      for (std::size_t k = 0; k < rows.size(); ++k)
+        args[at + k] = te::index_value(ne::simplify(rows[k]));
+      return tir::make_attr(
+          attr->key, attr->node, attr->value,
+          tir::make_seq({seq[0],
+                         tir::make_evaluate(te::call(l.op->name, l.op->dtype(), std::move(args),
+                                                     std::move(buffers))),
+                         seq[2]}));
+    }
+    // A copy of the chain's rows of `from` (row `from_row` on) to `to` (row `to_row` on): a
+    // reset and an ADD, the chain's own first looped reset and copying ADD moved there. Nullopt
+    // where the chain has neither.
+    static std::optional<std::vector<tir::Stmt>> copy_rows(const std::vector<tir::Stmt>& parts,
+                                                           const Chain& ch, const te::Buffer& from,
+                                                           const ne::Expr& from_row,
+                                                           const te::Buffer& to,
+                                                           const ne::Expr& to_row) {
+      const auto steps = [](const Link& l, std::int64_t dst, std::int64_t src) {
+        const auto f = [&](std::size_t k) {
+          return vta::detail::constant_index(l.loop->args[k]).value_or(-1);
+        };
+        return f(1) == dst && f(2) == src;
+      };
+      std::optional<std::size_t> reset, add;
+      for (std::size_t k = 0; k < ch.links.size(); ++k) {
+        const Link& l = ch.links[k];
+        if (l.loop == nullptr) continue;
+        if (!reset && l.op->name == vta::intrin::gemm_reset && steps(l, 1, 0)) reset = k;
+        if (!add && form(l) == std::array<std::int64_t, 4>{1, 2, 0, 0} &&
+            l.op->buffers.size() == 2 && steps(l, 1, 1))
+          add = k;
+      }
+      if (!reset || !add) return std::nullopt;
+      return std::vector<tir::Stmt>{
+          moved(parts[ch.first + *reset], ch.links[*reset], {to}, {to_row}),
+          moved(parts[ch.first + *add], ch.links[*add], {to, from}, {to_row, from_row})};
+    }
+    // Pass 2's parts `out` (rewritten from `parts`, whose chain is `ch`) with the chain's
+    // exponentials copied to `kept` in the resident chunks; false where the chain has no copy.
+    bool keep(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
+              std::vector<tir::Stmt>& out) {
+      if (ch.buffers.size() < 2) return false;
+      const te::Buffer e = ch.buffers.back();
+      const te::Buffer to = te::make_buffer(e.name() + ".kept", e.dtype(),
+                                            {ne::simplify(e.size() * resident)}, e.scope());
+      const auto copy = copy_rows(parts, ch, e, 0, to, c * chunk);
+      if (!copy) return false;
+      kept = to;
+      exponential.clear();
+      for (const Link& l : ch.links) exponential.push_back(form(l));
+      const auto tail = static_cast<std::ptrdiff_t>(parts.size() - ch.end);
+      std::vector<tir::Stmt> with(out.begin(), out.end() - tail);
+      with.push_back(all_resident ? tir::make_seq(*copy)
+                                  : tir::make_if(c < resident, tir::make_seq(*copy)));
+      with.insert(with.end(), out.end() - tail, out.end());
+      out = std::move(with);
+      return true;
+    }
+    // `st` with chunk buffer `e` read and written in `kept` at rows `rows` on: each call's
+    // buffer and its row offset (an ALU op's destination or source, a reset's entry, a store's
+    // SRAM tile). Nullopt where another call reads or writes `e`.
+    std::optional<tir::Stmt> in_kept(const tir::Stmt& st, const te::Buffer& e,
+                                     const ne::Expr& rows) const {
+      struct Retarget : tir::StmtMutator<Retarget> {
+        te::Buffer e, kept;
+        ne::Expr rows;
+        bool failed = false;
+        tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& s) {
+          const auto* call = n.value.as<te::CallNode>();
+          if (call == nullptr) return s;
+          auto args = call->args;
+          auto buffers = call->buffers;
+          bool moved = false;
+          for (std::size_t b = 0; b < buffers.size(); ++b) {
+            if (!buffers[b].same_as(e)) continue;
+            std::size_t at = args.size();
+            if (call->name == vta::intrin::alu && b < 2) at = 3 + b;
+            if (call->name == vta::intrin::gemm_reset && b == 0) at = 0;
+            if (call->name == vta::intrin::store && b == 0) at = 1;
+            const auto row = at < args.size() ? vta::detail::index_arg(args[at]) : std::nullopt;
+            if (!row) {
+              failed = true;
+              return s;
+            }
+            args[at] = te::index_value(ne::simplify(*row + rows));
+            buffers[b] = kept;
+            moved = true;
+          }
+          if (!moved) return s;
+          return tir::make_evaluate(
+              te::call(call->name, call->dtype(), std::move(args), std::move(buffers)));
+        }
+      } retarget;
+      retarget.e = e;
+      retarget.kept = kept;
+      retarget.rows = rows;
+      tir::Stmt out = retarget.visit(st);
+      if (retarget.failed) return std::nullopt;
+      return out;
+    }
+    // Pass 3's parts `out` (rewritten from `parts`, whose chain is `ch`) starting, in the
+    // resident chunks, from the kept exponentials: the chain's kernels after the exponential,
+    // and what follows the chain (the store), on the kept rows in place of the buffer the
+    // exponential ends in. False where its chain does not start with pass 2's exponential, or
+    // reads another of its buffers after it.
+    bool read_kept(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
+                   std::vector<tir::Stmt>& out) const {
+      const std::size_t n = exponential.size();
+      if (ch.links.size() <= n) return false;
+      for (std::size_t k = 0; k < n; ++k)
+        if (form(ch.links[k]) != exponential[k]) return false;
+      std::vector<te::Buffer> computed{ch.buffers.front()};  // the exponential's chunk buffers
+      for (std::size_t k = 0; k < n; ++k)
+        if (ch.links[k].loop != nullptr) computed.push_back(ch.links[k].op->buffers[0]);
+      const te::Buffer e = computed.back();
+      const auto among = [](const std::vector<te::Buffer>& buffers, const te::Buffer& b) {
+        return std::ranges::any_of(buffers, [&](const te::Buffer& x) { return x.same_as(b); });
+      };
+      for (std::size_t k = n; k < parts.size() - ch.first; ++k)
+        for (const auto* call : vta::detail::calls_in(parts[ch.first + k]))
+          for (const auto& b : call->buffers)
+            if (!b.same_as(e) && among(computed, b)) return false;
+      std::vector<tir::Stmt> from_kept;
+      for (std::size_t k = ch.first + n; k < parts.size(); ++k) {
+        const auto moved = in_kept(parts[k], e, c * chunk);
+        if (!moved) return false;
+        from_kept.push_back(*moved);
+      }
+      if (all_resident) {
+        out = std::move(from_kept);
+      } else {
+        out = {tir::make_if(c < resident, tir::make_seq(from_kept), tir::make_seq(out))};
+      }
+      return true;
+    }
+    // the block's statements that hold pass 3's chunk loop, with `kept` allocated around them
+    tir::Stmt visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
+      tir::Stmt out = tir::StmtMutator<ChunkLoops>::visit_seq(n, s);
+      if (!kept.defined() || kept_allocated) return out;
+      const auto* seq = out.as<tir::SeqNode>();
+      if (seq == nullptr) return out;
+      for (const auto& part : seq->seq)
+        if (const auto* loop = part.as<tir::ForNode>();
+            loop != nullptr && loop->var.id() == chunks.back().id()) {
+          kept_allocated = true;
+          return tir::make_allocate(kept, out);
+        }
+      return out;
+    }
     // The body's fill (before its load) moved to `buffer` and set to `value`: its reset, then
     // an ADD of `value` where that is not 0 or where a stored fill must end in an ALU op.
-    // Nullopt where the fill has no ADD to set.
+    // Nullopt where the body has no fill, or no ADD to set.
     std::optional<std::vector<tir::Stmt>> fill_with(const detail::ChunkBody& body,
                                                     const te::Buffer& buffer, std::int64_t value,
                                                     bool stored) const {
       const bool add = value != 0 || (stored && alu_fill);
-      if (add && body.fill != 2) return std::nullopt;
+      if (body.fill == 0 || (add && body.fill != 2)) return std::nullopt;
       const tir::BufferMap to{{body.load->buffers[0].get(), buffer}};
       std::vector<tir::Stmt> fill{tir::rewrite(body.parts[0], {}, to)};
       if (add) fill.push_back(with_immediate(tir::rewrite(body.parts[1], {}, to), value));
@@ -38997,6 +39214,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // (those before it are loaded whole)
       const auto fill_end = body->parts.begin() + static_cast<std::ptrdiff_t>(body->fill);
       std::vector<tir::Stmt> parts = guard_masks(body->parts, body->fill + 1, c);
+      const std::vector<tir::Stmt> guarded = parts;
       const auto trimmed = unseen_value[pass] ? trim_chain(*body, parts, c, *unseen_value[pass],
                                                            pass + 1 == chunks.size())
                                               : std::nullopt;
@@ -39007,11 +39225,16 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const bool max_pass = max_first && pass == 0;
       if (trimmed) {
         parts = *trimmed;
-      } else {
+      } else if (body->fill > 0) {
         parts[0] =
             tir::make_if(max_pass ? c + seen <= 1 : c + 1 >= seen,
                          tir::make_seq(std::vector<tir::Stmt>(body->parts.begin(), fill_end)));
         parts.erase(parts.begin() + 1, parts.begin() + static_cast<std::ptrdiff_t>(body->fill));
+      }
+      if (resident > 0 && pass == sum_pass && pass + 1 < chunks.size()) {
+        if (!keep(guarded, chain_of(*body, guarded, c), c, parts)) resident = 0;
+      } else if (resident > 0 && kept.defined() && pass + 1 == chunks.size()) {
+        kept_read = read_kept(guarded, chain_of(*body, guarded, c), c, parts);
       }
       tir::Stmt inner = tir::make_seq(parts);
       // a chunk the query sees none of: its stored buffer filled with the constant, stored.
@@ -39053,9 +39276,23 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   loops.unseen_value.push_back(causal ? detail::epilogue_of_zero(epilogue_, env_.config)
                                       : std::nullopt);
   if (loops.lane_masks) loops.first_unseen = detail::softmax_first_visible(shape_, product);
+  loops.sum_pass = max_rows_.defined() ? 1 : 0;
+  loops.resident = detail::resident_chunks(env_, shape_, chunk_);
+  loops.all_resident = loops.resident >= detail::softmax_chunks(shape_, chunk_);
+  const auto unvisited = loops;
   tir::PrimFunc out = f;
   out.body = loops.visit(f.body);
+  if (loops.kept.defined() && (!loops.kept_read || !loops.kept_allocated)) {
+    // pass 3 did not take what pass 2 kept: the passes as they were
+    loops = unvisited;
+    loops.resident = 0;
+    out.body = loops.visit(f.body);
+  }
   return loops.rewritten > 0 || loops.guarded > 0 ? out : f;
+}
+
+DLAVM_INLINE std::int64_t IntegerSoftmaxKernel::kept_chunks() const {
+  return detail::resident_chunks(env_, shape_, chunk_);
 }
 
 DLAVM_INLINE std::vector<te::NDArray> IntegerSoftmaxKernel::constants() const {
@@ -39102,8 +39339,16 @@ DLAVM_INLINE std::optional<std::string> check_chunk(const vta::Env& env,
   return std::nullopt;
 }
 
-DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape& shape,
+DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                      std::int64_t chunk) {
+  SramFootprint f = detail::pass_footprint(shape, chunk);
+  f.acc += detail::resident_chunks(env, shape, chunk) * chunk;
+  return f;
+}
+
+namespace detail {
+
+inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
   // A block's rows, live through its three passes: each chunk's max and sum (a row per chunk),
   // and the 30 one-entry rows the storage pass keeps of the max, the exponent's rows, the sum
   // and the division. Inside, the largest pass is the third: the load and four more chunk
@@ -39129,6 +39374,16 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env&, const IntegerSoftmaxShape&
   return f;
 }
 
+inline std::int64_t resident_chunks(const vta::Env& env, const IntegerSoftmaxShape& shape,
+                                    std::int64_t chunk) {
+  const std::int64_t chunks = softmax_chunks(shape, chunk);
+  if (shape.part != IntegerSoftmaxPart::Whole || chunks <= 1) return 0;
+  const std::int64_t free = env.config.acc_depth() - pass_footprint(shape, chunk).acc;
+  return std::clamp<std::int64_t>(free / chunk, 0, chunks);
+}
+
+}  // namespace detail
+
 DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape) {
   std::vector<std::int64_t> chunks;
   // (a key count beyond what the sum holds fails every chunk's check)
@@ -39151,12 +39406,25 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{104.16, 7.77, 694.7}
                     : shape.part == IntegerSoftmaxPart::Exp ? Cost{34.94, 5.87, 290.9}
                                                             : Cost{7.91, 9.42, 180.1};
+  // The whole softmax's kept chunks (detail::resident_chunks) save pass 3's exponential:
+  // cycles a key seen and a chunk iteration there, fitted likewise to the cycle model's counts
+  // with and without them (docs/performance.md).
+  struct Kept {
+    double seen, chunk;
+  };
+  const Kept kept = shape.part == IntegerSoftmaxPart::Whole ? Kept{39.28, 215.9} : Kept{0, 0};
   const detail::SoftmaxRuns runs(shape);
   const double seen = runs.entries(1);
   const auto cycles = [&](std::int64_t chunk) {
     const double entries = runs.entries(chunk);
+    const std::int64_t k = detail::resident_chunks(env, shape, chunk);
+    const double kept_seen =
+        runs.average([&](std::int64_t keys) { return std::min(keys, k * chunk); });
+    const double kept_chunks =
+        runs.average([&](std::int64_t keys) { return std::min(ne::ceil_div(keys, chunk), k); });
     return seen * cost.seen + entries * cost.padded +
-           entries / static_cast<double>(chunk) * cost.chunk;
+           entries / static_cast<double>(chunk) * cost.chunk - kept_seen * kept.seen -
+           kept_chunks * kept.chunk;
   };
   // Chunks within the fit's 2% of the fewest cycles are ties, and the largest of them is
   // estimated at the least: a stream in fewer, larger chunks has fewer instructions, which a

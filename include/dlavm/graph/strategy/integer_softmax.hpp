@@ -84,7 +84,10 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // Three passes over a block's chunks, each loading them again:
 //   1. the max: each chunk halved to one row, then one ALU max per chunk;
 //   2. the sum of the exponentials, likewise (one ALU add per chunk);
-//   3. the probabilities: the exponentials again, times the reciprocal of the sum, stored.
+//   3. the probabilities: the exponentials again, times the reciprocal of the sum, stored;
+//      rewritten by skip_masked_work, from those pass 2 kept in the chunks the accumulator
+//      holds beside the passes' buffers (kept_chunks: 9 of the 16 chunks of 128 keys in the
+//      gallery's 2,048-token prefill), where pass 3 loads nothing and computes no exponential.
 // Keys at N and after, and those after N - M + q for a causal softmax (query q: the product
 // index modulo M, the queries the last batch dim), load as -32768, whose exponential is 0: a
 // padded copy (an ALU fill and a clipped load), no mask in DRAM. A causal softmax's passes 1
@@ -167,10 +170,20 @@ class IntegerSoftmaxKernel {
   //   - with lane groups, each pass applies the masks only in the chunks that hold a key only
   //     some of a block's queries see (the others' rows are zero), and there only to the rows
   //     of those keys: the constant loaded whole, one ALU instruction whose outer level's two
-  //     iterations apply its rows that change nothing at row 0 and the masks at those keys.
+  //     iterations apply its rows that change nothing at row 0 and the masks at those keys;
+  //   - the whole softmax computes each exponential once in a block's first kept_chunks()
+  //     chunks: pass 2 copies them to a buffer of those chunks (a reset and an ADD a key)
+  //     before its sum adds them up in place, and pass 3 computes the probabilities there and
+  //     stores them, with no load, masks or exponential (36 of its ALU cycles a key at the
+  //     gallery's scale). Where the keys fit one chunk the lowering has no chunk loop, and
+  //     pass 3 computes them again.
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
+  // The chunks of a block whose exponentials the whole softmax computes once (skip_masked_work):
+  // as many as the accumulator holds beside the passes' buffers, at most the block's chunks; 0
+  // for a part, or where the keys fit one chunk.
+  std::int64_t kept_chunks() const;
 
  private:
   tir::PrimFunc skip_masked(const tir::PrimFunc& f, const ne::Var& product,
@@ -196,17 +209,20 @@ std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue);
 // buffers that do not fit the accumulator (footprint).
 std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                        std::int64_t chunk);
-// The accumulator entries the kernel allocates: the rows of a block, and the largest pass's
-// buffers for one chunk. Exact where the keys' maximum is at least a chunk (the lowering then
-// allocates these entries); above it where fewer keys leave the chunk's buffers smaller.
+// The accumulator entries the kernel allocates: the rows of a block, the largest pass's
+// buffers for one chunk, and the whole softmax's kept exponentials (as many chunks as the rest
+// leaves room for; IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least
+// a chunk (the lowering then allocates these entries); above it where fewer keys leave the
+// chunk's buffers smaller.
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
 // The estimate is cycles per key a block's queries see, per key of the chunks that hold them
-// (the max, the fills and the sums' halvings compute those whole) and per chunk iteration
-// (fitted to the cycle model): all keys in whole chunks where the softmax is not causal, so that
-// the largest chunk that fits wins; for a causal one, averaged over runs of the most queries
-// after 16 counts of keys before them (smaller chunks pad fewer masked keys, larger ones have
-// fewer iterations). Of the chunks within 2% of the least, the largest is estimated at the least
+// (the max, the fills and the sums' halvings compute those whole) and per chunk iteration, less
+// the cycles the whole softmax saves per key seen and per chunk iteration in its kept chunks
+// (fitted to the cycle model): all keys in whole chunks where the softmax is not causal; for a
+// causal one, averaged over runs of the most queries after 16 counts of keys before them
+// (smaller chunks pad fewer masked keys and keep more chunks, larger ones have fewer
+// iterations). Of the chunks within 2% of the least, the largest is estimated at the least
 // (fewer instructions for a decode step to rewrite).
 KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // DRAM bytes the kernel moves: the scores three times, the probabilities once (a part: its
