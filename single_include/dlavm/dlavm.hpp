@@ -38359,8 +38359,8 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
 // The chunks of a block whose exponentials pass 2 of the whole softmax keeps in the accumulator
 // for pass 3 (skip_masked_work): as many as the entries the passes leave free hold, at most the
 // block's chunks; none where the keys fit one chunk (no chunk loop) or the kernel is a part.
-inline std::int64_t resident_chunks(const vta::Env& env, const IntegerSoftmaxShape& shape,
-                                    std::int64_t chunk);
+inline std::int64_t kept_chunks(const vta::Env& env, const IntegerSoftmaxShape& shape,
+                                std::int64_t chunk);
 
 // Whether the softmax is causal (a query sees fewer keys than there are).
 inline bool softmax_causal(const IntegerSoftmaxShape& shape) {
@@ -38991,12 +38991,12 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       return out;
     }
     // Kept exponentials (the whole softmax): pass 2 copies the exponentials of each of a
-    // block's first `resident` chunks to `kept` (rows c * chunk on) before its sum's halving
+    // block's first `kept_count` chunks to `kept` (rows c * chunk on) before its sum's halving
     // adds them up in place, and pass 3 computes and stores those chunks' probabilities there,
     // in place of its load, masks and exponential, which would compute the same bits again.
-    std::int64_t resident = 0;
-    bool all_resident = false;  // every chunk of every block: no branch
-    std::size_t sum_pass = 0;   // the sum's index in `chunks`
+    std::int64_t kept_count = 0;
+    bool all_kept = false;     // every chunk of every block: no branch
+    std::size_t sum_pass = 0;  // the sum's index in `chunks`
     te::Buffer kept;
     std::vector<std::array<std::int64_t, 4>> exponential;  // pass 2's chain: each link's form
     bool kept_read = false, kept_allocated = false;
@@ -39054,13 +39054,13 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           moved(parts[ch.first + *add], ch.links[*add], {to, from}, {to_row, from_row})};
     }
     // Pass 2's parts `out` (rewritten from `parts`, whose chain is `ch`) with the chain's
-    // exponentials copied to `kept` in the resident chunks; false where the chain has no copy.
+    // exponentials copied to `kept` in the kept chunks; false where the chain has no copy.
     bool keep(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
               std::vector<tir::Stmt>& out) {
       if (ch.buffers.size() < 2) return false;
       const te::Buffer e = ch.buffers.back();
       const te::Buffer to = te::make_buffer(e.name() + ".kept", e.dtype(),
-                                            {ne::simplify(e.size() * resident)}, e.scope());
+                                            {ne::simplify(e.size() * kept_count)}, e.scope());
       const auto copy = copy_rows(parts, ch, e, 0, to, c * chunk);
       if (!copy) return false;
       kept = to;
@@ -39068,8 +39068,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       for (const Link& l : ch.links) exponential.push_back(form(l));
       const auto tail = static_cast<std::ptrdiff_t>(parts.size() - ch.end);
       std::vector<tir::Stmt> with(out.begin(), out.end() - tail);
-      with.push_back(all_resident ? tir::make_seq(*copy)
-                                  : tir::make_if(c < resident, tir::make_seq(*copy)));
+      with.push_back(all_kept ? tir::make_seq(*copy)
+                              : tir::make_if(c < kept_count, tir::make_seq(*copy)));
       with.insert(with.end(), out.end() - tail, out.end());
       out = std::move(with);
       return true;
@@ -39117,7 +39117,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       return out;
     }
     // Pass 3's parts `out` (rewritten from `parts`, whose chain is `ch`) starting, in the
-    // resident chunks, from the kept exponentials: the chain's kernels after the exponential,
+    // kept chunks, from the kept exponentials: the chain's kernels after the exponential,
     // and what follows the chain (the store), on the kept rows in place of the buffer the
     // exponential ends in. False where its chain does not start with pass 2's exponential, or
     // reads another of its buffers after it.
@@ -39144,10 +39144,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         if (!moved) return false;
         from_kept.push_back(*moved);
       }
-      if (all_resident) {
+      if (all_kept) {
         out = std::move(from_kept);
       } else {
-        out = {tir::make_if(c < resident, tir::make_seq(from_kept), tir::make_seq(out))};
+        out = {tir::make_if(c < kept_count, tir::make_seq(from_kept), tir::make_seq(out))};
       }
       return true;
     }
@@ -39231,9 +39231,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                          tir::make_seq(std::vector<tir::Stmt>(body->parts.begin(), fill_end)));
         parts.erase(parts.begin() + 1, parts.begin() + static_cast<std::ptrdiff_t>(body->fill));
       }
-      if (resident > 0 && pass == sum_pass && pass + 1 < chunks.size()) {
-        if (!keep(guarded, chain_of(*body, guarded, c), c, parts)) resident = 0;
-      } else if (resident > 0 && kept.defined() && pass + 1 == chunks.size()) {
+      if (kept_count > 0 && pass == sum_pass && pass + 1 < chunks.size()) {
+        if (!keep(guarded, chain_of(*body, guarded, c), c, parts)) kept_count = 0;
+      } else if (kept_count > 0 && kept.defined() && pass + 1 == chunks.size()) {
         kept_read = read_kept(guarded, chain_of(*body, guarded, c), c, parts);
       }
       tir::Stmt inner = tir::make_seq(parts);
@@ -39277,22 +39277,22 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                       : std::nullopt);
   if (loops.lane_masks) loops.first_unseen = detail::softmax_first_visible(shape_, product);
   loops.sum_pass = max_rows_.defined() ? 1 : 0;
-  loops.resident = detail::resident_chunks(env_, shape_, chunk_);
-  loops.all_resident = loops.resident >= detail::softmax_chunks(shape_, chunk_);
+  loops.kept_count = detail::kept_chunks(env_, shape_, chunk_);
+  loops.all_kept = loops.kept_count >= detail::softmax_chunks(shape_, chunk_);
   const auto unvisited = loops;
   tir::PrimFunc out = f;
   out.body = loops.visit(f.body);
   if (loops.kept.defined() && (!loops.kept_read || !loops.kept_allocated)) {
     // pass 3 did not take what pass 2 kept: the passes as they were
     loops = unvisited;
-    loops.resident = 0;
+    loops.kept_count = 0;
     out.body = loops.visit(f.body);
   }
   return loops.rewritten > 0 || loops.guarded > 0 ? out : f;
 }
 
 DLAVM_INLINE std::int64_t IntegerSoftmaxKernel::kept_chunks() const {
-  return detail::resident_chunks(env_, shape_, chunk_);
+  return detail::kept_chunks(env_, shape_, chunk_);
 }
 
 DLAVM_INLINE std::vector<te::NDArray> IntegerSoftmaxKernel::constants() const {
@@ -39342,7 +39342,7 @@ DLAVM_INLINE std::optional<std::string> check_chunk(const vta::Env& env,
 DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                      std::int64_t chunk) {
   SramFootprint f = detail::pass_footprint(shape, chunk);
-  f.acc += detail::resident_chunks(env, shape, chunk) * chunk;
+  f.acc += detail::kept_chunks(env, shape, chunk) * chunk;
   return f;
 }
 
@@ -39374,8 +39374,8 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
   return f;
 }
 
-inline std::int64_t resident_chunks(const vta::Env& env, const IntegerSoftmaxShape& shape,
-                                    std::int64_t chunk) {
+inline std::int64_t kept_chunks(const vta::Env& env, const IntegerSoftmaxShape& shape,
+                                std::int64_t chunk) {
   const std::int64_t chunks = softmax_chunks(shape, chunk);
   if (shape.part != IntegerSoftmaxPart::Whole || chunks <= 1) return 0;
   const std::int64_t free = env.config.acc_depth() - pass_footprint(shape, chunk).acc;
@@ -39406,7 +39406,7 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{104.16, 7.77, 694.7}
                     : shape.part == IntegerSoftmaxPart::Exp ? Cost{34.94, 5.87, 290.9}
                                                             : Cost{7.91, 9.42, 180.1};
-  // The whole softmax's kept chunks (detail::resident_chunks) save pass 3's exponential:
+  // The whole softmax's kept chunks (detail::kept_chunks) save pass 3's exponential:
   // cycles a key seen and a chunk iteration there, fitted likewise to the cycle model's counts
   // with and without them (docs/performance.md).
   struct Kept {
@@ -39417,7 +39417,7 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   const double seen = runs.entries(1);
   const auto cycles = [&](std::int64_t chunk) {
     const double entries = runs.entries(chunk);
-    const std::int64_t k = detail::resident_chunks(env, shape, chunk);
+    const std::int64_t k = detail::kept_chunks(env, shape, chunk);
     const double kept_seen =
         runs.average([&](std::int64_t keys) { return std::min(keys, k * chunk); });
     const double kept_chunks =
