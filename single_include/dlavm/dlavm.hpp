@@ -38859,6 +38859,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                                         std::move(load_args), load->buffers)),
                             tir::make_attr(kernel->key, kernel->node, 1, tir::make_seq(levels))});
     }
+    // Whether `buffers` hold `b`.
+    static bool among(const std::vector<te::Buffer>& buffers, const te::Buffer& b) {
+      return std::ranges::any_of(buffers, [&](const te::Buffer& a) { return a.same_as(b); });
+    }
     // A kernel of the chain below: its loop's call and its operation's, or an operation alone.
     struct Link {
       const te::CallNode* loop = nullptr;
@@ -38924,9 +38928,6 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                                      const std::vector<tir::Stmt>& parts,
                                                      const ne::Expr& c, std::int64_t value,
                                                      bool stored) const {
-      const auto among = [](const auto& buffers, const te::Buffer& b) {
-        return std::ranges::any_of(buffers, [&](const auto& a) { return a.same_as(b); });
-      };
       const Chain ch = chain_of(body, parts, c);
       const std::vector<Link>& chain = ch.links;
       const std::size_t first = ch.first, i = ch.end;
@@ -39025,12 +39026,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                                      std::move(buffers))),
                          seq[2]}));
     }
-    // A copy of the chain's rows of `from` (row `from_row` on) to `to` (row `to_row` on): a
-    // reset and an ADD, the chain's own first looped reset and copying ADD moved there. Nullopt
-    // where the chain has neither.
+    // A copy of the chain's rows of chunk buffer `from` to `to`, row `to_row` on: a reset and
+    // an ADD, the chain's own first looped reset and copying ADD moved there. Nullopt where the
+    // chain has neither.
     static std::optional<std::vector<tir::Stmt>> copy_rows(const std::vector<tir::Stmt>& parts,
                                                            const Chain& ch, const te::Buffer& from,
-                                                           const ne::Expr& from_row,
                                                            const te::Buffer& to,
                                                            const ne::Expr& to_row) {
       const auto steps = [](const Link& l, std::int64_t dst, std::int64_t src) {
@@ -39051,7 +39051,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (!reset || !add) return std::nullopt;
       return std::vector<tir::Stmt>{
           moved(parts[ch.first + *reset], ch.links[*reset], {to}, {to_row}),
-          moved(parts[ch.first + *add], ch.links[*add], {to, from}, {to_row, from_row})};
+          moved(parts[ch.first + *add], ch.links[*add], {to, from}, {to_row, 0})};
     }
     // Pass 2's parts `out` (rewritten from `parts`, whose chain is `ch`) with the chain's
     // exponentials copied to `kept` in the kept chunks; false where the chain has no copy.
@@ -39061,7 +39061,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const te::Buffer e = ch.buffers.back();
       const te::Buffer to = te::make_buffer(e.name() + ".kept", e.dtype(),
                                             {ne::simplify(e.size() * kept_count)}, e.scope());
-      const auto copy = copy_rows(parts, ch, e, 0, to, c * chunk);
+      const auto copy = copy_rows(parts, ch, e, to, c * chunk);
       if (!copy) return false;
       kept = to;
       exponential.clear();
@@ -39131,9 +39131,6 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       for (std::size_t k = 0; k < n; ++k)
         if (ch.links[k].loop != nullptr) computed.push_back(ch.links[k].op->buffers[0]);
       const te::Buffer e = computed.back();
-      const auto among = [](const std::vector<te::Buffer>& buffers, const te::Buffer& b) {
-        return std::ranges::any_of(buffers, [&](const te::Buffer& x) { return x.same_as(b); });
-      };
       for (std::size_t k = n; k < parts.size() - ch.first; ++k)
         for (const auto* call : vta::detail::calls_in(parts[ch.first + k]))
           for (const auto& b : call->buffers)
