@@ -14862,16 +14862,36 @@ struct WrittenKernel {
 // lives in (2k - 1 the then arm of the program's k-th such condition, 2k its else arm). The
 // two arms of one condition never run in the same instantiation, so their regions share SRAM
 // without ever meeting: the hazards between them are none to track.
+// `overlap_mask`: the regions of its table that it overlaps (bit r: region r), in a table of at
+// most 64, or 0 where not given (a region overlaps itself unless empty, so a given mask is never
+// 0 where it matters). A DepTracker reads it at each reset, which a replay does once per stream:
+// Program and the headers deploy::emit writes give it (with_overlap_masks), so that reset does
+// not compare every pair of regions again; without it the tracker compares them.
 struct SramRegion {
   MemId memory = MemId::Inp;
   std::int64_t begin = 0, end = 0;
   std::uint32_t arm = 0;
+  std::uint64_t overlap_mask = 0;
   constexpr bool overlaps(const SramRegion& o) const {
     const auto bank = [](MemId m) { return m == MemId::Acc8 ? MemId::Acc : m; };
     const bool apart = arm != 0 && o.arm != 0 && arm != o.arm && (arm + 1) / 2 == (o.arm + 1) / 2;
     return !apart && bank(memory) == bank(o.memory) && begin < o.end && o.begin < end;
   }
 };
+
+// The mask of the regions of `regions[0, count)` that region r overlaps (count at most 64).
+constexpr std::uint64_t overlap_mask(const SramRegion* regions, std::size_t count, std::size_t r) {
+  std::uint64_t mask = 0;
+  for (std::size_t o = 0; o < count; ++o)
+    if (regions[r].overlaps(regions[o])) mask |= std::uint64_t{1} << o;
+  return mask;
+}
+// Sets each region's overlap_mask, in a table of at most 64 (a larger one is left as it is: the
+// tracker compares its regions at each access).
+constexpr void with_overlap_masks(SramRegion* regions, std::size_t count) {
+  if (count > 64) return;
+  for (std::size_t r = 0; r < count; ++r) regions[r].overlap_mask = overlap_mask(regions, count, r);
+}
 
 // One access of an instruction: a region (an index into the tracker's table), read or written.
 struct RegionAccess {
@@ -15428,8 +15448,8 @@ class DepTracker {
     for (std::size_t r = 0; r < count_; ++r) {
       states_[r] = RegionState{};
       if (count_ <= 64)
-        for (std::size_t o = 0; o < count_; ++o)
-          if (regions_[r].overlaps(regions_[o])) states_[r].overlaps |= std::uint64_t{1} << o;
+        states_[r].overlaps = regions_[r].overlap_mask != 0 ? regions_[r].overlap_mask
+                                                            : overlap_mask(regions_, count_, r);
     }
     for (auto& c : covered_) c = -1;
   }
@@ -26240,6 +26260,7 @@ DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
     region_of_[buf] = static_cast<std::uint32_t>(regions.size());
     regions.push_back({slot.memory, slot.base, slot.base + slot.entries, slot.arm});
   }
+  runtime::with_overlap_masks(regions.data(), regions.size());
   regions_ = std::move(regions);
   for (std::size_t k = 0; k < func_.flat_params.size(); ++k)
     param_index_[func_.flat_params[k].get()] = k;
@@ -27247,7 +27268,8 @@ std::string replay_source(const Program& p, std::string_view function,
 std::vector<std::string> dims_read(const Program& p);
 
 // The on-chip regions of a program as a C++ initializer of runtime::SramRegion, in the order
-// its replay indexes them: "{{dlavm::runtime::MemId::Inp, 0, 16}, ...}".
+// its replay indexes them, each with its overlap mask (the tracker's reset then compares no
+// pairs): "{{dlavm::runtime::MemId(2), 0, 16, 0, 0x1ULL}, ...}".
 std::string regions_source(const Program& p);
 
 // A configuration's constants the replay needs, as C++ declarations: `kLayout` (the ISA
@@ -27731,8 +27753,9 @@ DLAVM_INLINE std::vector<std::string> dims_read(const Program& p) {
 DLAVM_INLINE std::string regions_source(const Program& p) {
   std::string s = "{";
   for (const auto& r : p.regions())
-    s += fmt::format("{}{{dlavm::runtime::MemId({}), {}, {}, {}}}", s.size() > 1 ? ", " : "",
-                     static_cast<int>(r.memory), r.begin, r.end, r.arm);
+    s += fmt::format("{}{{dlavm::runtime::MemId({}), {}, {}, {}, {:#x}ULL}}",
+                     s.size() > 1 ? ", " : "", static_cast<int>(r.memory), r.begin, r.end, r.arm,
+                     r.overlap_mask);
   return s + "}";
 }
 

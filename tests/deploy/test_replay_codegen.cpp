@@ -64,6 +64,17 @@ std::size_t check_case(const deploy_cases::Case& c, const Entry& e) {
   const auto& p = *c.program;
   REQUIRE(e.regions != nullptr);
   CHECK(e.region_count == p.regions().size());
+  // the generated table is the program's, each region with the mask of those it overlaps
+  for (std::size_t k = 0; k < e.region_count && k < p.regions().size(); ++k) {
+    CAPTURE(k);
+    const auto& r = p.regions()[k];
+    CHECK(e.regions[k].memory == r.memory);
+    CHECK(e.regions[k].begin == r.begin);
+    CHECK(e.regions[k].end == r.end);
+    CHECK(e.regions[k].arm == r.arm);
+    CHECK(e.regions[k].overlap_mask == r.overlap_mask);
+    CHECK(r.overlap_mask == runtime::overlap_mask(p.regions().data(), p.regions().size(), k));
+  }
   std::vector<std::uint64_t> phys;
   for (std::size_t k = 0; k < p.func().params.size(); ++k)
     phys.push_back(deploy_cases::param_phys(k));

@@ -211,6 +211,13 @@ TEST_CASE("runtime replay: random replays order every hazard (check_hazards), an
     RandomReplay(static_cast<std::uint64_t>(seed)).run(big, 60);
     CHECK(big.stream().insns == s.insns);
     CHECK(big.stream().uops == s.uops);
+    // the table given its overlap masks (as Program and the generated headers give it): the
+    // tracker reads them instead of comparing the pairs, and writes the same words
+    auto masked = kRegions;
+    rt::with_overlap_masks(masked.data(), masked.size());
+    Rig given(masked);
+    RandomReplay(static_cast<std::uint64_t>(seed)).run(given, 60);
+    CHECK(given.stream().insns == s.insns);
   }
   MESSAGE(insns, " instructions of random replays free of races");
   // the detector does fail: the last random stream without its tokens races or deadlocks
@@ -374,6 +381,45 @@ TEST_CASE("runtime replay: SramRegion::overlaps, by hand") {
   CHECK(arm(1).overlaps(arm(3)));
   CHECK(arm(0).overlaps(arm(2)));  // outside any condition
   CHECK(arm(5).overlaps(arm(0)));
+}
+
+TEST_CASE("runtime replay: overlap masks are the pairs' overlaps, and the tracker reads them") {
+  std::mt19937_64 rng(7);
+  const MemId memories[] = {MemId::Inp, MemId::Wgt, MemId::Acc, MemId::Acc8};
+  for (int table = 0; table < 50; ++table) {
+    CAPTURE(table);
+    std::vector<rt::SramRegion> regions(1 + (rng() % 64));
+    for (auto& r : regions) {
+      r.memory = memories[rng() % 4];
+      r.begin = static_cast<i64>(rng() % 32);
+      r.end = r.begin + static_cast<i64>(rng() % 8);  // some empty
+      r.arm = static_cast<std::uint32_t>(rng() % 5);
+    }
+    rt::with_overlap_masks(regions.data(), regions.size());
+    for (std::size_t a = 0; a < regions.size(); ++a)
+      for (std::size_t b = 0; b < regions.size(); ++b)
+        CHECK(((regions[a].overlap_mask >> b) & 1) == (regions[a].overlaps(regions[b]) ? 1u : 0u));
+  }
+  // more than 64 regions: no masks (the tracker compares the regions at each access)
+  std::vector<rt::SramRegion> many(65, rt::SramRegion{MemId::Inp, 0, 4});
+  rt::with_overlap_masks(many.data(), many.size());
+  CHECK(many[0].overlap_mask == 0);
+  // a given mask is what the tracker walks: one that leaves out a region that does overlap
+  // loses the token (so the masks Program computes are what the hazards come from)
+  const auto popped = [](std::uint64_t gemm_input_mask) {
+    std::vector<rt::SramRegion> regions{
+        {MemId::Inp, 0, 64}, {MemId::Inp, 32, 96}, {MemId::Acc, 0, 16}, {MemId::Wgt, 0, 4}};
+    rt::with_overlap_masks(regions.data(), regions.size());
+    regions[1].overlap_mask = gemm_input_mask;
+    Rig rig(regions);
+    REQUIRE(rig.replay.load(MemId::Inp, 0, 0, 0, 0, 1, 4, rt::kDenseStride, 0, 0, 0, 0));
+    rig.replay.kernel_begin();
+    rig.replay.push(0, 32, 0);
+    REQUIRE(rig.replay.gemm(false, 2, 1, 3));
+    return rig.at(1).pop_prev_dep;
+  };
+  CHECK(popped(0b11));
+  CHECK_FALSE(popped(0b10));
 }
 
 TEST_CASE("runtime replay: a token where regions overlap, none where they cannot meet") {

@@ -94,16 +94,36 @@ struct WrittenKernel {
 // lives in (2k - 1 the then arm of the program's k-th such condition, 2k its else arm). The
 // two arms of one condition never run in the same instantiation, so their regions share SRAM
 // without ever meeting: the hazards between them are none to track.
+// `overlap_mask`: the regions of its table that it overlaps (bit r: region r), in a table of at
+// most 64, or 0 where not given (a region overlaps itself unless empty, so a given mask is never
+// 0 where it matters). A DepTracker reads it at each reset, which a replay does once per stream:
+// Program and the headers deploy::emit writes give it (with_overlap_masks), so that reset does
+// not compare every pair of regions again; without it the tracker compares them.
 struct SramRegion {
   MemId memory = MemId::Inp;
   std::int64_t begin = 0, end = 0;
   std::uint32_t arm = 0;
+  std::uint64_t overlap_mask = 0;
   constexpr bool overlaps(const SramRegion& o) const {
     const auto bank = [](MemId m) { return m == MemId::Acc8 ? MemId::Acc : m; };
     const bool apart = arm != 0 && o.arm != 0 && arm != o.arm && (arm + 1) / 2 == (o.arm + 1) / 2;
     return !apart && bank(memory) == bank(o.memory) && begin < o.end && o.begin < end;
   }
 };
+
+// The mask of the regions of `regions[0, count)` that region r overlaps (count at most 64).
+constexpr std::uint64_t overlap_mask(const SramRegion* regions, std::size_t count, std::size_t r) {
+  std::uint64_t mask = 0;
+  for (std::size_t o = 0; o < count; ++o)
+    if (regions[r].overlaps(regions[o])) mask |= std::uint64_t{1} << o;
+  return mask;
+}
+// Sets each region's overlap_mask, in a table of at most 64 (a larger one is left as it is: the
+// tracker compares its regions at each access).
+constexpr void with_overlap_masks(SramRegion* regions, std::size_t count) {
+  if (count > 64) return;
+  for (std::size_t r = 0; r < count; ++r) regions[r].overlap_mask = overlap_mask(regions, count, r);
+}
 
 // One access of an instruction: a region (an index into the tracker's table), read or written.
 struct RegionAccess {
@@ -660,8 +680,8 @@ class DepTracker {
     for (std::size_t r = 0; r < count_; ++r) {
       states_[r] = RegionState{};
       if (count_ <= 64)
-        for (std::size_t o = 0; o < count_; ++o)
-          if (regions_[r].overlaps(regions_[o])) states_[r].overlaps |= std::uint64_t{1} << o;
+        states_[r].overlaps = regions_[r].overlap_mask != 0 ? regions_[r].overlap_mask
+                                                            : overlap_mask(regions_, count_, r);
     }
     for (auto& c : covered_) c = -1;
   }

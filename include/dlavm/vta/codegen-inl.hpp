@@ -464,8 +464,9 @@ DLAVM_INLINE std::vector<std::string> dims_read(const Program& p) {
 DLAVM_INLINE std::string regions_source(const Program& p) {
   std::string s = "{";
   for (const auto& r : p.regions())
-    s += fmt::format("{}{{dlavm::runtime::MemId({}), {}, {}, {}}}", s.size() > 1 ? ", " : "",
-                     static_cast<int>(r.memory), r.begin, r.end, r.arm);
+    s += fmt::format("{}{{dlavm::runtime::MemId({}), {}, {}, {}, {:#x}ULL}}",
+                     s.size() > 1 ? ", " : "", static_cast<int>(r.memory), r.begin, r.end, r.arm,
+                     r.overlap_mask);
   return s + "}";
 }
 

@@ -45,7 +45,8 @@ std::string replay_source(const Program& p, std::string_view function,
 std::vector<std::string> dims_read(const Program& p);
 
 // The on-chip regions of a program as a C++ initializer of runtime::SramRegion, in the order
-// its replay indexes them: "{{dlavm::runtime::MemId::Inp, 0, 16}, ...}".
+// its replay indexes them, each with its overlap mask (the tracker's reset then compares no
+// pairs): "{{dlavm::runtime::MemId(2), 0, 16, 0, 0x1ULL}, ...}".
 std::string regions_source(const Program& p);
 
 // A configuration's constants the replay needs, as C++ declarations: `kLayout` (the ISA

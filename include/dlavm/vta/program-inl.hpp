@@ -161,6 +161,7 @@ DLAVM_INLINE Program::Program(Env env, tir::PrimFunc func)
     region_of_[buf] = static_cast<std::uint32_t>(regions.size());
     regions.push_back({slot.memory, slot.base, slot.base + slot.entries, slot.arm});
   }
+  runtime::with_overlap_masks(regions.data(), regions.size());
   regions_ = std::move(regions);
   for (std::size_t k = 0; k < func_.flat_params.size(); ++k)
     param_index_[func_.flat_params[k].get()] = k;
