@@ -558,8 +558,10 @@ constexpr std::uint64_t low_mask(int width) {
 }
 
 // The encoders' few-instruction helpers, inlined even where a caller is large (a replay's
-// encoder): a call costs more than the shift and mask it wraps.
-#if defined(__GNUC__)
+// encoder): a call costs more than the shift and mask it wraps. Not where the build optimizes
+// for size (-Os, as firmware is cross-compiled): each inlined copy of a 64-bit variable shift
+// is a dozen 32-bit ARM instructions, and the compiler's own choice keeps the runtime smaller.
+#if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__)
 #define DLAVM_RUNTIME_INLINE __attribute__((always_inline)) inline
 #else
 #define DLAVM_RUNTIME_INLINE inline
