@@ -8,6 +8,8 @@
 #     loads, prepares and runs it, natively and for ARM (user+system seconds, best of REPEAT).
 #   bench/deploy_sizes.sh [BUILD_DIR]     default: build; the firmware example's models must exist
 #                                         (cmake --build BUILD_DIR --target firmware)
+# Exits 77 (a skipped test to CTest, which runs it once as bench_deploy_sizes) where the cross
+# compiler is missing, 1 where a compile fails.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
@@ -21,7 +23,7 @@ trap 'rm -rf "$work"' EXIT
 if ! command -v "$ARM_CXX" >/dev/null || ! command -v "$ARM_SIZE" >/dev/null; then
   echo "deploy_sizes: $ARM_CXX or $ARM_SIZE not found (tools/setup.sh installs" \
        "g++-arm-linux-gnueabihf)" >&2
-  exit 1
+  exit 77
 fi
 if [[ ! -f "$models/resnet18.hpp" ]]; then
   echo "deploy_sizes: $models/resnet18.hpp not found; build the firmware example first" >&2
@@ -38,19 +40,24 @@ done
 cat >"$work/resnet18_tu.cpp" <<'CPP'
 #include "resnet18.hpp"
 static std::uint8_t weights[16u << 20], insts[1u << 20];
+static resnet18::Workspace workspace;
 int main() {
   resnet18::Session s;
   if (resnet18::open(s) != dlavm::runtime::ModelStatus::Ok) return 1;
   if (resnet18::load_params(s, weights, sizeof weights) != dlavm::runtime::ModelStatus::Ok) return 1;
   if (resnet18::prepare(s, insts, sizeof insts) != dlavm::runtime::ModelStatus::Ok) return 1;
-  return resnet18::run(s) == dlavm::runtime::ModelStatus::Ok ? 0 : 1;
+  return resnet18::run(s, workspace) == dlavm::runtime::ModelStatus::Ok ? 0 : 1;
 }
 CPP
-# best <compiler> <flags...>: the fastest of REPEAT compiles, user+system seconds
+# best <compiler> <flags...>: the fastest of REPEAT compiles, user+system seconds; a compile
+# that fails stops the script (no time is printed for it)
 best() {
   local b=""
   for ((i = 0; i < REPEAT; ++i)); do
-    /usr/bin/time -f '%U %S' -o "$work/time" "$@" -c "$work/resnet18_tu.cpp" -o "$work/tu.o"
+    if ! /usr/bin/time -f '%U %S' -o "$work/time" "$@" -c "$work/resnet18_tu.cpp" -o "$work/tu.o"; then
+      echo "deploy_sizes: compiling ResNet-18's header failed: $*" >&2
+      exit 1
+    fi
     local s
     s=$(awk '{ printf "%.2f", $1 + $2 }' "$work/time")
     if [[ -z "$b" ]] || awk -v a="$s" -v c="$b" 'BEGIN { exit !(a < c) }'; then b="$s"; fi
@@ -59,5 +66,6 @@ best() {
 }
 header_bytes=$(stat -c %s "$models/resnet18.hpp")
 echo "ResNet-18's generated header ($header_bytes bytes), compile of a TU that runs it (s):"
-printf '  native g++ -O2  %s\n' "$(best g++ "${flags[@]}" -O2 -I"$models")"
-printf '  ARM g++ -Os     %s\n' "$(best "$ARM_CXX" "${flags[@]}" -Os -I"$models")"
+native=$(best g++ "${flags[@]}" -O2 -I"$models")
+arm=$(best "$ARM_CXX" "${flags[@]}" -Os -I"$models")
+printf '  native g++ -O2  %s\n  ARM g++ -Os     %s\n' "$native" "$arm"
