@@ -9,12 +9,14 @@
 #   bench/deploy_sizes.sh [BUILD_DIR]     default: build; the firmware example's models must exist
 #                                         (cmake --build BUILD_DIR --target firmware)
 # Exits 77 (a skipped test to CTest, which runs it once as bench_deploy_sizes) where the cross
-# compiler is missing, 1 where a compile fails.
+# compiler is missing, 1 where a compile fails or the runtime's text at -Os reaches
+# RUNTIME_BUDGET (16,384 bytes).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
 models="$build/examples/firmware/firmware_code_models"
 REPEAT="${REPEAT:-3}"
+RUNTIME_BUDGET="${RUNTIME_BUDGET:-16384}"  # bytes of text: 16 KiB
 ARM_CXX="${ARM_CXX:-arm-linux-gnueabihf-g++}"
 ARM_SIZE="${ARM_SIZE:-arm-linux-gnueabihf-size}"
 flags=(-std=c++17 -fno-exceptions -fno-rtti -Wall -Wextra -Werror -I"$root/include")
@@ -35,6 +37,12 @@ for opt in -Os -O2; do
   "$ARM_CXX" "${flags[@]}" "$opt" -c "$root/bench/size/runtime_replay.cpp" -o "$work/replay.o"
   text=$("$ARM_SIZE" "$work/replay.o" | awk 'NR == 2 { print $1 }')
   printf '  %-4s %8d  (%.1f KiB)\n' "$opt" "$text" "$(awk -v t="$text" 'BEGIN { print t / 1024 }')"
+  # the budget at -Os, how firmware is cross-compiled (docs/performance.md)
+  if [[ "$opt" == -Os && "$text" -ge "$RUNTIME_BUDGET" ]]; then
+    echo "deploy_sizes: the runtime's replay is $text bytes at -Os, over its budget of" \
+         "$RUNTIME_BUDGET" >&2
+    exit 1
+  fi
 done
 
 cat >"$work/resnet18_tu.cpp" <<'CPP'

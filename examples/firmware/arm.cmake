@@ -24,21 +24,6 @@ endfunction()
 # and generated headers
 run(${ARM_CXX} -std=c++17 -Os -fno-exceptions -fno-rtti -Wall -Wextra -Werror
     -I${SOURCE_DIR}/include -I${MODEL_DIR} -c ${ex}/firmware.cpp -o ${WORK_DIR}/firmware.o)
-# the runtime's replay (writer, dependency tracker, replay, session) within its code budget at
-# -Os, 16 KiB of text (docs/performance.md; measured as bench/deploy_sizes.sh measures it)
-find_program(ARM_SIZE arm-linux-gnueabihf-size)
-if(ARM_SIZE)
-  run(${ARM_CXX} -std=c++17 -Os -fno-exceptions -fno-rtti -Wall -Wextra -Werror
-      -I${SOURCE_DIR}/include -c ${SOURCE_DIR}/bench/size/runtime_replay.cpp
-      -o ${WORK_DIR}/runtime_replay.o)
-  execute_process(COMMAND ${ARM_SIZE} ${WORK_DIR}/runtime_replay.o OUTPUT_VARIABLE sizes)
-  string(REGEX MATCH "\n *([0-9]+)" row "${sizes}")
-  if(NOT CMAKE_MATCH_1 OR CMAKE_MATCH_1 GREATER_EQUAL 16384)
-    message(FATAL_ERROR "FAIL: the runtime's replay is '${CMAKE_MATCH_1}' bytes of text at -Os, "
-                        "over its 16,384-byte budget:\n${sizes}")
-  endif()
-  message("the runtime's replay: ${CMAKE_MATCH_1} bytes of text at -Os (budget 16,384)")
-endif()
 # the board: the driver API over the simulator, built without Highway
 run(${ARM_CXX} -std=c++20 -O2 -DFMT_HEADER_ONLY -DDLAVM_SIM_NO_SIMD -I${SOURCE_DIR}/include
     -isystem ${WORK_DIR}/fmt_include -c ${ex}/sim_driver.cpp -o ${WORK_DIR}/sim_driver.o)

@@ -111,17 +111,22 @@ struct SramRegion {
   }
 };
 
-// The mask of the regions of `regions[0, count)` that region r overlaps (count at most 64).
+// The largest region table whose overlaps are bit sets (a mask's bits); a larger one's tracker
+// compares its regions at each access.
+inline constexpr std::size_t kMaskedRegions = 64;
+
+// The mask of the regions of `regions[0, count)` that region r overlaps (count at most
+// kMaskedRegions).
 constexpr std::uint64_t overlap_mask(const SramRegion* regions, std::size_t count, std::size_t r) {
   std::uint64_t mask = 0;
   for (std::size_t o = 0; o < count; ++o)
     if (regions[r].overlaps(regions[o])) mask |= std::uint64_t{1} << o;
   return mask;
 }
-// Sets each region's overlap_mask, in a table of at most 64 (a larger one is left as it is: the
-// tracker compares its regions at each access).
+// Sets each region's overlap_mask, in a table of at most kMaskedRegions (a larger one is left
+// as it is).
 constexpr void with_overlap_masks(SramRegion* regions, std::size_t count) {
-  if (count > 64) return;
+  if (count > kMaskedRegions) return;
   for (std::size_t r = 0; r < count; ++r) regions[r].overlap_mask = overlap_mask(regions, count, r);
 }
 
@@ -679,7 +684,7 @@ class DepTracker {
   constexpr void reset() {
     for (std::size_t r = 0; r < count_; ++r) {
       states_[r] = RegionState{};
-      if (count_ <= 64)
+      if (count_ <= kMaskedRegions)
         states_[r].overlaps = regions_[r].overlap_mask != 0 ? regions_[r].overlap_mask
                                                             : overlap_mask(regions_, count_, r);
     }
@@ -699,7 +704,7 @@ class DepTracker {
             if (s.reader[m] >= 0 && m != static_cast<int>(q) - 1)
               raise(need, static_cast<Queue>(m + 1), s.reader[m]);
       };
-      if (count_ <= 64) {  // the overlapping regions, from the bit set
+      if (count_ <= kMaskedRegions) {  // the overlapping regions, from the bit set
         for (std::uint64_t m = states_[accesses[i].region].overlaps; m != 0; m &= m - 1)
           hazard(states_[lowest_bit(m)]);
       } else {
