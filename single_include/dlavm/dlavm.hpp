@@ -15738,45 +15738,73 @@ struct OpBuffer {
   std::size_t capacity = 0;
 };
 
-// What a kernel site of a generated replay (vta::replay_source) wrote the last time it was
-// entered, with the values of the loops around it that its fields read: entered again with the
-// same values, it writes the same instruction (Replay::gemm_again, alu_again) without
-// collecting and encoding its micro-ops, as the host's replay plan does.
+// How many entries a kernel site's memo holds where a memoized loop's body enters it with values
+// of a loop inside that body (vta::replay_source's KernelMemo, the host's replay plan alike).
+inline constexpr std::size_t kKernelMemoEntries = 8;
+
+// What a kernel site of a generated replay (vta::replay_source) wrote the last times it was
+// entered (Entries of them, the oldest replaced), each with the values of the loops around it
+// that its fields read: entered again with the same values, it writes the same instruction
+// (Replay::gemm_again, alu_again) without collecting and encoding its micro-ops, as the host's
+// replay plan does. A replaced entry is counted (Replay::memo_replaced): a loop iteration is
+// copied only where none was replaced since the iteration it copies began (a copy must find
+// every kernel its calls found).
 //
 //   if (k3.hit(i1)) { if (!r.gemm_again(k3, false, 5u, 7u, 9u)) return false; }
-//   else { k3.enter(r.writer(), i1); r.kernel_begin(); ...; if (!r.gemm(...)) return false;
+//   else { k3.enter(r, i1); r.kernel_begin(); ...; if (!r.gemm(...)) return false;
 //          k3.leave(r.writer()); }
-template <std::size_t Keys>
+template <std::size_t Keys, std::size_t Entries = 1>
 struct KernelMemo {
-  std::int64_t key[Keys + 1] = {};  // one more: no array of size zero
-  WrittenKernel written{};
+  static_assert(Entries >= 1, "a memo holds an entry at least");
+  struct Entry {
+    std::int64_t key[Keys + 1] = {};  // one more: no array of size zero
+    WrittenKernel written{};
+    bool valid = false, wrote = false;
+  };
+  Entry entry[Entries] = {};
+  std::uint32_t current = 0, next = 0;  // the entry hit or being written; the one to replace
   std::size_t insns_before = 0;
-  bool valid = false, wrote = false;
 
   template <class... K>
-  constexpr bool hit(K... k) const {
+  constexpr bool hit(K... k) {
     static_assert(sizeof...(K) == Keys, "a key per loop value the kernel reads");
     const std::int64_t now[Keys + 1] = {static_cast<std::int64_t>(k)..., 0};
-    if (!valid) return false;
-    for (std::size_t i = 0; i < Keys; ++i)
-      if (key[i] != now[i]) return false;
-    return true;
+    for (std::size_t e = 0; e < Entries; ++e) {
+      if (!entry[e].valid) continue;
+      bool same = true;
+      for (std::size_t i = 0; i < Keys && same; ++i) same = entry[e].key[i] == now[i];
+      if (same) {
+        current = static_cast<std::uint32_t>(e);
+        return true;
+      }
+    }
+    return false;
   }
-  template <class Writer, class... K>
-  constexpr void enter(const Writer& w, K... k) {
+  // Before the kernel's calls: the oldest entry takes these keys. `r`: the Replay, which
+  // counts a valid entry replaced.
+  template <class Replay, class... K>
+  constexpr void enter(Replay& r, K... k) {
     static_assert(sizeof...(K) == Keys, "a key per loop value the kernel reads");
     const std::int64_t now[Keys + 1] = {static_cast<std::int64_t>(k)..., 0};
-    for (std::size_t i = 0; i < Keys; ++i) key[i] = now[i];
-    insns_before = w.size();
-    valid = false;
+    current = next;
+    next = static_cast<std::uint32_t>((next + 1) % Entries);
+    Entry& e = entry[current];
+    if (e.valid) r.memo_replaced();
+    for (std::size_t i = 0; i < Keys; ++i) e.key[i] = now[i];
+    insns_before = r.writer().size();
+    e.valid = false;
   }
   // After the kernel's gemm or alu call succeeded: a kernel with no iterations wrote nothing.
   template <class Writer>
   constexpr void leave(const Writer& w) {
-    wrote = w.size() != insns_before;
-    if (wrote) written = w.last_kernel();
-    valid = true;
+    Entry& e = entry[current];
+    e.wrote = w.size() != insns_before;
+    if (e.wrote) e.written = w.last_kernel();
+    e.valid = true;
   }
+  // The entry hit or written last: whether it wrote an instruction, and which.
+  constexpr bool wrote() const { return entry[current].wrote; }
+  constexpr const WrittenKernel& written() const { return entry[current].written; }
 };
 
 // What a generated replay keeps of a loop (vta::replay_source declares a LoopMemo with each
@@ -15824,11 +15852,12 @@ struct LoopTape {
   std::size_t state_capacity = 0;
   IndexMap map;  // the renaming from that start to the copy's
 
-  bool have_keys = false;  // an iteration ran since reset(): `keys` are its
-  bool armed = false;      // an iteration is recorded, and the last one is it or its copy
-  bool stepped = false;    // a copy measured the DRAM steps of the recorded calls
-  bool steady = false;     // a copy matched: the next ones start as the recorded one did
-  int failures = 0;        // iterations recorded since reset()
+  bool have_keys = false;      // an iteration ran since reset(): `keys` are its
+  bool armed = false;          // an iteration is recorded, and the last one is it or its copy
+  bool stepped = false;        // a copy measured the DRAM steps of the recorded calls
+  bool steady = false;         // a copy matched: the next ones start as the recorded one did
+  int failures = 0;            // iterations recorded since reset()
+  std::uint64_t replaced = 0;  // kernel memo entries replaced when the last iteration began
   std::size_t ncalls = 0;
   std::int64_t recorded = 0;                      // the recorded iteration's first instruction
   std::int64_t length = 0;                        // its instructions
@@ -16001,20 +16030,23 @@ class Replay {
   }
 
   // A memoized GEMM kernel site entered with the values it was last entered with.
-  template <std::size_t K>
-  constexpr bool gemm_again(const KernelMemo<K>& m, bool reset, std::uint32_t acc,
+  template <std::size_t K, std::size_t E>
+  constexpr bool gemm_again(const KernelMemo<K, E>& m, bool reset, std::uint32_t acc,
                             std::uint32_t inp, std::uint32_t wgt) {
-    if (!m.wrote) return ok();
+    if (!m.wrote()) return ok();
     const RegionAccess accesses[] = {{acc, true}, {inp, false}, {wgt, false}};
-    return again(m.written, accesses, reset ? 1 : 3);
+    return again(m.written(), accesses, reset ? 1 : 3);
   }
   // A memoized ALU kernel site entered with the values it was last entered with.
-  template <std::size_t K>
-  constexpr bool alu_again(const KernelMemo<K>& m, std::uint32_t dst, std::uint32_t src) {
-    if (!m.wrote) return ok();
+  template <std::size_t K, std::size_t E>
+  constexpr bool alu_again(const KernelMemo<K, E>& m, std::uint32_t dst, std::uint32_t src) {
+    if (!m.wrote()) return ok();
     const RegionAccess accesses[] = {{dst, true}, {src, false}};
-    return again(m.written, accesses, 2);
+    return again(m.written(), accesses, 2);
   }
+  // A kernel memo's entry replaced (KernelMemo::enter); a loop iteration after one is not
+  // copied (iteration_begin).
+  constexpr void memo_replaced() { ++memo_replaced_; }
 
   // An ALU kernel: dst = op(dst, src), or op(dst, imm).
   constexpr bool alu(AluOp op, bool use_imm, std::int64_t imm, std::uint32_t dst,
@@ -16028,7 +16060,8 @@ class Replay {
   }
 
   // A memoized loop's iteration (LoopMemo): copied when its keys are the last iteration's
-  // (`same`) and it starts as the recorded one did; else recorded when another follows
+  // (`same`), no kernel memo replaced an entry since that one began (memo_replaced), and it
+  // starts as the recorded one did; else recorded when another follows
   // (`more`); else written by its calls alone. Whether the body must run: not when the
   // iteration was copied whole, which an `affine` loop's is (its DRAM offsets move by the
   // same step every iteration) once a copy measured the steps; then, or when the copy failed,
@@ -16036,6 +16069,10 @@ class Replay {
   constexpr bool iteration_begin(LoopTape& t, bool same, bool more, bool affine = false) {
     tape_ = &t;
     mode_ = Mode::Off;
+    // not copied after a kernel memo replaced an entry: the iteration copied might have
+    // entered a kernel with it (the host's replay plan counts its own, and says so in `same`)
+    same = same && t.replaced == memo_replaced_;
+    t.replaced = memo_replaced_;
     if (!same) t.armed = t.steady = false;
     if (!same || !ok() || !copy_loops_) return true;
     const auto size = static_cast<std::int64_t>(w_.size());
@@ -16259,6 +16296,7 @@ class Replay {
   LoopTape* tape_ = nullptr;
   Mode mode_ = Mode::Off;
   std::size_t copied_ = 0, copied_whole_ = 0;
+  std::uint64_t memo_replaced_ = 0;
   bool copy_loops_ = true;
 };
 
@@ -24543,8 +24581,8 @@ class ReplayPlan {
   };
   static constexpr std::uint32_t kNoMemo = 0xffffffffu;
   // the entries a kernel site's memo holds (each its keys' values and what it wrote), the
-  // oldest replaced
-  static constexpr int kKernelEntries = 8;
+  // oldest replaced: as many as a generated replay's that need more than one
+  static constexpr int kKernelEntries = static_cast<int>(runtime::kKernelMemoEntries);
 
  private:
   friend class PlanCompiler;
@@ -24655,12 +24693,16 @@ class ReplayPlan {
 //   miss it);
 //   `affine`: every DRAM offset is affine in its variable with a step free of the loops inside
 //   (a copy then runs no calls);
-//   `calls`: at most how many calls of an iteration write an instruction (the memo's size,
-//   capped at kMaxCalls: an iteration with more is not copied);
+//   `calls`: at most how many calls of an iteration write an instruction, counted with each
+//   inner loop's largest count (ne::bounds of its extent over the dims' ranges): the memo's
+//   size (memo_calls()), capped at kMaxCalls, which it also is where an inner loop's count has
+//   no bound (an iteration with more calls than its memo holds is not copied);
 //   a kernel without a micro-op call (kernel_call below) writes nothing and is not scanned.
 
 // begin dlavm/ne/affine.hpp
 // end dlavm/ne/affine.hpp
+// begin dlavm/ne/bounds.hpp
+// end dlavm/ne/bounds.hpp
 // begin dlavm/ne/expr.hpp
 // end dlavm/ne/expr.hpp
 // begin dlavm/ne/functor.hpp
@@ -24680,12 +24722,13 @@ class ReplayPlan {
 namespace dlavm::vta::detail {
 
 struct LoopMemoScan {
-  static constexpr std::int64_t kMaxCalls = 128;
+  static constexpr std::int64_t kMaxCalls = 384;
 
   // `kernel_entries`: how many entries a kernel site's memo holds, each the values of its keys
-  // and what it wrote with them (the generated replay's runtime::KernelMemo one, the host's
-  // plan several): with more than one, a kernel's value may vary with a loop inside the body,
-  // each of its values found again in a copy.
+  // and what it wrote with them (runtime::kKernelMemoEntries, in the host's plan and in the
+  // generated replay's memos of kernels that read a loop inside the body): with more than one,
+  // a kernel's value may vary with a loop inside the body, each of its values found again in a
+  // copy (where one was replaced, the replay copies no iteration after it).
   explicit LoopMemoScan(ne::Var v, int kernel_entries = 1)
       : var(std::move(v)), kernel_entries_(kernel_entries) {}
 
@@ -24700,11 +24743,16 @@ struct LoopMemoScan {
   void open(const ne::Var& v, const ne::Expr& extent, bool in_kernel) {
     (in_kernel ? kernel_loops : inner).push_back(v.id());
     inside.push_back(v);
-    const auto* k = extent.as<ne::IntImmNode>();
-    if (!in_kernel)
-      repeat = k != nullptr && k->value >= 0 && k->value <= kMaxCalls
-                   ? std::min(repeat * k->value, kMaxCalls)
-                   : kMaxCalls;
+    if (in_kernel) return;
+    std::int64_t most = 0;  // its largest count
+    if (const auto* k = extent.as<ne::IntImmNode>()) {
+      most = std::max<std::int64_t>(k->value, 0);
+    } else if (const auto b = ne::bounds(extent); b.max < ne::detail::int64_max) {
+      most = std::max<std::int64_t>(b.max, 0);
+    } else {
+      most = kMore;  // no bound
+    }
+    repeat = std::min(repeat * std::min(most, kMore), kMore);
   }
   void close(std::int64_t before) { repeat = before; }
 
@@ -24732,7 +24780,10 @@ struct LoopMemoScan {
     }
   }
   // A call that writes an instruction.
-  void call() { calls = std::min(calls + repeat, kMaxCalls); }
+  void call() { calls = std::min(calls + repeat, kMore); }
+
+  // The size of its memo: the calls of an iteration, at most kMaxCalls.
+  std::int64_t memo_calls() const { return std::clamp<std::int64_t>(calls, 1, kMaxCalls); }
 
   ne::Var var;
   std::vector<std::uint64_t> inner, kernel_loops;  // loops opened in the body, kernels' apart
@@ -24741,6 +24792,7 @@ struct LoopMemoScan {
   std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
 
  private:
+  static constexpr std::int64_t kMore = kMaxCalls + 1;  // more calls than a memo holds
   int kernel_entries_ = 1;
   static bool among(const std::vector<std::uint64_t>& ids, std::uint64_t id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
@@ -25033,7 +25085,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
       for (const auto& k : scanned.keys) plan_.memo_keys_.push_back(field(k));
       m.keys = static_cast<std::uint32_t>(scanned.keys.size());
       m.affine = scanned.scan.affine;
-      m.calls = static_cast<std::uint32_t>(std::max<std::int64_t>(scanned.scan.calls, 1));
+      m.calls = static_cast<std::uint32_t>(scanned.scan.memo_calls());
       plan_.memos_.push_back(m);
       memo_ = std::move(scanned);
     }
@@ -27242,9 +27294,11 @@ constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t siz
 // encoding its micro-ops, as the host's replay plan does. An outermost loop (of three
 // iterations or more) whose body reads its variable only in values computable at the top of an
 // iteration and in DRAM offsets is memoized on those values (runtime::LoopMemo): iterations
-// like the one before are copied, whole when every DRAM offset is affine in the variable. The
-// memo's arrays (a few KiB at most: 128 calls of an iteration) are on the stack, declared
-// with the loop. It needs only
+// like the one before are copied, whole when every DRAM offset is affine in the variable. A
+// kernel its body enters with the values of a loop inside it keeps the host plan's
+// runtime::kKernelMemoEntries entries (one elsewhere), so that a copy finds each kernel again.
+// The memos' arrays (the calls of an iteration at the dims' largest values, at most 384: 27 KiB
+// with 15 regions) are on the stack, declared with the loop. It needs only
 // <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
 // expression: a program without symbolic dims is a constant stream.
 //
@@ -27296,6 +27350,8 @@ std::string cpp_expr(const ne::Expr& e,
 
 // begin dlavm/ne/affine.hpp
 // end dlavm/ne/affine.hpp
+// begin dlavm/runtime/replay.hpp
+// end dlavm/runtime/replay.hpp
 // begin dlavm/vta/codegen.hpp
 // end dlavm/vta/codegen.hpp
 // begin dlavm/vta/loop_memo_scan.hpp
@@ -27390,7 +27446,8 @@ namespace detail {
 // scope: Clang before 16 finds a class nested in the printer, with member initializers, not
 // default-constructible inside it).
 struct MemoLoop {
-  explicit MemoLoop(ne::Var v) : scan(std::move(v)) {}
+  explicit MemoLoop(ne::Var v)
+      : scan(std::move(v), static_cast<int>(runtime::kKernelMemoEntries)) {}
   LoopMemoScan scan;
   std::vector<std::string> keys;
 };
@@ -27459,6 +27516,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     out = fmt::memory_buffer();
     keys_.assign(loop_ids_.size(), false);
     hoisted_.clear();
+    reads_body_loop_ = false;
     ++depth_;
     kernel(n, c);
     --depth_;
@@ -27477,7 +27535,15 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
         key(names_[loop_ids_[k]]);
         ++count;
       }
-    memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}> k{}{{}};\n", count, site);
+    // a kernel that a memoized loop's body enters with the values of a loop inside it keeps
+    // as many entries as the host's replay plan, so that a copied iteration finds each of them
+    if (reads_body_loop_)
+      memos_ += fmt::format(
+          "  dlavm::runtime::KernelMemo<{}, dlavm::runtime::kKernelMemoEntries> "
+          "k{}{{}};\n",
+          count, site);
+    else
+      memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}> k{}{{}};\n", count, site);
     keys_.clear();
     hoisted_.clear();
     line("if (k{}.hit({})) {{", site, keys);
@@ -27491,7 +27557,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       line("  if (!r.gemm_again(k{}, false, {}u, {}u, {}u)) return false;", site,
            region(c.buffers[0]), region(c.buffers[1]), region(c.buffers[2]));
     line("}} else {{");
-    line("  k{}.enter(r.writer(){}{});", site, keys.empty() ? "" : ", ", keys);
+    line("  k{}.enter(r{}{});", site, keys.empty() ? "" : ", ", keys);
     out.append(body.data(), body.data() + body.size());
     line("  k{}.leave(r.writer());", site);
     line("}}");
@@ -27597,8 +27663,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       fmt::memory_buffer memo;
       for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
       fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}, {}> lm{{}};\n",
-                     memo_->keys.size(), std::max<std::int64_t>(memo_->scan.calls, 1),
-                     prog_.regions().size());
+                     memo_->keys.size(), memo_->scan.memo_calls(), prog_.regions().size());
       // after the block's opening line
       const std::size_t at = memo_at + static_cast<std::size_t>(2 * depth_) + 2;
       std::string text(out.data() + at, out.size() - at);
@@ -27629,6 +27694,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
           if (loop_ids_[k] == v.id) {
             outer.push_back(k);
             around = true;
+            if (memo_ && std::find(memo_->scan.inner.begin(), memo_->scan.inner.end(), v.id) !=
+                             memo_->scan.inner.end())
+              reads_body_loop_ = true;
           }
         inner = inner || !around;
         return it->second;
@@ -27713,6 +27781,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::vector<std::uint64_t> loop_ids_;  // the loops open outside any kernel, outermost first
   std::vector<bool> keys_;               // which of them the kernel being printed reads
   std::vector<std::string> hoisted_;     // its values that only those loops (and dims) give
+  bool reads_body_loop_ = false;         // and whether one of them is inside a memoized loop
   std::string memos_;                    // the kernel sites' memo declarations
   int loops_ = 0, depth_ = 1, kernels_ = 0;
   bool in_kernel_ = false;               // printing a kernel's loops and micro-ops

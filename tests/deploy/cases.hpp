@@ -1,7 +1,8 @@
 // The programs tests/deploy checks the generated replays on, built the same way by the
 // generator (gen/gen_replays.cpp, at build time) and by the test (at run time): symbolic
 // programs from graph modules (the MLP's dense layers over a symbolic batch, convolutions and
-// a pool over symbolic batch, height and width) and static ones (the tutorials' vector add and
+// a pool over symbolic batch, height and width, attention's matmuls over a symbolic token count
+// and cache length) and static ones (the tutorials' vector add and
 // GEMM, which the test also replays in constant expressions).
 #pragma once
 
@@ -45,12 +46,14 @@ inline std::vector<std::vector<std::int64_t>> grid(std::vector<std::int64_t> lo,
   return out;
 }
 
+// The module's VTA steps (those whose program's name starts with `only`, where given).
 inline void add_vta_steps(std::vector<Case>& cases, const graph::Module& mod,
                           const std::string& prefix, const std::vector<std::string>& dims,
-                          const std::vector<std::vector<std::int64_t>>& values) {
+                          const std::vector<std::vector<std::int64_t>>& values,
+                          const std::string& only = "") {
   int k = 0;
   for (const auto& step : mod.steps())
-    if (step.kind == graph::ModuleStep::Kind::Vta)
+    if (step.kind == graph::ModuleStep::Kind::Vta && step.program->name().starts_with(only))
       cases.push_back({prefix + std::to_string(k++), step.program, dims, values});
 }
 
@@ -81,6 +84,17 @@ inline std::vector<Case> cases() {
         graph::conv2d(x, wt, {.strides = {2, 2}, .padding = {1, 1, 1, 1}}), {.shift = 7}));
     add_vta_steps(out, graph::build(graph::function({x}, {y}), target, {.name = "strided"}),
                   "strided", {"h"}, grid({7}, {40}, {1}));
+  }
+  {  // attention's two matmuls (Q.K^T, probabilities.V) of examples/firmware's decoder layer
+     // (eight 64-wide heads, a cache of 2,048 positions, runs of up to 16 tokens): loops over
+     // the heads whose body enters kernels with the values of a loop over the keys inside it
+    const models::LlmLayer llm(512, 8, 2048, 2048, 16);
+    std::vector<std::vector<std::int64_t>> runs;
+    for (const std::int64_t token : {1, 2, 5, 16})
+      for (const std::int64_t last : {0, 1, 15, 16, 17, 100, 687, 688, 689, 1376, 2031, 2032, 2047})
+        if (token + last <= 2048) runs.push_back({token, last});
+    add_vta_steps(out, graph::build(llm.function(), target, {.name = "llm"}), "attention",
+                  {"token", "last_token"}, runs, "matmul");
   }
   return out;
 }

@@ -133,6 +133,43 @@ TEST_CASE("generated replays write Program::instantiate's words for every dim va
   for (const auto& c : statics) check_case(c, entries[k++]);
 }
 
+TEST_CASE("attention's replays copy the iterations of their head loops") {
+  // The loops over the heads are memoized (their memos sized for the calls of an iteration at
+  // the largest dims: 264 for Q.K^T's pairs of heads at 16 tokens), their bodies entering the
+  // matmuls' kernels with the values of a loop over the keys inside them, which differ in the
+  // last chunk of keys. The kernels' memos hold several entries, so that every head after the
+  // first two is copied: probabilities.V's 8 heads, Q.K^T's 4 pairs of heads.
+  struct Run {
+    const char* name;
+    std::int64_t token, last;
+    std::size_t copies;  // at least
+  };
+  const Run runs[] = {{"attention0", 1, 0, 2},    {"attention0", 1, 1500, 2},
+                      {"attention0", 1, 2047, 2}, {"attention0", 16, 2032, 2},
+                      {"attention1", 1, 0, 6},    {"attention1", 1, 2047, 6},
+                      {"attention1", 16, 700, 6}, {"attention1", 16, 2032, 6}};
+  const auto cases = deploy_cases::cases();
+  for (const auto& run : runs) {
+    CAPTURE(run.name);
+    CAPTURE(run.token);
+    CAPTURE(run.last);
+    std::size_t k = 0;
+    while (k < cases.size() && cases[k].name != run.name) ++k;
+    REQUIRE(k < cases.size());
+    std::size_t copied = 0, whole = 0;
+    const auto mine = compiled(entries[k], {run.token, run.last}, copied, whole);
+    REQUIRE(mine.has_value());
+    std::vector<std::uint64_t> phys;
+    for (std::size_t p = 0; p < cases[k].program->func().params.size(); ++p)
+      phys.push_back(deploy_cases::param_phys(p));
+    std::vector<ne::Binding> bindings;
+    bindings.push_back({cases[k].dims[0], run.token});
+    bindings.push_back({cases[k].dims[1], run.last});
+    CHECK(cases[k].program->instantiate(bindings, phys).insns == mine->insns);
+    CHECK(copied >= run.copies);
+  }
+}
+
 // What a replay into storage of `capacity` instructions writes, with or without copying
 // loop iterations: its words and its error.
 struct Written {

@@ -237,9 +237,11 @@ TEST_CASE("runtime replay: random replays order every hazard (check_hazards), an
 // One iteration of a random loop body: the same calls every iteration (from `seed`), but for
 // DRAM offsets, which move with `i` (by a step, or some as i * i when `squares`), and
 // kernels through memos as the generated replays make them (KernelMemo: encoded once, then
-// written again).
-bool loop_body(Rig& rig, std::uint64_t seed, i64 i, std::vector<rt::KernelMemo<0>>& memos,
-               bool squares) {
+// written again). A kernel site may be entered up to three times an iteration, as by a loop
+// inside the body, keyed on that loop's value (its kernel's extent): a memo of fewer entries
+// than the values replaces some every iteration, and no iteration after that is copied.
+template <class Memo>
+bool loop_body(Rig& rig, std::uint64_t seed, i64 i, std::vector<Memo>& memos, bool squares) {
   std::mt19937_64 rng(seed);
   const auto pick = [&](i64 lo, i64 hi) {
     return lo + static_cast<i64>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
@@ -269,19 +271,23 @@ bool loop_body(Rig& rig, std::uint64_t seed, i64 i, std::vector<rt::KernelMemo<0
       const bool alu = kind == 4, reset = !alu && rng() % 2 == 0;
       const std::uint32_t acc = region(kAcc), inp = region(kInp), wgt = region(kWgt),
                           src = region(kAcc);
-      const i64 extent = pick(1, 3), d = pick(0, 3), s = pick(0, 3);
+      const i64 first = pick(1, 3), d = pick(0, 3), s = pick(0, 3);
+      const i64 entered = rng() % 3 == 0 ? pick(2, 3) : 1;
       if (memos.size() <= site) memos.resize(site + 1);
-      rt::KernelMemo<0>& m = memos[site++];
-      if (m.hit()) {
-        ok = alu ? r.alu_again(m, acc, src) : r.gemm_again(m, reset, acc, inp, wgt);
-      } else {
-        m.enter(rig.w);
-        r.kernel_begin();
-        r.loop_begin(extent, 1, 1, 0);
-        r.push(kRegions[acc].begin + d, (alu ? kRegions[src].begin : kRegions[inp].begin) + s,
-               alu ? 0 : kRegions[wgt].begin);
-        ok = alu ? r.alu(rt::AluOp::Add, false, 0, acc, src) : r.gemm(reset, acc, inp, wgt);
-        m.leave(rig.w);
+      Memo& m = memos[site++];
+      for (i64 j = 0; j < entered && ok; ++j) {
+        const i64 extent = 1 + ((first + j) % 3);
+        if (m.hit(extent)) {
+          ok = alu ? r.alu_again(m, acc, src) : r.gemm_again(m, reset, acc, inp, wgt);
+        } else {
+          m.enter(r, extent);
+          r.kernel_begin();
+          r.loop_begin(extent, 1, 1, 0);
+          r.push(kRegions[acc].begin + d, (alu ? kRegions[src].begin : kRegions[inp].begin) + s,
+                 alu ? 0 : kRegions[wgt].begin);
+          ok = alu ? r.alu(rt::AluOp::Add, false, 0, acc, src) : r.gemm(reset, acc, inp, wgt);
+          m.leave(rig.w);
+        }
       }
     }
     if (!ok) return false;
@@ -290,11 +296,13 @@ bool loop_body(Rig& rig, std::uint64_t seed, i64 i, std::vector<rt::KernelMemo<0
 }
 
 // A random prologue, a loop of `n` iterations of a random body, and a random epilogue, the
-// loop memoized or not; with affine offsets (even seeds), iterations are copied whole.
+// loop memoized or not; with affine offsets (even seeds), iterations are copied whole. `Memo`:
+// the kernel sites' memos.
+template <class Memo = rt::KernelMemo<1, rt::kKernelMemoEntries>>
 bool memoized_loop(Rig& rig, std::uint64_t seed, i64 n, bool memo) {
   rig.replay.copy_loops(memo);
   const bool affine = seed % 2 == 0;
-  std::vector<rt::KernelMemo<0>> before, body, after;
+  std::vector<Memo> before, body, after;
   if (!loop_body(rig, seed * 3, 0, before, false)) return false;
   rt::LoopMemo<1, 8, 9> lm{};
   lm.reset();
@@ -330,6 +338,33 @@ TEST_CASE("runtime replay: loop iterations copied write the words their calls wr
           " instructions of random loops");
   CHECK(copied > static_cast<std::size_t>(seeds));  // most loops copy some iterations
   CHECK(whole > static_cast<std::size_t>(seeds) / 4);
+}
+
+TEST_CASE("runtime replay: a kernel memo that replaces entries stops the loop's copies") {
+  // a memo of one entry, whose sites entered two or three times an iteration replace it: the
+  // loops that have such a site copy no iteration after it and write the calls' words (a copy
+  // would find a kernel its recorded calls found missing, and fail: LoopDiverged)
+  const int seeds = DLAVM_TEST_SANITIZED ? 200 : 1000;
+  std::size_t copied_one = 0, copied_many = 0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    CAPTURE(seed);
+    const i64 n = 3 + (seed % 6);
+    const auto s = static_cast<std::uint64_t>(seed);
+    Rig one(kRegions), many(kRegions), calls(kRegions);
+    REQUIRE(memoized_loop<rt::KernelMemo<1, 1>>(one, s, n, true));
+    REQUIRE(memoized_loop(many, s, n, true));
+    REQUIRE(memoized_loop<rt::KernelMemo<1, 1>>(calls, s, n, false));
+    REQUIRE(one.size() == calls.size());
+    CHECK(one.stream().insns == calls.stream().insns);
+    CHECK(many.stream().insns == calls.stream().insns);
+    CHECK(one.stream().uops == calls.stream().uops);
+    copied_one += one.replay.copied();
+    copied_many += many.replay.copied();
+  }
+  MESSAGE(copied_one, " iterations copied with memos of one entry, ", copied_many, " with ",
+          rt::kKernelMemoEntries);
+  CHECK(copied_one > 0);  // the loops whose sites are entered once an iteration
+  CHECK(copied_many > copied_one + static_cast<std::size_t>(seeds) / 4);
 }
 
 TEST_CASE("runtime replay: a copied iteration that makes other calls than the recorded one") {

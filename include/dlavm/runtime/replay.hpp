@@ -51,45 +51,73 @@ struct OpBuffer {
   std::size_t capacity = 0;
 };
 
-// What a kernel site of a generated replay (vta::replay_source) wrote the last time it was
-// entered, with the values of the loops around it that its fields read: entered again with the
-// same values, it writes the same instruction (Replay::gemm_again, alu_again) without
-// collecting and encoding its micro-ops, as the host's replay plan does.
+// How many entries a kernel site's memo holds where a memoized loop's body enters it with values
+// of a loop inside that body (vta::replay_source's KernelMemo, the host's replay plan alike).
+inline constexpr std::size_t kKernelMemoEntries = 8;
+
+// What a kernel site of a generated replay (vta::replay_source) wrote the last times it was
+// entered (Entries of them, the oldest replaced), each with the values of the loops around it
+// that its fields read: entered again with the same values, it writes the same instruction
+// (Replay::gemm_again, alu_again) without collecting and encoding its micro-ops, as the host's
+// replay plan does. A replaced entry is counted (Replay::memo_replaced): a loop iteration is
+// copied only where none was replaced since the iteration it copies began (a copy must find
+// every kernel its calls found).
 //
 //   if (k3.hit(i1)) { if (!r.gemm_again(k3, false, 5u, 7u, 9u)) return false; }
-//   else { k3.enter(r.writer(), i1); r.kernel_begin(); ...; if (!r.gemm(...)) return false;
+//   else { k3.enter(r, i1); r.kernel_begin(); ...; if (!r.gemm(...)) return false;
 //          k3.leave(r.writer()); }
-template <std::size_t Keys>
+template <std::size_t Keys, std::size_t Entries = 1>
 struct KernelMemo {
-  std::int64_t key[Keys + 1] = {};  // one more: no array of size zero
-  WrittenKernel written{};
+  static_assert(Entries >= 1, "a memo holds an entry at least");
+  struct Entry {
+    std::int64_t key[Keys + 1] = {};  // one more: no array of size zero
+    WrittenKernel written{};
+    bool valid = false, wrote = false;
+  };
+  Entry entry[Entries] = {};
+  std::uint32_t current = 0, next = 0;  // the entry hit or being written; the one to replace
   std::size_t insns_before = 0;
-  bool valid = false, wrote = false;
 
   template <class... K>
-  constexpr bool hit(K... k) const {
+  constexpr bool hit(K... k) {
     static_assert(sizeof...(K) == Keys, "a key per loop value the kernel reads");
     const std::int64_t now[Keys + 1] = {static_cast<std::int64_t>(k)..., 0};
-    if (!valid) return false;
-    for (std::size_t i = 0; i < Keys; ++i)
-      if (key[i] != now[i]) return false;
-    return true;
+    for (std::size_t e = 0; e < Entries; ++e) {
+      if (!entry[e].valid) continue;
+      bool same = true;
+      for (std::size_t i = 0; i < Keys && same; ++i) same = entry[e].key[i] == now[i];
+      if (same) {
+        current = static_cast<std::uint32_t>(e);
+        return true;
+      }
+    }
+    return false;
   }
-  template <class Writer, class... K>
-  constexpr void enter(const Writer& w, K... k) {
+  // Before the kernel's calls: the oldest entry takes these keys. `r`: the Replay, which
+  // counts a valid entry replaced.
+  template <class Replay, class... K>
+  constexpr void enter(Replay& r, K... k) {
     static_assert(sizeof...(K) == Keys, "a key per loop value the kernel reads");
     const std::int64_t now[Keys + 1] = {static_cast<std::int64_t>(k)..., 0};
-    for (std::size_t i = 0; i < Keys; ++i) key[i] = now[i];
-    insns_before = w.size();
-    valid = false;
+    current = next;
+    next = static_cast<std::uint32_t>((next + 1) % Entries);
+    Entry& e = entry[current];
+    if (e.valid) r.memo_replaced();
+    for (std::size_t i = 0; i < Keys; ++i) e.key[i] = now[i];
+    insns_before = r.writer().size();
+    e.valid = false;
   }
   // After the kernel's gemm or alu call succeeded: a kernel with no iterations wrote nothing.
   template <class Writer>
   constexpr void leave(const Writer& w) {
-    wrote = w.size() != insns_before;
-    if (wrote) written = w.last_kernel();
-    valid = true;
+    Entry& e = entry[current];
+    e.wrote = w.size() != insns_before;
+    if (e.wrote) e.written = w.last_kernel();
+    e.valid = true;
   }
+  // The entry hit or written last: whether it wrote an instruction, and which.
+  constexpr bool wrote() const { return entry[current].wrote; }
+  constexpr const WrittenKernel& written() const { return entry[current].written; }
 };
 
 // What a generated replay keeps of a loop (vta::replay_source declares a LoopMemo with each
@@ -137,11 +165,12 @@ struct LoopTape {
   std::size_t state_capacity = 0;
   IndexMap map;  // the renaming from that start to the copy's
 
-  bool have_keys = false;  // an iteration ran since reset(): `keys` are its
-  bool armed = false;      // an iteration is recorded, and the last one is it or its copy
-  bool stepped = false;    // a copy measured the DRAM steps of the recorded calls
-  bool steady = false;     // a copy matched: the next ones start as the recorded one did
-  int failures = 0;        // iterations recorded since reset()
+  bool have_keys = false;      // an iteration ran since reset(): `keys` are its
+  bool armed = false;          // an iteration is recorded, and the last one is it or its copy
+  bool stepped = false;        // a copy measured the DRAM steps of the recorded calls
+  bool steady = false;         // a copy matched: the next ones start as the recorded one did
+  int failures = 0;            // iterations recorded since reset()
+  std::uint64_t replaced = 0;  // kernel memo entries replaced when the last iteration began
   std::size_t ncalls = 0;
   std::int64_t recorded = 0;                      // the recorded iteration's first instruction
   std::int64_t length = 0;                        // its instructions
@@ -314,20 +343,23 @@ class Replay {
   }
 
   // A memoized GEMM kernel site entered with the values it was last entered with.
-  template <std::size_t K>
-  constexpr bool gemm_again(const KernelMemo<K>& m, bool reset, std::uint32_t acc,
+  template <std::size_t K, std::size_t E>
+  constexpr bool gemm_again(const KernelMemo<K, E>& m, bool reset, std::uint32_t acc,
                             std::uint32_t inp, std::uint32_t wgt) {
-    if (!m.wrote) return ok();
+    if (!m.wrote()) return ok();
     const RegionAccess accesses[] = {{acc, true}, {inp, false}, {wgt, false}};
-    return again(m.written, accesses, reset ? 1 : 3);
+    return again(m.written(), accesses, reset ? 1 : 3);
   }
   // A memoized ALU kernel site entered with the values it was last entered with.
-  template <std::size_t K>
-  constexpr bool alu_again(const KernelMemo<K>& m, std::uint32_t dst, std::uint32_t src) {
-    if (!m.wrote) return ok();
+  template <std::size_t K, std::size_t E>
+  constexpr bool alu_again(const KernelMemo<K, E>& m, std::uint32_t dst, std::uint32_t src) {
+    if (!m.wrote()) return ok();
     const RegionAccess accesses[] = {{dst, true}, {src, false}};
-    return again(m.written, accesses, 2);
+    return again(m.written(), accesses, 2);
   }
+  // A kernel memo's entry replaced (KernelMemo::enter); a loop iteration after one is not
+  // copied (iteration_begin).
+  constexpr void memo_replaced() { ++memo_replaced_; }
 
   // An ALU kernel: dst = op(dst, src), or op(dst, imm).
   constexpr bool alu(AluOp op, bool use_imm, std::int64_t imm, std::uint32_t dst,
@@ -341,7 +373,8 @@ class Replay {
   }
 
   // A memoized loop's iteration (LoopMemo): copied when its keys are the last iteration's
-  // (`same`) and it starts as the recorded one did; else recorded when another follows
+  // (`same`), no kernel memo replaced an entry since that one began (memo_replaced), and it
+  // starts as the recorded one did; else recorded when another follows
   // (`more`); else written by its calls alone. Whether the body must run: not when the
   // iteration was copied whole, which an `affine` loop's is (its DRAM offsets move by the
   // same step every iteration) once a copy measured the steps; then, or when the copy failed,
@@ -349,6 +382,10 @@ class Replay {
   constexpr bool iteration_begin(LoopTape& t, bool same, bool more, bool affine = false) {
     tape_ = &t;
     mode_ = Mode::Off;
+    // not copied after a kernel memo replaced an entry: the iteration copied might have
+    // entered a kernel with it (the host's replay plan counts its own, and says so in `same`)
+    same = same && t.replaced == memo_replaced_;
+    t.replaced = memo_replaced_;
     if (!same) t.armed = t.steady = false;
     if (!same || !ok() || !copy_loops_) return true;
     const auto size = static_cast<std::int64_t>(w_.size());
@@ -572,6 +609,7 @@ class Replay {
   LoopTape* tape_ = nullptr;
   Mode mode_ = Mode::Off;
   std::size_t copied_ = 0, copied_whole_ = 0;
+  std::uint64_t memo_replaced_ = 0;
   bool copy_loops_ = true;
 };
 

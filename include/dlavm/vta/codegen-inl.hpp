@@ -2,6 +2,7 @@
 #pragma once
 
 #include <dlavm/ne/affine.hpp>
+#include <dlavm/runtime/replay.hpp>
 #include <dlavm/vta/codegen.hpp>
 #include <dlavm/vta/loop_memo_scan.hpp>
 
@@ -94,7 +95,8 @@ namespace detail {
 // scope: Clang before 16 finds a class nested in the printer, with member initializers, not
 // default-constructible inside it).
 struct MemoLoop {
-  explicit MemoLoop(ne::Var v) : scan(std::move(v)) {}
+  explicit MemoLoop(ne::Var v)
+      : scan(std::move(v), static_cast<int>(runtime::kKernelMemoEntries)) {}
   LoopMemoScan scan;
   std::vector<std::string> keys;
 };
@@ -163,6 +165,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     out = fmt::memory_buffer();
     keys_.assign(loop_ids_.size(), false);
     hoisted_.clear();
+    reads_body_loop_ = false;
     ++depth_;
     kernel(n, c);
     --depth_;
@@ -181,7 +184,15 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
         key(names_[loop_ids_[k]]);
         ++count;
       }
-    memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}> k{}{{}};\n", count, site);
+    // a kernel that a memoized loop's body enters with the values of a loop inside it keeps
+    // as many entries as the host's replay plan, so that a copied iteration finds each of them
+    if (reads_body_loop_)
+      memos_ += fmt::format(
+          "  dlavm::runtime::KernelMemo<{}, dlavm::runtime::kKernelMemoEntries> "
+          "k{}{{}};\n",
+          count, site);
+    else
+      memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}> k{}{{}};\n", count, site);
     keys_.clear();
     hoisted_.clear();
     line("if (k{}.hit({})) {{", site, keys);
@@ -195,7 +206,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       line("  if (!r.gemm_again(k{}, false, {}u, {}u, {}u)) return false;", site,
            region(c.buffers[0]), region(c.buffers[1]), region(c.buffers[2]));
     line("}} else {{");
-    line("  k{}.enter(r.writer(){}{});", site, keys.empty() ? "" : ", ", keys);
+    line("  k{}.enter(r{}{});", site, keys.empty() ? "" : ", ", keys);
     out.append(body.data(), body.data() + body.size());
     line("  k{}.leave(r.writer());", site);
     line("}}");
@@ -301,8 +312,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       fmt::memory_buffer memo;
       for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
       fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}, {}> lm{{}};\n",
-                     memo_->keys.size(), std::max<std::int64_t>(memo_->scan.calls, 1),
-                     prog_.regions().size());
+                     memo_->keys.size(), memo_->scan.memo_calls(), prog_.regions().size());
       // after the block's opening line
       const std::size_t at = memo_at + static_cast<std::size_t>(2 * depth_) + 2;
       std::string text(out.data() + at, out.size() - at);
@@ -333,6 +343,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
           if (loop_ids_[k] == v.id) {
             outer.push_back(k);
             around = true;
+            if (memo_ && std::find(memo_->scan.inner.begin(), memo_->scan.inner.end(), v.id) !=
+                             memo_->scan.inner.end())
+              reads_body_loop_ = true;
           }
         inner = inner || !around;
         return it->second;
@@ -417,6 +430,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::vector<std::uint64_t> loop_ids_;  // the loops open outside any kernel, outermost first
   std::vector<bool> keys_;               // which of them the kernel being printed reads
   std::vector<std::string> hoisted_;     // its values that only those loops (and dims) give
+  bool reads_body_loop_ = false;         // and whether one of them is inside a memoized loop
   std::string memos_;                    // the kernel sites' memo declarations
   int loops_ = 0, depth_ = 1, kernels_ = 0;
   bool in_kernel_ = false;               // printing a kernel's loops and micro-ops

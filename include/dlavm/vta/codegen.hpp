@@ -13,9 +13,11 @@
 // encoding its micro-ops, as the host's replay plan does. An outermost loop (of three
 // iterations or more) whose body reads its variable only in values computable at the top of an
 // iteration and in DRAM offsets is memoized on those values (runtime::LoopMemo): iterations
-// like the one before are copied, whole when every DRAM offset is affine in the variable. The
-// memo's arrays (a few KiB at most: 128 calls of an iteration) are on the stack, declared
-// with the loop. It needs only
+// like the one before are copied, whole when every DRAM offset is affine in the variable. A
+// kernel its body enters with the values of a loop inside it keeps the host plan's
+// runtime::kKernelMemoEntries entries (one elsewhere), so that a copy finds each kernel again.
+// The memos' arrays (the calls of an iteration at the dims' largest values, at most 384: 27 KiB
+// with 15 regions) are on the stack, declared with the loop. It needs only
 // <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
 // expression: a program without symbolic dims is a constant stream.
 //

@@ -10,12 +10,15 @@
 //   miss it);
 //   `affine`: every DRAM offset is affine in its variable with a step free of the loops inside
 //   (a copy then runs no calls);
-//   `calls`: at most how many calls of an iteration write an instruction (the memo's size,
-//   capped at kMaxCalls: an iteration with more is not copied);
+//   `calls`: at most how many calls of an iteration write an instruction, counted with each
+//   inner loop's largest count (ne::bounds of its extent over the dims' ranges): the memo's
+//   size (memo_calls()), capped at kMaxCalls, which it also is where an inner loop's count has
+//   no bound (an iteration with more calls than its memo holds is not copied);
 //   a kernel without a micro-op call (kernel_call below) writes nothing and is not scanned.
 #pragma once
 
 #include <dlavm/ne/affine.hpp>
+#include <dlavm/ne/bounds.hpp>
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/ne/functor.hpp>
 #include <dlavm/te/expr.hpp>
@@ -30,12 +33,13 @@
 namespace dlavm::vta::detail {
 
 struct LoopMemoScan {
-  static constexpr std::int64_t kMaxCalls = 128;
+  static constexpr std::int64_t kMaxCalls = 384;
 
   // `kernel_entries`: how many entries a kernel site's memo holds, each the values of its keys
-  // and what it wrote with them (the generated replay's runtime::KernelMemo one, the host's
-  // plan several): with more than one, a kernel's value may vary with a loop inside the body,
-  // each of its values found again in a copy.
+  // and what it wrote with them (runtime::kKernelMemoEntries, in the host's plan and in the
+  // generated replay's memos of kernels that read a loop inside the body): with more than one,
+  // a kernel's value may vary with a loop inside the body, each of its values found again in a
+  // copy (where one was replaced, the replay copies no iteration after it).
   explicit LoopMemoScan(ne::Var v, int kernel_entries = 1)
       : var(std::move(v)), kernel_entries_(kernel_entries) {}
 
@@ -50,11 +54,16 @@ struct LoopMemoScan {
   void open(const ne::Var& v, const ne::Expr& extent, bool in_kernel) {
     (in_kernel ? kernel_loops : inner).push_back(v.id());
     inside.push_back(v);
-    const auto* k = extent.as<ne::IntImmNode>();
-    if (!in_kernel)
-      repeat = k != nullptr && k->value >= 0 && k->value <= kMaxCalls
-                   ? std::min(repeat * k->value, kMaxCalls)
-                   : kMaxCalls;
+    if (in_kernel) return;
+    std::int64_t most = 0;  // its largest count
+    if (const auto* k = extent.as<ne::IntImmNode>()) {
+      most = std::max<std::int64_t>(k->value, 0);
+    } else if (const auto b = ne::bounds(extent); b.max < ne::detail::int64_max) {
+      most = std::max<std::int64_t>(b.max, 0);
+    } else {
+      most = kMore;  // no bound
+    }
+    repeat = std::min(repeat * std::min(most, kMore), kMore);
   }
   void close(std::int64_t before) { repeat = before; }
 
@@ -82,7 +91,10 @@ struct LoopMemoScan {
     }
   }
   // A call that writes an instruction.
-  void call() { calls = std::min(calls + repeat, kMaxCalls); }
+  void call() { calls = std::min(calls + repeat, kMore); }
+
+  // The size of its memo: the calls of an iteration, at most kMaxCalls.
+  std::int64_t memo_calls() const { return std::clamp<std::int64_t>(calls, 1, kMaxCalls); }
 
   ne::Var var;
   std::vector<std::uint64_t> inner, kernel_loops;  // loops opened in the body, kernels' apart
@@ -91,6 +103,7 @@ struct LoopMemoScan {
   std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
 
  private:
+  static constexpr std::int64_t kMore = kMaxCalls + 1;  // more calls than a memo holds
   int kernel_entries_ = 1;
   static bool among(const std::vector<std::uint64_t>& ids, std::uint64_t id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();

@@ -277,7 +277,7 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
       for (const auto& k : scanned.keys) plan_.memo_keys_.push_back(field(k));
       m.keys = static_cast<std::uint32_t>(scanned.keys.size());
       m.affine = scanned.scan.affine;
-      m.calls = static_cast<std::uint32_t>(std::max<std::int64_t>(scanned.scan.calls, 1));
+      m.calls = static_cast<std::uint32_t>(scanned.scan.memo_calls());
       plan_.memos_.push_back(m);
       memo_ = std::move(scanned);
     }

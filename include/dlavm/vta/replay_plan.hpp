@@ -159,8 +159,8 @@ class ReplayPlan {
   };
   static constexpr std::uint32_t kNoMemo = 0xffffffffu;
   // the entries a kernel site's memo holds (each its keys' values and what it wrote), the
-  // oldest replaced
-  static constexpr int kKernelEntries = 8;
+  // oldest replaced: as many as a generated replay's that need more than one
+  static constexpr int kKernelEntries = static_cast<int>(runtime::kKernelMemoEntries);
 
  private:
   friend class PlanCompiler;
