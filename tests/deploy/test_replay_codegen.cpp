@@ -135,7 +135,7 @@ TEST_CASE("generated replays write Program::instantiate's words for every dim va
 
 TEST_CASE("attention's replays copy the iterations of their head loops") {
   // The loops over the heads are memoized (their memos sized for the calls of an iteration at
-  // the largest dims: 264 for Q.K^T's pairs of heads at 16 tokens), their bodies entering the
+  // the largest dims: 330 for Q.K^T's pairs of heads at 16 tokens), their bodies entering the
   // matmuls' kernels with the values of a loop over the keys inside them, which differ in the
   // last chunk of keys. The kernels' memos hold several entries, so that every head after the
   // first two is copied: probabilities.V's 8 heads, Q.K^T's 4 pairs of heads.
