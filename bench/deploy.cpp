@@ -4,6 +4,7 @@
 
 #include "../examples/models.hpp"
 #include "bench_llm.hpp"
+#include "bench_llm_int.hpp"
 #include "bench_mlp.hpp"
 #include "token_gemm.hpp"
 #include <filesystem>
@@ -114,20 +115,21 @@ void BM_FirmwareMlp(benchmark::State& state) {
 BENCHMARK(BM_FirmwareMlp)->Arg(1)->Arg(37)->Arg(256)->Unit(benchmark::kMicrosecond);
 
 // A run of the firmware example's LLM decoder layer (d_model 512, 8 heads, FFN 2048, a cache of
-// 2048 positions, at most 16 tokens a run) replayed for (token, last_token): its eight VTA
-// steps, the projections, Q.K^T, probabilities.V and the FFN (the softmax and the layer norms
-// run on the host and are not timed here). A decode step at the full cache, (1, 2047), and a
-// run of 16 tokens after 2,032 positions are the largest dims.
+// 2048 positions, at most 16 tokens a run) replayed for (token, last_token): its VTA steps, the
+// projections, Q.K^T, probabilities.V and the FFN (the softmax and the layer norms run on the
+// host and are not timed here). A decode step at the full cache, (1, 2047), and a run of 16
+// tokens after 2,032 positions are the largest dims. `Integer`: the same layer with
+// llm::Softmax::Integer, whose softmax is one more VTA step.
+template <bool Integer>
 void BM_FirmwareLlmLayer(benchmark::State& state) {
-  namespace m = bench_llm;
-  Buffers b(8192, 8192, 64, 16);
+  Buffers b(Integer ? 65536 : 8192, Integer ? 65536 : 8192, 64, 64);
   std::uint64_t phys[8] = {};
   const std::int64_t dims[] = {state.range(0), state.range(1), state.range(1)};
   std::size_t insns = 0;
   bool failed = false;
   for (auto _ : state) {
     insns = 0;
-#define BENCH_REPLAY(step)                                                                     \
+#define BENCH_REPLAY(m, step)                                                                  \
   for (std::size_t k = 0; k < std::size(m::step::kParams); ++k) phys[k] = m::step::kParams[k]; \
   if (const auto n = replay_once<m::WriterLayout>(                                             \
           [](auto& r, const std::int64_t* d) { return m::step::replay(r, d); }, b,             \
@@ -137,17 +139,30 @@ void BM_FirmwareLlmLayer(benchmark::State& state) {
     failed = true;                                                                             \
   else                                                                                         \
     insns += n;
-    BENCH_LLM_STEPS(BENCH_REPLAY)
+#define BENCH_REPLAY_FLOAT(step) BENCH_REPLAY(bench_llm, step)
+#define BENCH_REPLAY_INTEGER(step) BENCH_REPLAY(bench_llm_int, step)
+    if constexpr (Integer) {
+      BENCH_LLM_INT_STEPS(BENCH_REPLAY_INTEGER)
+    } else {
+      BENCH_LLM_STEPS(BENCH_REPLAY_FLOAT)
+    }
+#undef BENCH_REPLAY_INTEGER
+#undef BENCH_REPLAY_FLOAT
 #undef BENCH_REPLAY
     benchmark::DoNotOptimize(b.insns.data());
   }
   if (failed) state.SkipWithError("a step's replay failed");
   state.counters["instructions"] = static_cast<double>(insns);
 }
-BENCHMARK(BM_FirmwareLlmLayer)
+BENCHMARK(BM_FirmwareLlmLayer<false>)
     ->Args({1, 0})
     ->Args({1, 2047})
     ->Args({16, 0})
+    ->Args({16, 2032})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FirmwareLlmLayer<true>)
+    ->Args({1, 0})
+    ->Args({1, 2047})
     ->Args({16, 2032})
     ->Unit(benchmark::kMicrosecond);
 

@@ -23,6 +23,10 @@ int main(int argc, char** argv) try {
   auto llm = dlavm::graph::build(models::LlmLayer(512, 8, 2048, 2048, 16).function(),
                                  dlavm::graph::Target{}, {.name = "llm_layer"});
   dlavm::deploy::emit(llm, dir, {.ns = "bench_llm"});
+  auto llm_int = dlavm::graph::build(
+      models::LlmLayer(512, 8, 2048, 2048, 16, 21, dlavm::graph::llm::Softmax::Integer).function(),
+      dlavm::graph::Target{}, {.name = "llm_layer"});
+  dlavm::deploy::emit(llm_int, dir, {.ns = "bench_llm_int"});
   const auto vta_steps = [](const dlavm::graph::Module& mod) {
     std::string steps;
     for (std::size_t i = 0; i < mod.steps().size(); ++i)
@@ -51,8 +55,9 @@ int main(int argc, char** argv) try {
   }
   code += fmt::format(
       "\n}}  // namespace token_gemm\n\n// the MLP's and the LLM layer's VTA steps\n"
-      "#define BENCH_MLP_STEPS(X){}\n#define BENCH_LLM_STEPS(X){}\n",
-      vta_steps(mlp), vta_steps(llm));
+      "#define BENCH_MLP_STEPS(X){}\n#define BENCH_LLM_STEPS(X){}\n#define "
+      "BENCH_LLM_INT_STEPS(X){}\n",
+      vta_steps(mlp), vta_steps(llm), vta_steps(llm_int));
   fmt::output_file(dir + "/token_gemm.hpp").print("{}", code);
   return 0;
 } catch (const std::exception& e) {
