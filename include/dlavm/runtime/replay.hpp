@@ -383,7 +383,7 @@ class Replay {
     tape_ = &t;
     mode_ = Mode::Off;
     // not copied after a kernel memo replaced an entry: the iteration copied might have
-    // entered a kernel with it (the host's replay plan counts its own, and says so in `same`)
+    // entered a kernel with it (KernelMemo::enter and the host's replay plan count them)
     same = same && t.replaced == memo_replaced_;
     t.replaced = memo_replaced_;
     if (!same) t.armed = t.steady = false;

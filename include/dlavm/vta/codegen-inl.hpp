@@ -186,13 +186,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       }
     // a kernel that a memoized loop's body enters with the values of a loop inside it keeps
     // as many entries as the host's replay plan, so that a copied iteration finds each of them
-    if (reads_body_loop_)
-      memos_ += fmt::format(
-          "  dlavm::runtime::KernelMemo<{}, dlavm::runtime::kKernelMemoEntries> "
-          "k{}{{}};\n",
-          count, site);
-    else
-      memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}> k{}{{}};\n", count, site);
+    memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}{}> k{}{{}};\n", count,
+                          reads_body_loop_ ? ", dlavm::runtime::kKernelMemoEntries" : "", site);
     keys_.clear();
     hoisted_.clear();
     line("if (k{}.hit({})) {{", site, keys);
@@ -343,9 +338,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
           if (loop_ids_[k] == v.id) {
             outer.push_back(k);
             around = true;
-            if (memo_ && std::find(memo_->scan.inner.begin(), memo_->scan.inner.end(), v.id) !=
-                             memo_->scan.inner.end())
-              reads_body_loop_ = true;
+            reads_body_loop_ = reads_body_loop_ || (memo_ && memo_->scan.opened_inside(v.id));
           }
         inner = inner || !around;
         return it->second;

@@ -93,6 +93,8 @@ struct LoopMemoScan {
   // A call that writes an instruction.
   void call() { calls = std::min(calls + repeat, kMore); }
 
+  // Whether loop `id` was opened in the body, outside kernels.
+  bool opened_inside(std::uint64_t id) const { return among(inner, id); }
   // The size of its memo: the calls of an iteration, at most kMaxCalls.
   std::int64_t memo_calls() const { return std::clamp<std::int64_t>(calls, 1, kMaxCalls); }
 

@@ -719,8 +719,9 @@ struct ReplayWorkspace {
     runtime::WrittenKernel written;
     const ReplayPlan::Op* last = nullptr;
   };
-  // per kernel site: its last kKernelEntries entries, the oldest replaced (counted in
-  // `replaced`: a loop copy must not start after one, its kernels might miss)
+  // per kernel site: its last kKernelEntries entries, the oldest replaced (counted by
+  // runtime::Replay::memo_replaced: a loop copy must not start after one, its kernels might
+  // miss)
   struct Site {
     Memo entry[ReplayPlan::kKernelEntries];
     std::uint32_t next = 0;
@@ -735,15 +736,13 @@ struct ReplayWorkspace {
     std::vector<std::uint8_t> map_module;
     std::vector<std::uint32_t> map_where;
     runtime::LoopTape tape;
-    std::uint64_t replaced = 0;  // kernel memo entries replaced when its last iteration began
     // for a StreamTape: where the iteration before began and ended (its entries, its words),
     // whether there was one, and where this one began and whether it was copied whole
     std::size_t last_entries = 0, last_entries_end = 0, last_word = 0, last_words = 0;
     bool have_last = false, whole = false;
     std::size_t entries = 0, word = 0;
     // A fresh tape, as the loop is entered.
-    void start(const ReplayPlan::LoopMemo& m, std::size_t regions, std::uint64_t replaced_now) {
-      replaced = replaced_now;
+    void start(const ReplayPlan::LoopMemo& m, std::size_t regions) {
       keys.resize(m.keys + 1);
       calls.resize(m.calls + 1);
       edits.resize(m.calls + 1);
@@ -772,7 +771,6 @@ struct ReplayWorkspace {
   std::vector<runtime::RegionState> states;
   std::vector<runtime::UopOp> uops;
   std::vector<Site> memo;
-  std::uint64_t replaced = 0;
   std::vector<std::int64_t> key;  // the kernel being entered's keys
   std::vector<Loop> loops;
 };
@@ -863,7 +861,6 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
     for (auto& e : memo[k].entry) e.valid = false;
     memo[k].next = 0;
   }
-  ws.replaced = 0;
   Memo* recording = nullptr;
   std::uint32_t kernel_at = 0;  // the KernelBegin of the kernel being recorded
   const auto n = static_cast<std::uint32_t>(ops_.size());
@@ -881,7 +878,7 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
         r[op.slot] = lo;
         ends[op.slot] = lo + extent;
         if (op.memo != kNoMemo) {
-          ws.loops[op.memo].start(memos_[op.memo], p.regions.size(), ws.replaced);
+          ws.loops[op.memo].start(memos_[op.memo], p.regions.size());
           ws.loops[op.memo].have_last = false;
         }
         break;
@@ -890,10 +887,8 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
         const LoopMemo& m = memos_[op.memo];
         ReplayWorkspace::Loop& loop = ws.loops[op.memo];
         runtime::LoopTape& t = loop.tape;
-        // not copied after a kernel memo replaced a key: the iteration recorded might have
-        // entered a kernel with it
-        bool same = t.have_keys && loop.replaced == ws.replaced;
-        loop.replaced = ws.replaced;
+        // (not copied after a kernel memo replaced a key: Replay::iteration_begin)
+        bool same = t.have_keys;
         for (std::uint32_t k = 0; k < m.keys; ++k) {
           const std::int64_t v = value(memo_keys_[m.first_key + k], r);
           same = same && t.keys[k] == v;
@@ -960,7 +955,7 @@ DLAVM_INLINE void ReplayPlan::write(const ReplaySource& p, Builder& b,
         }
         Memo& m = site.entry[site.next];
         site.next = (site.next + 1) % kKernelEntries;
-        ws.replaced += m.valid ? 1 : 0;
+        if (m.valid) replay.memo_replaced();
         m.valid = false;  // until its KernelEnd
         m.key = ws.key;
         recording = &m;
