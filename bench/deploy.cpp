@@ -20,6 +20,7 @@ struct Buffers {
   std::vector<rt::InsnWord> insns;
   std::vector<std::uint32_t> uops, relocs;
   std::vector<rt::KernelSlot> kernels, resident;
+  std::vector<std::uint32_t> kernel_index;
   std::vector<rt::UopOp> ops;
   std::vector<rt::RegionState> states;
   Buffers(std::size_t n_insns, std::size_t n_uops, std::size_t n_ops, std::size_t regions)
@@ -28,6 +29,7 @@ struct Buffers {
         relocs(n_insns),
         kernels(n_insns),
         resident(n_insns),
+        kernel_index(rt::KernelTables::index_size(n_insns)),
         ops(n_ops),
         states(regions) {}
 };
@@ -37,8 +39,9 @@ template <class Layout, class Fn>
 std::size_t replay_once(Fn fn, Buffers& b, const rt::SramRegion* regions, std::size_t nregions,
                         const std::uint64_t* phys, const std::int64_t* dims, std::uint32_t depth,
                         const rt::ElemBytes& elem) {
-  rt::SpanStorage st(b.insns.data(), b.insns.size(), b.uops.data(), b.uops.size(), b.relocs.data(),
-                     b.kernels.data(), b.resident.data(), b.kernels.size());
+  rt::SpanStorage st(
+      b.insns.data(), b.insns.size(), b.uops.data(), b.uops.size(), b.relocs.data(),
+      {b.kernels.data(), b.resident.data(), b.kernel_index.data(), b.kernels.size()});
   rt::StreamWriter<rt::SpanStorage, Layout> w({}, depth, st);
   rt::Replay<rt::SpanStorage, Layout> r(w, depth, elem, regions, b.states.data(), nregions, phys,
                                         {b.ops.data(), b.ops.size()});

@@ -6,6 +6,7 @@
 
 #include "cases.hpp"
 #include "replays.hpp"
+#include <algorithm>
 #include <iterator>
 #include <vector>
 
@@ -59,6 +60,50 @@ std::optional<vta::Stream> compiled(const Entry& e, const std::vector<std::int64
   return st.stream;
 }
 
+// What a replay into storage of `capacity` instructions writes, with or without copying
+// loop iterations: its words and its error. The firmware's kernel tables are the caller's:
+// reused, they hold what the runs before left in them, as a firmware's Workspace does.
+struct Written {
+  std::vector<runtime::InsnWord> insns;
+  std::vector<std::uint32_t> uops, relocs;
+  runtime::WriterError error;
+  std::size_t copied = 0, whole = 0;
+};
+struct KernelTables {
+  std::vector<runtime::KernelSlot> stored, resident;
+  std::vector<std::uint32_t> index;
+  explicit KernelTables(std::size_t capacity)
+      : stored(capacity), resident(capacity), index(runtime::KernelTables::index_size(capacity)) {}
+  runtime::KernelTables span() {
+    return {stored.data(), resident.data(), index.data(), stored.size()};
+  }
+};
+Written firmware(const Entry& e, const std::vector<std::int64_t>& dims, std::size_t capacity,
+                 const std::vector<std::uint64_t>& phys, bool copies, KernelTables& kernels,
+                 std::size_t uop_capacity = 4096) {
+  std::vector<runtime::InsnWord> insns(capacity + 1);
+  std::vector<std::uint32_t> uops(uop_capacity), relocs(capacity + 1);
+  runtime::SpanStorage st(insns.data(), capacity, uops.data(), uops.size(), relocs.data(),
+                          kernels.span());
+  StreamWriter<runtime::SpanStorage> w({}, replays::kUopDepth, st);
+  std::vector<runtime::RegionState> states(e.region_count);
+  std::vector<runtime::UopOp> ops(e.max_ops);
+  Replay<runtime::SpanStorage> r(w, replays::kUopDepth, replays::kElemBytes, e.regions,
+                                 states.data(), e.region_count, phys.data(),
+                                 {ops.data(), ops.size()});
+  r.copy_loops(copies);
+  if (e.firmware(r, dims.data())) w.finish();
+  insns.resize(st.insn_count());
+  uops.resize(st.uop_count());
+  relocs.resize(st.reloc_count());
+  return {insns, uops, relocs, w.error(), r.copied(), r.copied_whole()};
+}
+Written firmware(const Entry& e, const std::vector<std::int64_t>& dims, std::size_t capacity,
+                 const std::vector<std::uint64_t>& phys, bool copies) {
+  KernelTables kernels(64);
+  return firmware(e, dims, capacity, phys, copies, kernels);
+}
+
 std::size_t check_case(const deploy_cases::Case& c, const Entry& e) {
   REQUIRE(c.name == e.name);
   const auto& p = *c.program;
@@ -80,6 +125,11 @@ std::size_t check_case(const deploy_cases::Case& c, const Entry& e) {
     phys.push_back(deploy_cases::param_phys(k));
   int compared = 0, refused = 0;
   std::size_t copies = 0, wholes = 0;
+  // the firmware's storage, sized as deploy::emit sizes a Workspace: kernels up to the fewer
+  // of the instructions and micro-op words the bound allows
+  const auto bound = p.stream_bound();
+  KernelTables kernels(
+      static_cast<std::size_t>(std::max<std::int64_t>(std::min(bound.insns, bound.uops), 1)));
   for (const auto& values : c.values) {
     std::vector<ne::Binding> bindings;
     for (std::size_t k = 0; k < c.dims.size(); ++k) bindings.push_back({c.dims[k], values[k]});
@@ -116,6 +166,12 @@ std::size_t check_case(const deploy_cases::Case& c, const Entry& e) {
     CHECK(host->insns == every_call->insns);
     CHECK(host->uops == every_call->uops);
     CHECK(host->uop_relocs == every_call->uop_relocs);
+    const auto stored = firmware(e, values, static_cast<std::size_t>(bound.insns), phys, true,
+                                 kernels, static_cast<std::size_t>(bound.uops));
+    CHECK(stored.error.status == runtime::Status::Ok);
+    CHECK(host->insns == stored.insns);
+    CHECK(host->uops == stored.uops);
+    CHECK(host->uop_relocs == stored.relocs);
     ++compared;
   }
   MESSAGE(c.name, ": ", compared, " dim values equal word for word, ", refused,
@@ -168,32 +224,6 @@ TEST_CASE("attention's replays copy the iterations of their head loops") {
     CHECK(cases[k].program->instantiate(bindings, phys).insns == mine->insns);
     CHECK(copied >= run.copies);
   }
-}
-
-// What a replay into storage of `capacity` instructions writes, with or without copying
-// loop iterations: its words and its error.
-struct Written {
-  std::vector<runtime::InsnWord> insns;
-  runtime::WriterError error;
-  std::size_t copied = 0, whole = 0;
-};
-Written firmware(const Entry& e, const std::vector<std::int64_t>& dims, std::size_t capacity,
-                 const std::vector<std::uint64_t>& phys, bool copies) {
-  std::vector<runtime::InsnWord> insns(capacity + 1);
-  std::vector<std::uint32_t> uops(4096), relocs(capacity + 1);
-  std::vector<runtime::KernelSlot> kernels(64), resident(64);
-  runtime::SpanStorage st(insns.data(), capacity, uops.data(), uops.size(), relocs.data(),
-                          kernels.data(), resident.data(), kernels.size());
-  StreamWriter<runtime::SpanStorage> w({}, replays::kUopDepth, st);
-  std::vector<runtime::RegionState> states(e.region_count);
-  std::vector<runtime::UopOp> ops(e.max_ops);
-  Replay<runtime::SpanStorage> r(w, replays::kUopDepth, replays::kElemBytes, e.regions,
-                                 states.data(), e.region_count, phys.data(),
-                                 {ops.data(), ops.size()});
-  r.copy_loops(copies);
-  if (e.firmware(r, dims.data())) w.finish();
-  insns.resize(st.insn_count());
-  return {insns, w.error(), r.copied(), r.copied_whole()};
 }
 
 void check_same(const Written& a, const Written& b) {

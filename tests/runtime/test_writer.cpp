@@ -489,6 +489,79 @@ TEST_CASE("runtime writer: random streams equal the model's and vta::Builder's, 
   SUBCASE("128-entry micro-op SRAM") { compare_random_streams<kSmallLayout>(true, seeds, 400); }
 }
 
+// SpanStorage's kernel tables against a map, over streams that reuse the same arrays (each
+// starting with what the one before left in them, the first with random words): kernels of
+// 1 to 3 words from a small alphabet (so that many are equal or share a prefix), looked up
+// and added as StreamWriter does (added only when not found), made resident and evicted.
+TEST_CASE("runtime writer: SpanStorage's hashed kernel tables agree with a map, never cleared") {
+  std::mt19937 rng(11);
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  std::size_t found = 0, added = 0, full = 0, resident_found = 0, evictions = 0;
+  for (const std::size_t capacity : {1, 2, 5, 16, 64}) {
+    CAPTURE(capacity);
+    std::vector<rt::KernelSlot> stored(capacity), resident(capacity);
+    std::vector<std::uint32_t> index(rt::KernelTables::index_size(capacity));
+    // garbage that looks like entries: slots and kernel numbers in range
+    const auto any = [&](std::size_t n) { return static_cast<std::uint32_t>(rng() % n); };
+    for (auto& k : stored) k = {any(4 * capacity), 1, any(2 * capacity)};
+    for (auto& k : resident) k = {any(4 * capacity), 1, any(2 * capacity)};
+    for (auto& i : index) i = any(capacity + 2);
+    for (int stream = 0; stream < 30; ++stream) {
+      CAPTURE(stream);
+      std::vector<rt::InsnWord> insns(4);
+      std::vector<std::uint32_t> uops(4 * capacity + 8), relocs(4);
+      rt::SpanStorage st(insns.data(), insns.size(), uops.data(), uops.size(), relocs.data(),
+                         {stored.data(), resident.data(), index.data(), capacity});
+      std::map<std::vector<std::uint32_t>, std::uint32_t> model;  // words -> offset
+      std::map<std::uint32_t, std::uint32_t> model_resident;      // offset -> SRAM entry
+      for (int op = 0; op < 200; ++op) {
+        std::vector<std::uint32_t> words(static_cast<std::size_t>(1 + pick(3)));
+        for (auto& w : words) w = static_cast<std::uint32_t>(pick(4));
+        std::uint32_t at = 0;
+        const bool hit = st.find_kernel(words.data(), words.size(), at);
+        const auto m = model.find(words);
+        REQUIRE(hit == (m != model.end()));
+        if (hit) {
+          CHECK(at == m->second);
+          ++found;
+        } else {
+          at = static_cast<std::uint32_t>(st.uop_count());
+          if (!st.push_uops(words.data(), words.size())) break;
+          const bool ok = st.add_kernel(at, words.size());
+          REQUIRE(ok == (model.size() < capacity));
+          if (!ok) {
+            ++full;
+            break;
+          }
+          model[words] = at;
+          ++added;
+        }
+        std::uint32_t sram = 0;
+        const bool in = st.find_resident(at, sram);
+        const auto r = model_resident.find(at);
+        REQUIRE(in == (r != model_resident.end()));
+        if (in) {
+          CHECK(sram == r->second);
+          ++resident_found;
+        } else {
+          REQUIRE(st.add_resident(at, static_cast<std::uint32_t>(op)));
+          model_resident[at] = static_cast<std::uint32_t>(op);
+        }
+        if (pick(8) == 0) {
+          st.clear_resident();
+          model_resident.clear();
+          ++evictions;
+        }
+      }
+    }
+  }
+  MESSAGE(added, " kernels added, ", found, " found again, ", resident_found, " found resident, ",
+          evictions, " evictions, ", full, " tables full");
+  CHECK(found > 1000);
+  CHECK(resident_found > 1000);
+  CHECK(full > 0);
+}
+
 TEST_CASE("runtime writer: a kernel written again is its words again, reloaded once evicted") {
   // hand-derived: a 2-op kernel K1 at SRAM 0..1, a 100-op K2 at 2..101, a 30-op K3 that does
   // not fit the 128 entries left (102 + 30 > 128): the SRAM starts over, K3 at 0..29, and
@@ -544,14 +617,17 @@ struct Guarded {
   static constexpr std::size_t kInsns = 6, kUops = 12, kKernels = 2, kSlack = 8;
   rt::InsnWord insns[kInsns + kSlack];
   std::uint32_t uops[kUops + kSlack], relocs[kInsns + kSlack];
+  static constexpr std::size_t kIndex = rt::KernelTables::index_size(kKernels);
   rt::KernelSlot kernels[kKernels + kSlack], resident[kKernels + kSlack];
-  rt::SpanStorage st{insns, kInsns, uops, kUops, relocs, kernels, resident, kKernels};
+  std::uint32_t index[kIndex + kSlack];
+  rt::SpanStorage st{insns, kInsns, uops, kUops, relocs, {kernels, resident, index, kKernels}};
   Guarded() {
     for (auto& w : insns) w.word = {0xDEADBEEF, 0xDEADBEEF};
     for (auto& u : uops) u = 0xDEADBEEF;
     for (auto& r : relocs) r = 0xDEADBEEF;
-    for (auto& k : kernels) k = {0xDEADBEEF, 0xDEADBEEF};
-    for (auto& k : resident) k = {0xDEADBEEF, 0xDEADBEEF};
+    for (auto& k : kernels) k = {0xDEADBEEF, 0xDEADBEEF, 0xDEADBEEF};
+    for (auto& k : resident) k = {0xDEADBEEF, 0xDEADBEEF, 0xDEADBEEF};
+    for (auto& i : index) i = 0xDEADBEEF;
   }
   bool intact() const {
     for (std::size_t i = kInsns; i < kInsns + kSlack; ++i)
@@ -560,6 +636,8 @@ struct Guarded {
       if (uops[i] != 0xDEADBEEF) return false;
     for (std::size_t i = kKernels; i < kKernels + kSlack; ++i)
       if (kernels[i].at != 0xDEADBEEF || resident[i].at != 0xDEADBEEF) return false;
+    for (std::size_t i = kIndex; i < kIndex + kSlack; ++i)
+      if (index[i] != 0xDEADBEEF) return false;
     return true;
   }
 };

@@ -62,9 +62,7 @@ struct ReplaySlots {
   std::uint64_t insn_addr = 0, insn_capacity = 0;
   std::uint64_t uop_addr = 0, uop_capacity = 0;
   std::uint32_t* relocs = nullptr;
-  KernelSlot* kernels = nullptr;
-  KernelSlot* resident = nullptr;
-  std::size_t kernel_capacity = 0;
+  KernelTables kernels{};
   UopOp* ops = nullptr;
   std::size_t op_capacity = 0;
   RegionState* states = nullptr;
@@ -185,7 +183,7 @@ class Session {
     for (std::size_t k = 0; k < param_count; ++k) params_phys[k] = phys(params[k]);
     SpanStorage st(at<InsnWord>(slots.insn_addr), static_cast<std::size_t>(slots.insn_capacity),
                    at<std::uint32_t>(slots.uop_addr), static_cast<std::size_t>(slots.uop_capacity),
-                   slots.relocs, slots.kernels, slots.resident, slots.kernel_capacity);
+                   slots.relocs, slots.kernels);
     StreamWriter<SpanStorage, Layout> w(layout, uop_depth_, st);
     Replay<SpanStorage, Layout> r(w, uop_depth_, elem_, regions, slots.states, region_count,
                                   params_phys, {slots.ops, slots.op_capacity});

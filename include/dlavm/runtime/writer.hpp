@@ -825,27 +825,41 @@ class DepTracker {
 };
 
 // A stored kernel (its first micro-op word and size) or a resident one (its micro-op buffer
-// offset and SRAM entry).
+// offset and SRAM entry), and its entry in the table's hash index.
 struct KernelSlot {
-  std::uint32_t at = 0, size = 0;
+  std::uint32_t at = 0, size = 0, slot = 0;
+};
+
+// The caller's arrays for SpanStorage's kernel tables, for at most `capacity` distinct
+// kernels: the kernels stored and those resident (`capacity` entries each) and their hash
+// index (index_size(capacity) entries). None is cleared before a stream: whatever an earlier
+// stream left in them, an index entry counts only if the kernel it names points back at it (a
+// sparse set), so a stream starts, and the micro-op SRAM starts over, in constant time.
+struct KernelTables {
+  KernelSlot* stored = nullptr;
+  KernelSlot* resident = nullptr;
+  std::uint32_t* index = nullptr;
+  std::size_t capacity = 0;
+  static constexpr std::size_t index_size(std::size_t capacity) { return 4 * capacity; }
 };
 
 // Storage in the caller's arrays, for firmware: instructions, micro-op words (the kernels
 // stored, then the kernel being encoded), relocations (one per instruction at most) and the
-// kernel tables; running out of any is a status (InsnsFull, UopsFull, KernelsFull).
+// kernel tables; running out of any is a status (InsnsFull, UopsFull, KernelsFull). A kernel
+// is found by the hash of its words, a resident one by its offset: open addressing in a table
+// twice the capacity (so a probe meets a free entry), linear probing.
 class SpanStorage {
  public:
   constexpr SpanStorage(InsnWord* insns, std::size_t insn_capacity, std::uint32_t* uops,
-                        std::size_t uop_capacity, std::uint32_t* relocs, KernelSlot* kernels,
-                        KernelSlot* resident, std::size_t kernel_capacity)
+                        std::size_t uop_capacity, std::uint32_t* relocs, KernelTables kernels)
       : insns_(insns),
         uops_(uops),
         relocs_(relocs),
-        kernels_(kernels),
-        resident_(resident),
+        stored_{kernels.stored, kernels.index},
+        resident_{kernels.resident, kernels.index + 2 * kernels.capacity},
         insn_cap_(insn_capacity),
         uop_cap_(uop_capacity),
-        kernel_cap_(kernel_capacity) {}
+        kernel_cap_(kernels.capacity) {}
 
   constexpr std::size_t insn_count() const { return insns_n_; }
   constexpr InsnWord& insn(std::size_t i) { return insns_[i]; }
@@ -875,46 +889,89 @@ class SpanStorage {
     return n > uop_cap_ - uops_n_ ? nullptr : uops_ + uops_n_;
   }
   constexpr bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
-    for (std::size_t k = 0; k < kernels_n_; ++k) {
-      if (kernels_[k].size != n) continue;
-      bool same = true;
-      for (std::size_t i = 0; i < n && same; ++i) same = uops_[kernels_[k].at + i] == w[i];
-      if (same) {
-        at = kernels_[k].at;
+    if (kernel_cap_ == 0) return false;
+    for (std::size_t s = home(words_hash(w, n));; s = next(s)) {
+      const KernelSlot* k = stored_.at(s);
+      if (k == nullptr) return false;
+      if (k->size == n && same_words(uops_ + k->at, w, n)) {
+        at = k->at;
         return true;
       }
     }
-    return false;
   }
   constexpr bool add_kernel(std::uint32_t at, std::size_t n) {
-    if (kernels_n_ == kernel_cap_) return false;
-    kernels_[kernels_n_++] = {at, static_cast<std::uint32_t>(n)};
+    if (stored_.count == kernel_cap_) return false;
+    stored_.add(free_slot(stored_, words_hash(uops_ + at, n)),
+                {at, static_cast<std::uint32_t>(n), 0});
     return true;
   }
   constexpr bool find_resident(std::uint32_t dram, std::uint32_t& sram) const {
-    for (std::size_t k = 0; k < resident_n_; ++k)
-      if (resident_[k].at == dram) {
-        sram = resident_[k].size;
+    if (kernel_cap_ == 0) return false;
+    for (std::size_t s = home(offset_hash(dram));; s = next(s)) {
+      const KernelSlot* k = resident_.at(s);
+      if (k == nullptr) return false;
+      if (k->at == dram) {
+        sram = k->size;
         return true;
       }
-    return false;
+    }
   }
   constexpr bool add_resident(std::uint32_t dram, std::uint32_t sram) {
-    if (resident_n_ == kernel_cap_) return false;
-    resident_[resident_n_++] = {dram, sram};
+    if (resident_.count == kernel_cap_) return false;
+    resident_.add(free_slot(resident_, offset_hash(dram)), {dram, sram, 0});
     return true;
   }
-  constexpr void clear_resident() { resident_n_ = 0; }
-  constexpr void clear() { insns_n_ = uops_n_ = relocs_n_ = kernels_n_ = resident_n_ = 0; }
+  constexpr void clear_resident() { resident_.count = 0; }
+  constexpr void clear() {
+    insns_n_ = uops_n_ = relocs_n_ = 0;
+    stored_.count = resident_.count = 0;
+  }
 
  private:
+  // A table's kernels in the order added, and its index: entry s names kernel index[s] if that
+  // one's slot is s.
+  struct Table {
+    KernelSlot* kernels;
+    std::uint32_t* index;
+    std::size_t count = 0;
+    constexpr const KernelSlot* at(std::size_t s) const {
+      const std::uint32_t k = index[s];
+      return k < count && kernels[k].slot == s ? kernels + k : nullptr;
+    }
+    constexpr void add(std::size_t s, KernelSlot k) {
+      k.slot = static_cast<std::uint32_t>(s);
+      kernels[count] = k;
+      index[s] = static_cast<std::uint32_t>(count++);
+    }
+  };
+  static constexpr std::uint32_t words_hash(const std::uint32_t* w, std::size_t n) {
+    std::uint32_t h = 0x811C9DC5u;
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ w[i]) * 0x9E3779B1u;
+    return h;
+  }
+  static constexpr std::uint32_t offset_hash(std::uint32_t dram) { return dram * 0x9E3779B1u; }
+  static constexpr bool same_words(const std::uint32_t* a, const std::uint32_t* b, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
+  // The index's entries (2 * capacity) from the hash's high bits, then each one after.
+  constexpr std::size_t home(std::uint32_t hash) const {
+    return static_cast<std::size_t>((std::uint64_t{hash} * (2 * kernel_cap_)) >> 32);
+  }
+  constexpr std::size_t next(std::size_t s) const { return s + 1 == 2 * kernel_cap_ ? 0 : s + 1; }
+  constexpr std::size_t free_slot(const Table& t, std::uint32_t hash) const {
+    std::size_t s = home(hash);
+    while (t.at(s) != nullptr) s = next(s);
+    return s;
+  }
+
   InsnWord* insns_;
   std::uint32_t* uops_;
   std::uint32_t* relocs_;
-  KernelSlot* kernels_;
-  KernelSlot* resident_;
+  Table stored_, resident_;
   std::size_t insn_cap_, uop_cap_, kernel_cap_;
-  std::size_t insns_n_ = 0, uops_n_ = 0, relocs_n_ = 0, kernels_n_ = 0, resident_n_ = 0;
+  std::size_t insns_n_ = 0, uops_n_ = 0, relocs_n_ = 0;
 };
 
 // SpanStorage over arrays of its own: at most Insns instructions, Uops micro-op words and
@@ -923,8 +980,8 @@ template <std::size_t Insns, std::size_t Uops, std::size_t Kernels>
 class FixedStorage : public SpanStorage {
  public:
   constexpr FixedStorage()
-      : SpanStorage(insn_array_, Insns, uop_array_, Uops, reloc_array_, kernel_array_,
-                    resident_array_, Kernels) {}
+      : SpanStorage(insn_array_, Insns, uop_array_, Uops, reloc_array_,
+                    {kernel_array_, resident_array_, index_array_, Kernels}) {}
   FixedStorage(const FixedStorage&) = delete;
   FixedStorage& operator=(const FixedStorage&) = delete;
 
@@ -933,6 +990,7 @@ class FixedStorage : public SpanStorage {
   std::uint32_t uop_array_[Uops] = {};
   std::uint32_t reloc_array_[Insns] = {};
   KernelSlot kernel_array_[Kernels] = {}, resident_array_[Kernels] = {};
+  std::uint32_t index_array_[KernelTables::index_size(Kernels)] = {};
 };
 
 }  // namespace dlavm::runtime
