@@ -2,8 +2,9 @@
 // generator (gen/gen_replays.cpp, at build time) and by the test (at run time): symbolic
 // programs from graph modules (the MLP's dense layers over a symbolic batch, convolutions and
 // a pool over symbolic batch, height and width, attention's matmuls over a symbolic token count
-// and cache length) and static ones (the tutorials' vector add and
-// GEMM, which the test also replays in constant expressions).
+// and cache length), an integer softmax over a symbolic number of keys and a sum of rows over
+// a symbolic number of blocks; and static ones (the tutorials' vector add and GEMM, which the
+// test also replays in constant expressions).
 #pragma once
 
 #include <dlavm/dlavm.hpp>
@@ -95,6 +96,55 @@ inline std::vector<Case> cases() {
         if (token + last <= 2048) runs.push_back({token, last});
     add_vta_steps(out, graph::build(llm.function(), target, {.name = "llm"}), "attention",
                   {"token", "last_token"}, runs, "matmul");
+  }
+  {  // an integer softmax (not causal) of 4 blocks over a symbolic number of keys, in chunks of
+     // 16: up to 12 chunks, whose maxima and sums each go to an accumulator row of their own,
+     // so that a stream holds many distinct micro-op kernels (the firmware's kernel tables);
+     // the loop over the blocks is memoized, its iterations copied where their calls fit its
+     // memo (at the fewest keys)
+    const vta::Env env;
+    const auto keys = ne::var("keys", 1, 192);
+    const graph::IntegerSoftmaxShape shape{
+        .products = 4, .keys = keys, .lanes = 16, .fixed = dlavm::host::integer_exp_for(0.125)};
+    const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "blocks");
+    auto s = kernel.schedule();
+    out.push_back({"softmax_blocks",
+                   std::make_shared<vta::Program>(vta::build(s, kernel.args(), env, "blocks")),
+                   {"keys"},
+                   grid({1}, {192}, {1})});
+  }
+  {  // a sum over 12 rows of each of a symbolic number of blocks: the memoized loop over the
+     // blocks holds a loop over the rows whose ALU kernels each read one row (a reduction
+     // window, a host loop), so the kernel site is entered with 12 values an iteration, more
+     // than its memo holds (runtime::kKernelMemoEntries): its entries are replaced within
+     // every iteration, and no block may be copied (a copy would miss its kernels)
+    const vta::Env env;
+    const auto blocks = ne::var("blocks", 1, 6);
+    const std::int64_t rows = 12;
+    auto a = te::placeholder(te::shape(blocks, rows, env.batch, env.block_out), env.acc_dtype, "A");
+    auto a_buf = te::compute(
+        te::shape(blocks, rows, env.batch, env.block_out), [&](auto... i) { return a(i...); },
+        "A_buf");
+    auto row = te::reduce_axis({0, rows}, "row");
+    auto sum_buf = te::compute(
+        te::shape(blocks, 1, env.batch, env.block_out),
+        [&](auto b, auto, auto bi, auto ci) { return te::sum(a_buf(b, row, bi, ci), {row}); },
+        "sum_buf");
+    auto sum = te::compute(
+        te::shape(blocks, 1, env.batch, env.block_out),
+        [&](auto... i) { return te::cast(env.inp_dtype, sum_buf(i...)); }, "sum");
+    auto s = te::create_schedule(sum);
+    for (const te::Tensor& t : {a_buf, sum_buf}) {
+      s[t].set_scope(env.acc_scope);
+      s[t].compute_at(s[sum], s[sum].axis(0));
+    }
+    s[a_buf].pragma(s[a_buf].axis(0), env.dma_copy);
+    s[sum].pragma(s[sum].axis(1), env.dma_copy);
+    s[sum_buf].pragma(s[sum_buf].axis(0), env.alu);
+    out.push_back({"row_sums",
+                   std::make_shared<vta::Program>(vta::build(s, {a, sum}, env, "row_sums")),
+                   {"blocks"},
+                   grid({1}, {6}, {1})});
   }
   return out;
 }
