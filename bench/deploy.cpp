@@ -7,6 +7,7 @@
 #include "bench_llm_int.hpp"
 #include "bench_mlp.hpp"
 #include "token_gemm.hpp"
+#include <algorithm>
 #include <filesystem>
 #include <vector>
 
@@ -168,6 +169,47 @@ BENCHMARK(BM_FirmwareLlmLayer<true>)
     ->Args({1, 2047})
     ->Args({16, 2032})
     ->Unit(benchmark::kMicrosecond);
+
+// Each VTA step of that layer alone, float and integer, at the largest dims: where a run's
+// time goes (the integer layer's step18 is its softmax).
+template <class Layout, class Fn>
+void llm_step(benchmark::State& state, Fn fn, const rt::SramRegion* regions, std::size_t nregions,
+              const std::uint64_t* params, std::size_t nparams, std::uint32_t depth,
+              const rt::ElemBytes& elem) {
+  Buffers b(65536, 65536, 64, 64);
+  std::uint64_t phys[8] = {};
+  std::copy(params, params + nparams, phys);
+  const std::int64_t dims[] = {state.range(0), state.range(1), state.range(1)};
+  std::size_t insns = 0;
+  for (auto _ : state) {
+    insns = replay_once<Layout>(fn, b, regions, nregions, phys, dims, depth, elem);
+    benchmark::DoNotOptimize(b.insns.data());
+  }
+  if (insns == 0) state.SkipWithError("the step's replay failed");
+  state.counters["instructions"] = static_cast<double>(insns);
+}
+const bool llm_steps_registered = [] {
+#define BENCH_STEP(m, layer, step)                                                       \
+  benchmark::RegisterBenchmark(                                                          \
+      "BM_FirmwareLlmStep<" layer ">/" #step,                                            \
+      [](benchmark::State& state) {                                                      \
+        llm_step<m::WriterLayout>(                                                       \
+            state, [](auto& r, const std::int64_t* d) { return m::step::replay(r, d); }, \
+            m::step::kRegions, std::size(m::step::kRegions), m::step::kParams,           \
+            std::size(m::step::kParams), m::kUopDepth, m::kElemBytes);                   \
+      })                                                                                 \
+      ->Args({1, 2047})                                                                  \
+      ->Args({16, 2032})                                                                 \
+      ->Unit(benchmark::kMicrosecond);
+#define BENCH_STEP_FLOAT(step) BENCH_STEP(bench_llm, "float", step)
+#define BENCH_STEP_INTEGER(step) BENCH_STEP(bench_llm_int, "integer", step)
+  BENCH_LLM_STEPS(BENCH_STEP_FLOAT)
+  BENCH_LLM_INT_STEPS(BENCH_STEP_INTEGER)
+#undef BENCH_STEP_INTEGER
+#undef BENCH_STEP_FLOAT
+#undef BENCH_STEP
+  return true;
+}();
 
 const dlavm::graph::Module& resnet18() {
   static const auto mod = dlavm::graph::build(models::ResNet18(224).function(),
