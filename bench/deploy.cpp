@@ -30,7 +30,7 @@ struct Buffers {
         relocs(n_insns),
         kernels(n_insns),
         resident(n_insns),
-        kernel_index(rt::KernelTables::index_size(n_insns)),
+        kernel_index(rt::KernelTables::index_size(n_insns, n_insns)),
         ops(n_ops),
         states(regions) {}
 };
@@ -40,9 +40,9 @@ template <class Layout, class Fn>
 std::size_t replay_once(Fn fn, Buffers& b, const rt::SramRegion* regions, std::size_t nregions,
                         const std::uint64_t* phys, const std::int64_t* dims, std::uint32_t depth,
                         const rt::ElemBytes& elem) {
-  rt::SpanStorage st(
-      b.insns.data(), b.insns.size(), b.uops.data(), b.uops.size(), b.relocs.data(),
-      {b.kernels.data(), b.resident.data(), b.kernel_index.data(), b.kernels.size()});
+  rt::SpanStorage st(b.insns.data(), b.insns.size(), b.uops.data(), b.uops.size(), b.relocs.data(),
+                     {b.kernels.data(), b.resident.data(), b.kernel_index.data(), b.kernels.size(),
+                      b.resident.size()});
   rt::StreamWriter<rt::SpanStorage, Layout> w({}, depth, st);
   rt::Replay<rt::SpanStorage, Layout> r(w, depth, elem, regions, b.states.data(), nregions, phys,
                                         {b.ops.data(), b.ops.size()});

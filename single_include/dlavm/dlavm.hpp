@@ -15600,24 +15600,28 @@ struct KernelSlot {
   std::uint32_t at = 0, size = 0, slot = 0;
 };
 
-// The caller's arrays for SpanStorage's kernel tables, for at most `capacity` distinct
-// kernels: the kernels stored and those resident (`capacity` entries each) and their hash
-// index (index_size(capacity) entries). None is cleared before a stream: whatever an earlier
-// stream left in them, an index entry counts only if the kernel it names points back at it (a
-// sparse set), so a stream starts, and the micro-op SRAM starts over, in constant time.
+// The caller's arrays for SpanStorage's kernel tables: at most `capacity` distinct kernels
+// stored, and `resident_capacity` resident at once (the micro-op SRAM's entries are enough:
+// each resident kernel holds one or more), and their hash index (index_size(capacity,
+// resident_capacity) entries). None is cleared before a stream: whatever an earlier stream left
+// in them, an index entry counts only if the kernel it names points back at it (a sparse set),
+// so a stream starts, and the micro-op SRAM starts over, in constant time.
 struct KernelTables {
   KernelSlot* stored = nullptr;
   KernelSlot* resident = nullptr;
   std::uint32_t* index = nullptr;
-  std::size_t capacity = 0;
-  static constexpr std::size_t index_size(std::size_t capacity) { return 4 * capacity; }
+  std::size_t capacity = 0, resident_capacity = 0;
+  // each table's index twice its capacity, so that a probe meets a free entry
+  static constexpr std::size_t index_size(std::size_t capacity, std::size_t resident_capacity) {
+    return 2 * (capacity + resident_capacity);
+  }
 };
 
 // Storage in the caller's arrays, for firmware: instructions, micro-op words (the kernels
 // stored, then the kernel being encoded), relocations (one per instruction at most) and the
 // kernel tables; running out of any is a status (InsnsFull, UopsFull, KernelsFull). A kernel
-// is found by the hash of its words, a resident one by its offset: open addressing in a table
-// twice the capacity (so a probe meets a free entry), linear probing.
+// is found by the hash of its words, a resident one by its offset: open addressing in an index
+// twice the table's capacity, linear probing.
 class SpanStorage {
  public:
   constexpr SpanStorage(InsnWord* insns, std::size_t insn_capacity, std::uint32_t* uops,
@@ -15625,11 +15629,11 @@ class SpanStorage {
       : insns_(insns),
         uops_(uops),
         relocs_(relocs),
-        stored_{kernels.stored, kernels.index},
-        resident_{kernels.resident, kernels.index + 2 * kernels.capacity},
+        stored_{kernels.stored, kernels.index, kernels.capacity},
+        resident_{kernels.resident, kernels.index + 2 * kernels.capacity,
+                  kernels.resident_capacity},
         insn_cap_(insn_capacity),
-        uop_cap_(uop_capacity),
-        kernel_cap_(kernels.capacity) {}
+        uop_cap_(uop_capacity) {}
 
   constexpr std::size_t insn_count() const { return insns_n_; }
   constexpr InsnWord& insn(std::size_t i) { return insns_[i]; }
@@ -15659,8 +15663,8 @@ class SpanStorage {
     return n > uop_cap_ - uops_n_ ? nullptr : uops_ + uops_n_;
   }
   constexpr bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
-    if (kernel_cap_ == 0) return false;
-    for (std::size_t s = home(words_hash(w, n));; s = next(s)) {
+    if (stored_.capacity == 0) return false;
+    for (std::size_t s = stored_.home(words_hash(w, n));; s = stored_.next(s)) {
       const KernelSlot* k = stored_.at(s);
       if (k == nullptr) return false;
       if (k->size == n && same_words(uops_ + k->at, w, n)) {
@@ -15670,14 +15674,14 @@ class SpanStorage {
     }
   }
   constexpr bool add_kernel(std::uint32_t at, std::size_t n) {
-    if (stored_.count == kernel_cap_) return false;
-    stored_.add(free_slot(stored_, words_hash(uops_ + at, n)),
+    if (stored_.count == stored_.capacity) return false;
+    stored_.add(stored_.free_slot(words_hash(uops_ + at, n)),
                 {at, static_cast<std::uint32_t>(n), 0});
     return true;
   }
   constexpr bool find_resident(std::uint32_t dram, std::uint32_t& sram) const {
-    if (kernel_cap_ == 0) return false;
-    for (std::size_t s = home(offset_hash(dram));; s = next(s)) {
+    if (resident_.capacity == 0) return false;
+    for (std::size_t s = resident_.home(offset_hash(dram));; s = resident_.next(s)) {
       const KernelSlot* k = resident_.at(s);
       if (k == nullptr) return false;
       if (k->at == dram) {
@@ -15687,8 +15691,8 @@ class SpanStorage {
     }
   }
   constexpr bool add_resident(std::uint32_t dram, std::uint32_t sram) {
-    if (resident_.count == kernel_cap_) return false;
-    resident_.add(free_slot(resident_, offset_hash(dram)), {dram, sram, 0});
+    if (resident_.count == resident_.capacity) return false;
+    resident_.add(resident_.free_slot(offset_hash(dram)), {dram, sram, 0});
     return true;
   }
   constexpr void clear_resident() { resident_.count = 0; }
@@ -15698,11 +15702,12 @@ class SpanStorage {
   }
 
  private:
-  // A table's kernels in the order added, and its index: entry s names kernel index[s] if that
-  // one's slot is s.
+  // A table's kernels in the order added (at most `capacity`), and its index of 2 * capacity
+  // entries: entry s names kernel index[s] if that one's slot is s.
   struct Table {
     KernelSlot* kernels;
     std::uint32_t* index;
+    std::size_t capacity;
     std::size_t count = 0;
     constexpr const KernelSlot* at(std::size_t s) const {
       const std::uint32_t k = index[s];
@@ -15712,6 +15717,16 @@ class SpanStorage {
       k.slot = static_cast<std::uint32_t>(s);
       kernels[count] = k;
       index[s] = static_cast<std::uint32_t>(count++);
+    }
+    // the entry a hash's high bits name, then each one after
+    constexpr std::size_t home(std::uint32_t hash) const {
+      return static_cast<std::size_t>((std::uint64_t{hash} * (2 * capacity)) >> 32);
+    }
+    constexpr std::size_t next(std::size_t s) const { return s + 1 == 2 * capacity ? 0 : s + 1; }
+    constexpr std::size_t free_slot(std::uint32_t hash) const {
+      std::size_t s = home(hash);
+      while (at(s) != nullptr) s = next(s);
+      return s;
     }
   };
   static constexpr std::uint32_t words_hash(const std::uint32_t* w, std::size_t n) {
@@ -15725,22 +15740,12 @@ class SpanStorage {
       if (a[i] != b[i]) return false;
     return true;
   }
-  // The index's entries (2 * capacity) from the hash's high bits, then each one after.
-  constexpr std::size_t home(std::uint32_t hash) const {
-    return static_cast<std::size_t>((std::uint64_t{hash} * (2 * kernel_cap_)) >> 32);
-  }
-  constexpr std::size_t next(std::size_t s) const { return s + 1 == 2 * kernel_cap_ ? 0 : s + 1; }
-  constexpr std::size_t free_slot(const Table& t, std::uint32_t hash) const {
-    std::size_t s = home(hash);
-    while (t.at(s) != nullptr) s = next(s);
-    return s;
-  }
 
   InsnWord* insns_;
   std::uint32_t* uops_;
   std::uint32_t* relocs_;
   Table stored_, resident_;
-  std::size_t insn_cap_, uop_cap_, kernel_cap_;
+  std::size_t insn_cap_, uop_cap_;
   std::size_t insns_n_ = 0, uops_n_ = 0, relocs_n_ = 0;
 };
 
@@ -15751,7 +15756,7 @@ class FixedStorage : public SpanStorage {
  public:
   constexpr FixedStorage()
       : SpanStorage(insn_array_, Insns, uop_array_, Uops, reloc_array_,
-                    {kernel_array_, resident_array_, index_array_, Kernels}) {}
+                    {kernel_array_, resident_array_, index_array_, Kernels, Kernels}) {}
   FixedStorage(const FixedStorage&) = delete;
   FixedStorage& operator=(const FixedStorage&) = delete;
 
@@ -15760,7 +15765,7 @@ class FixedStorage : public SpanStorage {
   std::uint32_t uop_array_[Uops] = {};
   std::uint32_t reloc_array_[Insns] = {};
   KernelSlot kernel_array_[Kernels] = {}, resident_array_[Kernels] = {};
-  std::uint32_t index_array_[KernelTables::index_size(Kernels)] = {};
+  std::uint32_t index_array_[KernelTables::index_size(Kernels, Kernels)] = {};
 };
 
 }  // namespace dlavm::runtime
@@ -28848,25 +28853,27 @@ class HeaderPrinter {
       put(out, "}}  // namespace step{}\n", i);
     }
     const auto& w = p_.workspace;
-    // every kernel stored or resident holds a micro-op word and is written by an instruction
+    // every kernel stored holds a micro-op word and is written by an instruction; every one
+    // resident at once holds a micro-op SRAM entry
     const auto kernels = std::max<std::int64_t>(std::min(w.insns, w.uops), 1);
+    const auto resident = std::min<std::int64_t>(kernels, m_.env().config.uop_depth());
     put(out,
         "\n// What run() works in: the largest replayed step's tables. The caller owns it, and "
         "places it\n// where it likes; one per run in flight (run() is reentrant).\nstruct "
         "Workspace {{\n"
         "  std::uint32_t relocs[{0}];\n"
-        "  dlavm::runtime::KernelSlot kernels[{1}], resident[{1}];\n"
-        "  std::uint32_t kernel_index[dlavm::runtime::KernelTables::index_size({1})];\n"
+        "  dlavm::runtime::KernelSlot kernels[{1}], resident[{9}];\n"
+        "  std::uint32_t kernel_index[dlavm::runtime::KernelTables::index_size({1}, {9})];\n"
         "  dlavm::runtime::UopOp ops[{2}];\n"
         "  dlavm::runtime::RegionState states[{3}];\n"
         "  std::uint64_t params[{4}];\n"
         "}};\n"
         "inline dlavm::runtime::ReplaySlots replay_slots(Workspace& w) {{\n"
         "  return {{{5:#x}ULL, {6}ULL, {7:#x}ULL, {8}ULL, w.relocs, "
-        "{{w.kernels, w.resident, w.kernel_index, {1}}}, w.ops, {2}, w.states}};\n}}\n",
+        "{{w.kernels, w.resident, w.kernel_index, {1}, {9}}}, w.ops, {2}, w.states}};\n}}\n",
         std::max<std::int64_t>(w.insns, 1), kernels, std::max<std::size_t>(w.ops, 1),
         std::max<std::size_t>(w.regions, 1), std::max<std::size_t>(w.params, 1), w.insn_addr,
-        w.insns, w.uop_addr, w.uops);
+        w.insns, w.uop_addr, w.uops, resident);
   }
 
   // ---- functions ----------------------------------------------------------------------------

@@ -72,10 +72,13 @@ struct Written {
 struct KernelTables {
   std::vector<runtime::KernelSlot> stored, resident;
   std::vector<std::uint32_t> index;
+  // resident ones as deploy::emit sizes them: no more than the micro-op SRAM's entries
   explicit KernelTables(std::size_t capacity)
-      : stored(capacity), resident(capacity), index(runtime::KernelTables::index_size(capacity)) {}
+      : stored(capacity),
+        resident(std::min<std::size_t>(capacity, replays::kUopDepth)),
+        index(runtime::KernelTables::index_size(stored.size(), resident.size())) {}
   runtime::KernelTables span() {
-    return {stored.data(), resident.data(), index.data(), stored.size()};
+    return {stored.data(), resident.data(), index.data(), stored.size(), resident.size()};
   }
 };
 Written firmware(const Entry& e, const std::vector<std::int64_t>& dims, std::size_t capacity,

@@ -753,7 +753,7 @@ struct ReplayRig {
     slots.uop_addr = base + kReplayUops;
     slots.uop_capacity = 64;
     slots.relocs = relocs;
-    slots.kernels = {kernels, resident, kernel_index, 8};
+    slots.kernels = {kernels, resident, kernel_index, 8, 8};
     slots.ops = ops;
     slots.op_capacity = 16;
     slots.states = states;
@@ -769,7 +769,7 @@ struct ReplayRig {
   u64 phys[3] = {};
   std::uint32_t relocs[64] = {};
   rt::KernelSlot kernels[8] = {}, resident[8] = {};
-  std::uint32_t kernel_index[rt::KernelTables::index_size(8)] = {};
+  std::uint32_t kernel_index[rt::KernelTables::index_size(8, 8)] = {};
   rt::UopOp ops[16] = {};
   rt::RegionState states[2] = {};
   rt::ReplaySlots slots;

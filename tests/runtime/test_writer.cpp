@@ -492,15 +492,17 @@ TEST_CASE("runtime writer: random streams equal the model's and vta::Builder's, 
 // SpanStorage's kernel tables against a map, over streams that reuse the same arrays (each
 // starting with what the one before left in them, the first with random words): kernels of
 // 1 to 3 words from a small alphabet (so that many are equal or share a prefix), looked up
-// and added as StreamWriter does (added only when not found), made resident and evicted.
+// and added as StreamWriter does (added only when not found), made resident (in a table of
+// half as many, or as many) and evicted.
 TEST_CASE("runtime writer: SpanStorage's hashed kernel tables agree with a map, never cleared") {
   std::mt19937 rng(11);
   const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
-  std::size_t found = 0, added = 0, full = 0, resident_found = 0, evictions = 0;
+  std::size_t found = 0, added = 0, full = 0, resident_found = 0, evictions = 0, resident_full = 0;
   for (const std::size_t capacity : {1, 2, 5, 16, 64}) {
     CAPTURE(capacity);
-    std::vector<rt::KernelSlot> stored(capacity), resident(capacity);
-    std::vector<std::uint32_t> index(rt::KernelTables::index_size(capacity));
+    const std::size_t resident_capacity = capacity > 2 ? capacity / 2 : capacity;
+    std::vector<rt::KernelSlot> stored(capacity), resident(resident_capacity);
+    std::vector<std::uint32_t> index(rt::KernelTables::index_size(capacity, resident_capacity));
     // garbage that looks like entries: slots and kernel numbers in range
     const auto any = [&](std::size_t n) { return static_cast<std::uint32_t>(rng() % n); };
     for (auto& k : stored) k = {any(4 * capacity), 1, any(2 * capacity)};
@@ -510,8 +512,9 @@ TEST_CASE("runtime writer: SpanStorage's hashed kernel tables agree with a map, 
       CAPTURE(stream);
       std::vector<rt::InsnWord> insns(4);
       std::vector<std::uint32_t> uops(4 * capacity + 8), relocs(4);
-      rt::SpanStorage st(insns.data(), insns.size(), uops.data(), uops.size(), relocs.data(),
-                         {stored.data(), resident.data(), index.data(), capacity});
+      rt::SpanStorage st(
+          insns.data(), insns.size(), uops.data(), uops.size(), relocs.data(),
+          {stored.data(), resident.data(), index.data(), capacity, resident_capacity});
       std::map<std::vector<std::uint32_t>, std::uint32_t> model;  // words -> offset
       std::map<std::uint32_t, std::uint32_t> model_resident;      // offset -> SRAM entry
       for (int op = 0; op < 200; ++op) {
@@ -543,9 +546,14 @@ TEST_CASE("runtime writer: SpanStorage's hashed kernel tables agree with a map, 
         if (in) {
           CHECK(sram == r->second);
           ++resident_found;
-        } else {
-          REQUIRE(st.add_resident(at, static_cast<std::uint32_t>(op)));
+        } else if (st.add_resident(at, static_cast<std::uint32_t>(op))) {
+          REQUIRE(model_resident.size() < resident_capacity);
           model_resident[at] = static_cast<std::uint32_t>(op);
+        } else {
+          REQUIRE(model_resident.size() == resident_capacity);
+          ++resident_full;
+          st.clear_resident();  // as the writer's micro-op SRAM starting over
+          model_resident.clear();
         }
         if (pick(8) == 0) {
           st.clear_resident();
@@ -556,10 +564,12 @@ TEST_CASE("runtime writer: SpanStorage's hashed kernel tables agree with a map, 
     }
   }
   MESSAGE(added, " kernels added, ", found, " found again, ", resident_found, " found resident, ",
-          evictions, " evictions, ", full, " tables full");
+          evictions, " evictions, ", full, " tables full, ", resident_full,
+          " resident tables full");
   CHECK(found > 1000);
   CHECK(resident_found > 1000);
   CHECK(full > 0);
+  CHECK(resident_full > 0);
 }
 
 TEST_CASE("runtime writer: a kernel written again is its words again, reloaded once evicted") {
@@ -617,10 +627,11 @@ struct Guarded {
   static constexpr std::size_t kInsns = 6, kUops = 12, kKernels = 2, kSlack = 8;
   rt::InsnWord insns[kInsns + kSlack];
   std::uint32_t uops[kUops + kSlack], relocs[kInsns + kSlack];
-  static constexpr std::size_t kIndex = rt::KernelTables::index_size(kKernels);
+  static constexpr std::size_t kIndex = rt::KernelTables::index_size(kKernels, kKernels);
   rt::KernelSlot kernels[kKernels + kSlack], resident[kKernels + kSlack];
   std::uint32_t index[kIndex + kSlack];
-  rt::SpanStorage st{insns, kInsns, uops, kUops, relocs, {kernels, resident, index, kKernels}};
+  rt::SpanStorage st{insns, kInsns, uops,
+                     kUops, relocs, {kernels, resident, index, kKernels, kKernels}};
   Guarded() {
     for (auto& w : insns) w.word = {0xDEADBEEF, 0xDEADBEEF};
     for (auto& u : uops) u = 0xDEADBEEF;

@@ -397,25 +397,27 @@ class HeaderPrinter {
       put(out, "}}  // namespace step{}\n", i);
     }
     const auto& w = p_.workspace;
-    // every kernel stored or resident holds a micro-op word and is written by an instruction
+    // every kernel stored holds a micro-op word and is written by an instruction; every one
+    // resident at once holds a micro-op SRAM entry
     const auto kernels = std::max<std::int64_t>(std::min(w.insns, w.uops), 1);
+    const auto resident = std::min<std::int64_t>(kernels, m_.env().config.uop_depth());
     put(out,
         "\n// What run() works in: the largest replayed step's tables. The caller owns it, and "
         "places it\n// where it likes; one per run in flight (run() is reentrant).\nstruct "
         "Workspace {{\n"
         "  std::uint32_t relocs[{0}];\n"
-        "  dlavm::runtime::KernelSlot kernels[{1}], resident[{1}];\n"
-        "  std::uint32_t kernel_index[dlavm::runtime::KernelTables::index_size({1})];\n"
+        "  dlavm::runtime::KernelSlot kernels[{1}], resident[{9}];\n"
+        "  std::uint32_t kernel_index[dlavm::runtime::KernelTables::index_size({1}, {9})];\n"
         "  dlavm::runtime::UopOp ops[{2}];\n"
         "  dlavm::runtime::RegionState states[{3}];\n"
         "  std::uint64_t params[{4}];\n"
         "}};\n"
         "inline dlavm::runtime::ReplaySlots replay_slots(Workspace& w) {{\n"
         "  return {{{5:#x}ULL, {6}ULL, {7:#x}ULL, {8}ULL, w.relocs, "
-        "{{w.kernels, w.resident, w.kernel_index, {1}}}, w.ops, {2}, w.states}};\n}}\n",
+        "{{w.kernels, w.resident, w.kernel_index, {1}, {9}}}, w.ops, {2}, w.states}};\n}}\n",
         std::max<std::int64_t>(w.insns, 1), kernels, std::max<std::size_t>(w.ops, 1),
         std::max<std::size_t>(w.regions, 1), std::max<std::size_t>(w.params, 1), w.insn_addr,
-        w.insns, w.uop_addr, w.uops);
+        w.insns, w.uop_addr, w.uops, resident);
   }
 
   // ---- functions ----------------------------------------------------------------------------
