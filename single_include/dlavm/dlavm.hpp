@@ -15615,6 +15615,17 @@ struct KernelTables {
   static constexpr std::size_t index_size(std::size_t capacity, std::size_t resident_capacity) {
     return 2 * (capacity + resident_capacity);
   }
+  // Enough for a stream of at most `insns` instructions and `uops` micro-op words: each kernel
+  // stored holds a word and is written by an instruction (at least 1, an array's size).
+  static constexpr std::size_t capacity_for(std::uint64_t insns, std::uint64_t uops) {
+    const std::uint64_t fewer = insns < uops ? insns : uops;
+    return fewer > 1 ? static_cast<std::size_t>(fewer) : 1;
+  }
+  // ... and resident at once in a micro-op SRAM of `uop_depth` entries: each holds one or more.
+  static constexpr std::size_t resident_capacity_for(std::size_t capacity,
+                                                     std::uint32_t uop_depth) {
+    return capacity < uop_depth ? capacity : uop_depth;
+  }
 };
 
 // Storage in the caller's arrays, for firmware: instructions, micro-op words (the kernels
@@ -15663,15 +15674,11 @@ class SpanStorage {
     return n > uop_cap_ - uops_n_ ? nullptr : uops_ + uops_n_;
   }
   constexpr bool find_kernel(const std::uint32_t* w, std::size_t n, std::uint32_t& at) const {
-    if (stored_.capacity == 0) return false;
-    for (std::size_t s = stored_.home(words_hash(w, n));; s = stored_.next(s)) {
-      const KernelSlot* k = stored_.at(s);
-      if (k == nullptr) return false;
-      if (k->size == n && same_words(uops_ + k->at, w, n)) {
-        at = k->at;
-        return true;
-      }
-    }
+    const KernelSlot* k = stored_.find(words_hash(w, n), [&](const KernelSlot& s) {
+      return s.size == n && same_words(uops_ + s.at, w, n);
+    });
+    if (k != nullptr) at = k->at;
+    return k != nullptr;
   }
   constexpr bool add_kernel(std::uint32_t at, std::size_t n) {
     if (stored_.count == stored_.capacity) return false;
@@ -15680,15 +15687,10 @@ class SpanStorage {
     return true;
   }
   constexpr bool find_resident(std::uint32_t dram, std::uint32_t& sram) const {
-    if (resident_.capacity == 0) return false;
-    for (std::size_t s = resident_.home(offset_hash(dram));; s = resident_.next(s)) {
-      const KernelSlot* k = resident_.at(s);
-      if (k == nullptr) return false;
-      if (k->at == dram) {
-        sram = k->size;
-        return true;
-      }
-    }
+    const KernelSlot* k =
+        resident_.find(offset_hash(dram), [&](const KernelSlot& s) { return s.at == dram; });
+    if (k != nullptr) sram = k->size;
+    return k != nullptr;
   }
   constexpr bool add_resident(std::uint32_t dram, std::uint32_t sram) {
     if (resident_.count == resident_.capacity) return false;
@@ -15717,6 +15719,15 @@ class SpanStorage {
       k.slot = static_cast<std::uint32_t>(s);
       kernels[count] = k;
       index[s] = static_cast<std::uint32_t>(count++);
+    }
+    // The kernel `match` accepts among those probed from the hash's entry, or null.
+    template <class Match>
+    constexpr const KernelSlot* find(std::uint32_t hash, Match match) const {
+      if (capacity == 0) return nullptr;
+      for (std::size_t s = home(hash);; s = next(s)) {
+        const KernelSlot* k = at(s);
+        if (k == nullptr || match(*k)) return k;
+      }
     }
     // the entry a hash's high bits name, then each one after
     constexpr std::size_t home(std::uint32_t hash) const {
@@ -28460,6 +28471,8 @@ std::string weights_array_text(const FirmwarePlan& plan);
 // end dlavm/ne/simplify.hpp
 // begin dlavm/runtime/model_file.hpp
 // end dlavm/runtime/model_file.hpp
+// begin dlavm/runtime/writer.hpp
+// end dlavm/runtime/writer.hpp
 // begin dlavm/vta/codegen.hpp
 // end dlavm/vta/codegen.hpp
 
@@ -28853,10 +28866,10 @@ class HeaderPrinter {
       put(out, "}}  // namespace step{}\n", i);
     }
     const auto& w = p_.workspace;
-    // every kernel stored holds a micro-op word and is written by an instruction; every one
-    // resident at once holds a micro-op SRAM entry
-    const auto kernels = std::max<std::int64_t>(std::min(w.insns, w.uops), 1);
-    const auto resident = std::min<std::int64_t>(kernels, m_.env().config.uop_depth());
+    using Tables = runtime::KernelTables;
+    const auto kernels = Tables::capacity_for(static_cast<std::uint64_t>(w.insns),
+                                              static_cast<std::uint64_t>(w.uops));
+    const auto resident = Tables::resident_capacity_for(kernels, m_.env().config.uop_depth());
     put(out,
         "\n// What run() works in: the largest replayed step's tables. The caller owns it, and "
         "places it\n// where it likes; one per run in flight (run() is reentrant).\nstruct "

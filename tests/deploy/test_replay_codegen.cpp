@@ -6,7 +6,6 @@
 
 #include "cases.hpp"
 #include "replays.hpp"
-#include <algorithm>
 #include <iterator>
 #include <vector>
 
@@ -75,7 +74,7 @@ struct KernelTables {
   // resident ones as deploy::emit sizes them: no more than the micro-op SRAM's entries
   explicit KernelTables(std::size_t capacity)
       : stored(capacity),
-        resident(std::min<std::size_t>(capacity, replays::kUopDepth)),
+        resident(runtime::KernelTables::resident_capacity_for(capacity, replays::kUopDepth)),
         index(runtime::KernelTables::index_size(stored.size(), resident.size())) {}
   runtime::KernelTables span() {
     return {stored.data(), resident.data(), index.data(), stored.size(), resident.size()};
@@ -128,11 +127,10 @@ std::size_t check_case(const deploy_cases::Case& c, const Entry& e) {
     phys.push_back(deploy_cases::param_phys(k));
   int compared = 0, refused = 0;
   std::size_t copies = 0, wholes = 0;
-  // the firmware's storage, sized as deploy::emit sizes a Workspace: kernels up to the fewer
-  // of the instructions and micro-op words the bound allows
+  // the firmware's storage, sized as deploy::emit sizes a Workspace
   const auto bound = p.stream_bound();
-  KernelTables kernels(
-      static_cast<std::size_t>(std::max<std::int64_t>(std::min(bound.insns, bound.uops), 1)));
+  KernelTables kernels(runtime::KernelTables::capacity_for(static_cast<std::uint64_t>(bound.insns),
+                                                           static_cast<std::uint64_t>(bound.uops)));
   for (const auto& values : c.values) {
     std::vector<ne::Binding> bindings;
     for (std::size_t k = 0; k < c.dims.size(); ++k) bindings.push_back({c.dims[k], values[k]});

@@ -5,6 +5,7 @@
 #include <dlavm/ne/functor.hpp>
 #include <dlavm/ne/simplify.hpp>
 #include <dlavm/runtime/model_file.hpp>
+#include <dlavm/runtime/writer.hpp>
 #include <dlavm/vta/codegen.hpp>
 
 #include <fmt/format.h>
@@ -397,10 +398,10 @@ class HeaderPrinter {
       put(out, "}}  // namespace step{}\n", i);
     }
     const auto& w = p_.workspace;
-    // every kernel stored holds a micro-op word and is written by an instruction; every one
-    // resident at once holds a micro-op SRAM entry
-    const auto kernels = std::max<std::int64_t>(std::min(w.insns, w.uops), 1);
-    const auto resident = std::min<std::int64_t>(kernels, m_.env().config.uop_depth());
+    using Tables = runtime::KernelTables;
+    const auto kernels = Tables::capacity_for(static_cast<std::uint64_t>(w.insns),
+                                              static_cast<std::uint64_t>(w.uops));
+    const auto resident = Tables::resident_capacity_for(kernels, m_.env().config.uop_depth());
     put(out,
         "\n// What run() works in: the largest replayed step's tables. The caller owns it, and "
         "places it\n// where it likes; one per run in flight (run() is reentrant).\nstruct "
