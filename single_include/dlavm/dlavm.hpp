@@ -18081,10 +18081,17 @@ class Lowerer {
       for (std::size_t k = 1; k < guards.size(); ++k) cond = cond && guards[k];
       init = make_if(cond, init);
     }
-    for (auto it = loops.rbegin(); it != loops.rend(); ++it)
+    // The init loops keep their axes' pragmas (TVM's init nest does): a reduction whose
+    // pragma is on a data axis inside its reduction loop (stages computed at that loop, the
+    // pragma's nest the update alone) gets its init lowered the same way.
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
       init = make_for(it->second, 0,
                       ne::simplify(ne::substitute(plan.extent.at(it->first.get()), renames)),
                       ForKind::Serial, init);
+      if (auto a = st.attrs.find(it->first.get()); a != st.attrs.end())
+        for (auto p = a->second.pragmas.rbegin(); p != a->second.pragmas.rend(); ++p)
+          init = make_attr("pragma_" + *p, it->first.name(), 1, init);
+    }
     return init;
   }
 

@@ -176,6 +176,34 @@ TEST_CASE("alu: a reduction whose window loops are outermost, the pragma on the 
   CHECK(count(decoded(prog)).alu == 4);
 }
 
+TEST_CASE("alu: a reduction with the stages it reads computed inside its loop") {
+  // The window loops outermost, the data's rows for one window element copied at dx, the pragma
+  // on the first data axis, inside them: te::lower's init nest keeps that pragma (TVM's does),
+  // so the init is an ALU fill too (the max's identity -2^31: a reset, an ADD of -32768 and a
+  // shift left by 16), and each window element's update one ALU MAX over the output tiles. (The
+  // integer softmax's running max and sum over chunks are this form.)
+  for (const auto comb : {Comb::Max, Comb::Sum}) {
+    CAPTURE(static_cast<int>(comb));
+    const Pool p(6, 6, 2, 2, comb);
+    auto s = te::create_schedule(p.res);
+    s[p.data_buf].set_scope(p.env.acc_scope);
+    s[p.pool].set_scope(p.env.acc_scope);
+    const auto ax = s[p.pool].node()->root;
+    s[p.pool].reorder({p.dy, p.dx, ax[0], ax[1], ax[2], ax[3], ax[4], ax[5]});
+    s[p.data_buf].compute_at(s[p.pool], p.dx);
+    s[p.data_buf].pragma(s[p.data_buf].axis(0), p.env.dma_copy);
+    s[p.pool].pragma(ax[0], p.env.alu);
+    s[p.res].pragma(s[p.res].axis(0), p.env.dma_copy);
+    const auto prog = vta::build(s, {p.data, p.res}, p.env);
+    run_checked(p, prog, 6, 6, 3, 3);
+    const auto n = count(decoded(prog));
+    CHECK(n.resets == 1);
+    CHECK(n.alu_imm == (comb == Comb::Max ? 2 : 0));
+    CHECK(n.alu == 4);
+    CHECK(n.acc_loads == 4 * 2);  // a window element's rows of each channel tile
+  }
+}
+
 TEST_CASE("alu: max pooling of int8 data padded with -128 in the accumulator") {
   // 3x3, stride 2, pad 1 (a ResNet stem's pooling shape): the padded tensor is loaded through
   // ACC_8BIT (int8 sign-extended into the accumulator) and its border filled with -128, the

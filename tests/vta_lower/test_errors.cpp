@@ -357,17 +357,22 @@ TEST_CASE("vta errors: reductions VTA's ALU cannot run say what it can") {
                          dlavm::ScheduleError);
   }
   {
-    // The pragma on an axis inside the reduction loops covers the update but not the init.
+    // The pragma on a reduction loop inside the first covers the update but not the init. (On
+    // a data loop inside the reduction loops it covers both: the init's copy of that loop
+    // keeps it, tests/vta_lower/test_alu_reduce.cpp.)
     auto k = te::reduce_axis({0, 2}, "k");
+    auto k2 = te::reduce_axis({0, 2}, "k2");
     auto red = te::compute(
         out,
-        [&](auto i, auto j, auto b, auto l) { return te::max(A_buf(i * 2 + k, j, b, l), {k}); },
+        [&](auto i, auto, auto b, auto l) {
+          return te::max(A_buf(i * 2 + k, k2, b, l), {k, k2});
+        },
         "red");
     CHECK_THROWS_WITH_AS(build(red,
                                [&](te::Schedule& s) {
                                  const auto ax = s[red].node()->root;
-                                 s[red].reorder({k, ax[0], ax[1], ax[2], ax[3]});
-                                 s[red].pragma(ax[0], env.alu);
+                                 s[red].reorder({k, ax[0], ax[1], k2, ax[2], ax[3]});
+                                 s[red].pragma(k2, env.alu);
                                }),
                          "stage 'red': the alu pragma covers the update of its max reduction but "
                          "not its init (`red = -2147483648`), which te::lower puts outside the "
