@@ -98,10 +98,10 @@ inline std::vector<Case> cases() {
                   {"token", "last_token"}, runs, "matmul");
   }
   {  // an integer softmax (not causal) of 4 blocks over a symbolic number of keys, in chunks of
-     // 16: up to 12 chunks, whose maxima and sums each go to an accumulator row of their own,
-     // so that a stream holds many distinct micro-op kernels (the firmware's kernel tables);
-     // the loop over the blocks is memoized, its iterations copied where their calls fit its
-     // memo (at the fewest keys)
+     // 16: up to 12 chunks in three passes, the last chunk's kernels sized by the keys (a
+     // stream's kernels, and their count, change with every key count: the firmware's kernel
+     // tables); the loop over the blocks is memoized, its iterations copied where their calls
+     // fit its memo (at the fewest keys)
     const vta::Env env;
     const auto keys = ne::var("keys", 1, 192);
     const graph::IntegerSoftmaxShape shape{

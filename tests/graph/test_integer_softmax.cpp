@@ -432,8 +432,9 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
   // after `+ 3, min 120`), filled at a query's first such chunk only: the 48 after it are
   // stored again with no fill, each STORE right after the one before. Rewritten, each pass fills
   // with -32768 only the last chunk a query sees, causal or not: a softmax of 64 keys that is not
-  // causal fills 1 of its 4 chunks. (An accumulator of 128 entries, which the passes fill: pass 3
-  // keeps no chunk's exponentials from pass 2, the next test's rewrite.)
+  // causal fills 1 of its 4 chunks. (An accumulator of 128 entries, which the passes all but
+  // fill: rewritten, pass 3 keeps one chunk's exponentials from pass 2, the next test's rewrite,
+  // a block's first.)
   vta::Config full;
   full.log_acc_buff_size = 13;
   const vta::Env env(full);
@@ -446,6 +447,7 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
     CAPTURE(epilogue.steps.size());
     // non-causal, causal as lowered, causal rewritten, non-causal rewritten
     std::size_t insns[4] = {};
+    std::size_t fills[4] = {};  // ADDs of -32768 (a fill is a reset and one)
     for (int k = 0; k < 4; ++k) {
       CAPTURE(k);
       const bool causal = k == 1 || k == 2;
@@ -455,7 +457,7 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
                                              .queries = causal ? ne::Expr(products) : 0,
                                              .fixed = fixed};
       const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "sm", epilogue);
-      REQUIRE(kernel.kept_chunks() == 0);
+      REQUIRE(kernel.kept_chunks() == 1);
       auto s = kernel.schedule();
       const auto rewrite = kernel.skip_masked_work(s);
       auto f = vta::lower(s, kernel.args(), env, "sm");
@@ -488,46 +490,54 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
       // the reciprocal's, once a block). As lowered, a causal pass
       // 2 computes each chunk a query sees whole (16 queries see 1, 2, 3 and 4 chunks), pass 3
       // every chunk; rewritten, both the keys a query sees alone (query p: p + 1 of them), the
-      // rows after them filled.
+      // rows after them filled, and pass 3 none in the kept first chunk (query p: p + 1 - 16 of
+      // them where that is more than 0; a softmax that is not causal 48 keys).
       std::size_t exponent_rows = 0, shifts_by_2 = 0;
       for (const auto& i : stream) {
         const auto micro_ops = std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
         if (i.opcode != vta::Opcode::Alu || !i.use_imm) continue;
+        if (i.alu_opcode == runtime::AluOp::Add && i.imm == -32768) ++fills[k];
         if (i.alu_opcode == runtime::AluOp::Mul && i.imm == -23) exponent_rows += micro_ops;
         if (i.alu_opcode == runtime::AluOp::Shr && i.imm == 2) shifts_by_2 += micro_ops;
       }
       const std::size_t want_rows[] = {2 * 64 * 64, 16 * (1 + 2 + 3 + 4) * 16 + 64 * 64,
-                                       2 * (64 * 65 / 2), 2 * 64 * 64};
+                                       64 * 65 / 2 + 48 * 49 / 2, 64 * 64 + 64 * 48};
       CHECK(exponent_rows == want_rows[k]);
       CHECK(shifts_by_2 == 64);
     }
     // the chunks skipped: 96 of 256 in each pass, each tens of instructions
     CHECK(insns[1] + 96 * 20 < insns[0]);
     CHECK(insns[2] + 96 * 20 < insns[1]);
-    // the fills skipped: a reset and an ADD in 3 of 4 chunks of passes 1 and 2, for each of 64
-    // products (pass 3 of a softmax that is not causal computes only the keys it loads), and
-    // pass 1's in its last: the rows it does not load hold the maxima the chunk before left
-    CHECK(insns[3] + 64 * 3 * 2 * 2 + 64 * 2 == insns[0]);
+    // the fills skipped: in 3 of 4 chunks of passes 1 and 2, for each of 64 products (pass 3 of
+    // a softmax that is not causal computes only the keys it loads), and pass 1's in its last:
+    // the rows it does not load hold the maxima the chunk before left. (Both start a block's
+    // running max with a fill of -2^31, an ADD of -32768 shifted left by 16.)
+    CHECK(fills[0] == 64 * (4 * 2 + 1));
+    CHECK(fills[3] == 64 * (1 + 1));
   }
 }
 
 TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, bit-exact") {
   // The whole softmax computes each exponential once in the chunks whose exponentials the
   // accumulator holds beside the passes' buffers (kept_chunks): pass 3 starts from those pass 2
-  // kept, and computes the others again. An accumulator of 128 entries keeps some of the chunks
+  // kept, and computes the others again. An accumulator of 64 entries keeps some of the chunks
   // of up to 51 keys: random shapes (random_whole_shapes) with lane groups or none, in chunks of
-  // 2 to 8.
+  // 2 and 4.
+  vta::Config tiny;
+  tiny.log_acc_buff_size = 12;
+  random_whole_shapes(vta::Env(tiny), 47, 1, 2,
+                      [](const LaneGroupKernel& k, std::int64_t chunk, bool) {
+                        CHECK(k.kernel.kept_chunks() > 0);
+                        // 11 queries after 40 keys
+                        CHECK(k.kernel.kept_chunks() < (51 + chunk - 1) / chunk);
+                      });
   vta::Config small;
   small.log_acc_buff_size = 13;
   const vta::Env env(small);
-  random_whole_shapes(env, 47, 1, 3, [](const LaneGroupKernel& k, std::int64_t chunk, bool) {
-    CHECK(k.kernel.kept_chunks() > 0);
-    CHECK(k.kernel.kept_chunks() < (51 + chunk - 1) / chunk);  // 11 queries after 40 keys
-  });
   std::uint64_t seed = 900;
-  // 64 queries after no keys in chunks of 8, 5 of them kept (keys 0 to 39): the exponent's first
-  // ALU pass (t = s * -23) runs once for each key a query sees in pass 2, and in pass 3 only for
-  // keys 40 on: 2,080 + 300 micro-ops (4,160 with no chunk kept)
+  // 64 queries after no keys in chunks of 8 in 128 entries, 7 of them kept (keys 0 to 55): the
+  // exponent's first ALU pass (t = s * -23) runs once for each key a query sees in pass 2, and in
+  // pass 3 only for keys 56 on: 2,080 + 36 micro-ops (4,160 with no chunk kept)
   const auto products = ne::var("products", 1, 64);
   const graph::IntegerSoftmaxShape shape{.products = products,
                                          .keys = products,
@@ -535,7 +545,7 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
                                          .queries = products,
                                          .fixed = host::integer_exp_for(0.125)};
   const graph::IntegerSoftmaxKernel kernel(env, shape, 8, "sm");
-  REQUIRE(kernel.kept_chunks() == 5);
+  REQUIRE(kernel.kept_chunks() == 7);
   const auto prog = LaneGroupKernel::lower(env, kernel);
   const ne::Binding bindings[] = {{"products", 64}};
   vta::SimDevice dev(env.config);
@@ -553,7 +563,7 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
     if (i.opcode == vta::Opcode::Alu && i.use_imm && i.alu_opcode == runtime::AluOp::Mul &&
         i.imm == -23)
       exponent_rows += std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
-  CHECK(exponent_rows == 2080 + 300);
+  CHECK(exponent_rows == 2080 + 36);
   // the gallery's kernel (two queries of 8 heads a tile, chunks of 128 keys, 9 of 16 kept):
   // decode steps after 2,047 keys and at the last kept key (1,151 before) and the first past
   // them, prefills of 300 tokens after 1,000 and of 2,048 from the start (not under the
@@ -574,11 +584,11 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
             logical,
             {.axis = -2, .scale = 0.125, .causal = true, .queries = host::CausalQueries::Before}));
   }
-  // a constant key count of whole chunks, not causal: loaded with no fill, 5 of 8 chunks kept
+  // a constant key count of whole chunks, not causal: loaded with no fill, 7 of 8 chunks kept
   const graph::IntegerSoftmaxShape whole{
       .products = 3, .keys = 64, .lanes = 32, .fixed = host::integer_exp_for(0.125)};
   const graph::IntegerSoftmaxKernel plain(env, whole, 8, "sm");
-  REQUIRE(plain.kept_chunks() == 5);
+  REQUIRE(plain.kept_chunks() == 7);
   vta::SimDevice plain_dev(env.config);
   auto b = te::NDArray::random(DType::int8(), {3, 64, 2, 1, 16}, 84);
   te::NDArray y(DType::int8(), {3, 64, 2, 1, 16});
@@ -689,9 +699,9 @@ TEST_CASE("integer softmax knob: the estimate's chunk is within 3% of the fastes
             " cycles, the fastest ", fastest, ", the largest chunk ", largest);
     CHECK(static_cast<double>(cycles[chosen]) <= 1.03 * static_cast<double>(fastest));
   }
-  // The gallery's layer, up to 2,048 queries after up to 2,047 keys: for the whole softmax 128
-  // keys (9 of 16 chunks' exponentials kept; 64 keeps 24 of 32, estimated 1.9% faster, a tie
-  // the larger takes); for the exponentials 256 keys are estimated the least (128 2.2% above,
+  // The gallery's layer, up to 2,048 queries after up to 2,047 keys: for the whole softmax 64
+  // keys (25 of 32 chunks' exponentials kept, estimated 2.8% below 128, which keeps 9 of 16);
+  // for the exponentials 256 keys are estimated the least (128 2.2% above,
   // 512 does not fit); for the normalization, whose exponentials are loaded, not computed, 512 is
   // estimated within 1.3% of 256, and the larger is taken (a decode step's stream then has fewer
   // instructions to rewrite).
@@ -702,7 +712,7 @@ TEST_CASE("integer softmax knob: the estimate's chunk is within 3% of the fastes
     CAPTURE(static_cast<int>(part));
     const auto space = graph::knob_space(env, two_queries_a_tile(token, before, part));
     CHECK(graph::Chooser().choose({}, space).values.at(0) ==
-          std::array{128, 256, 512}[static_cast<std::size_t>(part)]);
+          std::array{64, 256, 512}[static_cast<std::size_t>(part)]);
   }
 }
 
@@ -772,10 +782,9 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
           peak = std::max(peak, slot.base + slot.entries);
         CHECK(graph::footprint(env, shape, chunk).acc == peak);
       }
-  // the default chunk for 2048 keys, not causal: 64, whose chunk buffers leave room for 25 of
-  // the 32 chunks' exponentials kept (128 keeps 10 of 16, 256 2 of 8; 512 keys would need 2,599
-  // entries). On the cycle model 128 is 1.9% faster (197,419 cycles against 201,218; 256:
-  // 219,909): the estimate is fitted to causal prefills.
+  // the default chunk for 2048 keys, not causal: 64, whose chunk buffers leave room for 26 of
+  // the 32 chunks' exponentials kept (128 keeps 10 of 16, 256 2 of 8; 512 keys would need 2,591
+  // entries), also the fastest on the cycle model (188,201 cycles; 128: 192,243; 256: 217,405).
   const graph::IntegerSoftmaxShape wide{.products = 1, .keys = 2048, .lanes = 16};
   const auto space = graph::knob_space(env, wide);
   CHECK(graph::Chooser().choose({}, space).values == std::vector<std::int64_t>{64});
@@ -791,8 +800,7 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
           std::vector<std::int64_t>{chosen});
   }
   CHECK(*space.check(std::vector<std::int64_t>{512}) ==
-        "a chunk of 512 keys needs 2599 accumulator entries (with 4 chunks for 2048 keys), it "
-        "has 2048");
+        "a chunk of 512 keys needs 2591 accumulator entries for its passes' buffers, it has 2048");
   CHECK(*space.check(std::vector<std::int64_t>{24}) ==
         "a chunk of 24 keys is not a power of two of at least 2");
   CHECK_THROWS_WITH_AS(graph::IntegerSoftmaxKernel(
@@ -923,8 +931,8 @@ TEST_CASE("integer softmax placement: what stays on the host says why") {
           ->groups;
   REQUIRE(few.size() == 1);
   CHECK(few[0].note ==
-        "no chunk of keys fits: a chunk of 4 keys needs 71 accumulator entries (with 10 chunks "
-        "for 40 keys), it has 32");
+        "no chunk of keys fits: a chunk of 2 keys needs 41 accumulator entries for its passes' "
+        "buffers, it has 32");
 }
 
 TEST_CASE("integer softmax placement: immediate steps after it join its kernel, operands do not") {

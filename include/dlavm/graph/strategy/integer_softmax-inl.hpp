@@ -101,8 +101,8 @@ class SoftmaxStageWriter {
     });
   }
   // The max or the sum of rows t [lead..., 1, lanes] over the first `extent` of the last
-  // leading dim (a block's rows: extent(its leading indices)): a [lead[:-1]..., 1, lanes]
-  // window reduction, one instruction per block.
+  // leading dim (a block's chunks: extent(its leading indices)): a [lead[:-1]..., 1, lanes]
+  // reduction, which the kernel's schedule runs as a running row, t computed inside its loop.
   BlockTensor reduce_blocks(const std::string& what, const te::Tensor& t,
                             const std::function<ne::Expr(std::span<const ne::Var>)>& extent,
                             bool max) {
@@ -570,8 +570,10 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   // the chunks a block's query sees: a causal softmax's later ones are wholly masked (every
   // key -32768, whose exponential is 0: no part of the max or the sum; a normalization's 0),
   // and passes 1 and 2 skip them
+  // (at most the chunks: the reductions over them compute the chunks' stages at their chunk,
+  // which bound inference then knows is one of those stages' chunks)
   const auto seen = [&](std::span<const ne::Var> at) {
-    return detail::softmax_seen(shape, at[0], chunk);
+    return ne::simplify(ne::min(detail::softmax_seen(shape, at[0], chunk), chunks));
   };
 
   // pass 1: the max of each chunk, then of the block
@@ -581,9 +583,8 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     SoftmaxStageWriter max_pass(name + ".max", max_chunk_);
     max_pass.blocks({products, tiles, chunks}, chunk, lanes);
     const auto s1 = masked(max_pass, max_chunk_, load("max.s"), "max.mask", chunk_rows);
-    max_rows_ = max_pass.reduce("chunk", s1, true).tensor;
-    max_chunk_.pop_back();
-    m = rows.reduce_blocks("max", max_rows_, seen, true);
+    m = rows.reduce_blocks("max", max_pass.reduce("chunk", s1, true).tensor, seen, true);
+    max_total_ = m->tensor;
     rows.blocks({products, tiles}, 1, lanes);
     exponent = detail::exponent_rows(rows, *m, shape.fixed,
                                      shape.part == IntegerSoftmaxPart::Exp
@@ -602,9 +603,8 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     const auto s2 = masked(sum_pass, sum_chunk_, load("sum.s"), "sum.mask", chunk_rows);
     const auto e2 =
         normalize ? s2 : detail::exponential_stages(sum_pass, s2, exponent->in(sum_pass));
-    sum_rows_ = sum_pass.reduce("chunk", e2, false).tensor;
-    sum_chunk_.pop_back();
-    auto total = rows.reduce_blocks("sum", sum_rows_, seen, false);
+    auto total = rows.reduce_blocks("sum", sum_pass.reduce("chunk", e2, false).tensor, seen, false);
+    sum_total_ = total.tensor;
     rows.blocks({products, tiles}, 1, lanes);
     if (normalize) {
       const auto sum = total;
@@ -669,13 +669,24 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
     s[t].compute_at(s[consumer], at);
     s[t].pragma(s[t].axis(axis), copy ? env_.dma_copy : env_.alu);
   };
-  // passes 1 and 2: the chunk stages at their chunk row's chunk axis
-  for (const auto& [rows, stages] : {std::pair{max_rows_, &max_chunk_}, {sum_rows_, &sum_chunk_}}) {
-    if (!rows.defined()) continue;
-    place(rows, res_, block, false, 3);
-    for (const auto& t : *stages) place(t, rows, s[rows].axis(2), copied(t, *stages));
+  // passes 1 and 2: the block's max (sum) a running reduction over the chunks the block sees,
+  // its row updated once a chunk by the chunk's (its halving's last level), the chunk's stages
+  // computed inside the reduction's loop. So no accumulator row is kept per chunk, and every
+  // stage of a chunk, the update too, is at the same entries in each iteration (where a
+  // chunk's own row of the block's rows named the chunk): iterations that differ only in the
+  // load's DRAM offset, what a replay's loop memo copies.
+  for (const auto& [total, stages] :
+       {std::pair{max_total_, &max_chunk_}, {sum_total_, &sum_chunk_}}) {
+    if (!total.defined()) continue;
+    s[total].set_scope(env_.acc_scope);
+    s[total].compute_at(s[res_], block);
+    const auto& root = s[total].node()->root;  // product, tile, row, lane, chunk
+    s[total].reorder({root[4], root[2], root[3]});
+    s[total].pragma(root[2], env_.alu);
+    for (const auto& t : *stages) place(t, total, root[4], copied(t, *stages));
   }
-  for (const auto& t : rows_) place(t, res_, block, false);
+  for (const auto& t : rows_)
+    if (t != max_total_ && t != sum_total_) place(t, res_, block, false);
   for (const auto& t : out_chunk_) place(t, res_, c, copied(t, out_chunk_));
   s[res_].pragma(k, env_.dma_copy);
   return s;
@@ -683,10 +694,10 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
 
 DLAVM_INLINE std::function<tir::PrimFunc(const tir::PrimFunc&)>
 IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
-  // the chunk loops: passes 1 and 2 at their rows' chunk axis, pass 3 at the result's (the last)
+  // the chunk loops: passes 1 and 2 their totals' reduction axes, pass 3 the result's (the last)
   std::vector<ne::Var> chunks;
-  for (const auto& rows : {max_rows_, sum_rows_})
-    if (rows.defined()) chunks.push_back(s[rows].leaf_iter_vars()[2].var());
+  for (const auto& total : {max_total_, sum_total_})
+    if (total.defined()) chunks.push_back(s[total].node()->root[4].var());
   const auto& leaf = s[res_].leaf_iter_vars();  // product, tile, chunk, key, batch, lane
   chunks.push_back(leaf[2].var());
   return [kernel = *this, product = leaf[0].var(), chunks](const tir::PrimFunc& f) {
@@ -1262,18 +1273,18 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   loops.keys = shape_.keys;
   loops.keys_seen = detail::softmax_visible(shape_, product);
   loops.alu_fill = env_.config.variant.store_reads_out_sram;
-  loops.max_first = max_rows_.defined();
+  loops.max_first = max_total_.defined();
   // the chunk loops in skip_masked_work's order: the max's chain ends in a halving of keys
   // every one of which counts (its fill of -32768 stays), the sum's in one that adds 0. (Where
   // the softmax is not causal, the lowering's chain already ends at the keys.)
   const bool causal = detail::softmax_causal(shape_);
-  if (max_rows_.defined()) loops.unseen_value.emplace_back();
-  if (sum_rows_.defined())
+  if (max_total_.defined()) loops.unseen_value.emplace_back();
+  if (sum_total_.defined())
     loops.unseen_value.push_back(causal ? std::optional<std::int64_t>(0) : std::nullopt);
   loops.unseen_value.push_back(causal ? detail::epilogue_of_zero(epilogue_, env_.config)
                                       : std::nullopt);
   if (loops.lane_masks) loops.first_unseen = detail::softmax_first_visible(shape_, product);
-  loops.sum_pass = max_rows_.defined() ? 1 : 0;
+  loops.sum_pass = max_total_.defined() ? 1 : 0;
   loops.kept_count = detail::kept_chunks(env_, shape_, chunk_);
   loops.all_kept = loops.kept_count >= detail::softmax_chunks(shape_, chunk_);
   const auto unvisited = loops;
@@ -1331,8 +1342,8 @@ DLAVM_INLINE std::optional<std::string> check_chunk(const vta::Env& env,
   const auto f = footprint(env, shape, chunk);
   if (f.acc > env.config.acc_depth())
     return fmt::format(
-        "a chunk of {} keys needs {} accumulator entries (with {} chunks for {} keys), it has {}",
-        chunk, f.acc, detail::softmax_chunks(shape, chunk), keys, env.config.acc_depth());
+        "a chunk of {} keys needs {} accumulator entries for its passes' buffers, it has {}", chunk,
+        f.acc, env.config.acc_depth());
   return std::nullopt;
 }
 
@@ -1346,25 +1357,23 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxSh
 namespace detail {
 
 inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
-  // A block's rows, live through its three passes: each chunk's max and sum (a row per chunk),
-  // and the 30 one-entry rows the storage pass keeps of the max, the exponent's rows, the sum
-  // and the division. Inside, the largest pass is the third: the load and four more chunk
-  // buffers (the others computed in place, tir::reuse_inplace) and one row. Lane masks: the
-  // mask rows' chunk buffer beside the load. The exponentials alone: the chunks' max rows and
-  // three rows of the block, and three chunk buffers in pass 3; the normalization: the chunks'
-  // sum rows and the division's 25 rows, and two chunk buffers (measured from the lowering,
-  // tests/graph).
-  const std::int64_t chunks = detail::softmax_chunks(shape, chunk);
+  // A block's rows, live through its three passes: the 30 one-entry rows the storage pass keeps
+  // of the max, the exponent's rows, the sum and the division (the max and the sum running
+  // rows, updated a chunk at a time). Inside, the largest pass is the third: the load and four
+  // more chunk buffers (the others computed in place, tir::reuse_inplace) and one row. Lane
+  // masks: the mask rows' chunk buffer beside the load. The exponentials alone: three rows of
+  // the block and three chunk buffers in pass 3; the normalization: the division's 25 rows
+  // and two chunk buffers (measured from the lowering, tests/graph).
   SramFootprint f;
   switch (shape.part) {
     case IntegerSoftmaxPart::Whole:
-      f.acc = 2 * chunks + 30 + 5 * chunk + 1;
+      f.acc = 30 + 5 * chunk + 1;
       break;
     case IntegerSoftmaxPart::Exp:
-      f.acc = chunks + 3 + 3 * chunk;
+      f.acc = 3 + 3 * chunk;
       break;
     case IntegerSoftmaxPart::Normalize:
-      f.acc = chunks + 25 + 2 * chunk;
+      f.acc = 25 + 2 * chunk;
       break;
   }
   if (detail::softmax_lane_masks(shape)) f.acc += chunk;

@@ -194,12 +194,12 @@ class IntegerSoftmaxKernel {
   Epilogue epilogue_;
   std::int64_t chunk_;
   te::Tensor data_, masks_, res_;
-  // the stages of pass 1 and 2 computed per chunk (the load first), each pass's chunk rows,
-  // the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk; a part's
-  // absent pass has no stages and no rows tensor
+  // the stages of pass 1 and 2 computed per chunk (the load first, the chunk's max or sum
+  // last), the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk; a
+  // part's absent pass has no stages and no total
   std::vector<te::Tensor> max_chunk_, sum_chunk_, rows_, out_chunk_;
   std::vector<te::Tensor> mask_loads_;  // with lane groups: each pass's copy of the mask rows
-  te::Tensor max_rows_, sum_rows_;
+  te::Tensor max_total_, sum_total_;    // the block's max and sum, reductions over its chunks
 };
 
 // Why the kernel cannot apply `epilogue`, or nullopt: an operand step (a bias, a residual) or
