@@ -97,6 +97,14 @@ inline std::vector<Case> cases() {
     add_vta_steps(out, graph::build(llm.function(), target, {.name = "llm"}), "attention",
                   {"token", "last_token"}, runs, "matmul");
   }
+  {  // the same layer's integer softmax (its VTA step: lane groups, causal, chunks of 64 keys,
+     // the first 25 kept): its chunk loops are memoized, and an iteration is copied where its
+     // values are those of the one before (the max's, and the others' past the kept chunks)
+    const models::LlmLayer llm(512, 8, 2048, 2048, 16, 21, graph::llm::Softmax::Integer);
+    add_vta_steps(out, graph::build(llm.function(), target, {.name = "llm_int"}), "isoftmax",
+                  {"token", "last_token"}, {{1, 0}, {1, 17}, {1, 1151}, {1, 2047}, {16, 2032}},
+                  "integer_softmax");
+  }
   {  // an integer softmax (not causal) of 4 blocks over a symbolic number of keys, in chunks of
      // 16: up to 12 chunks in three passes, the last chunk's kernels sized by the keys (a
      // stream's kernels, and their count, change with every key count: the firmware's kernel

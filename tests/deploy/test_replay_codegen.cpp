@@ -7,6 +7,7 @@
 #include "cases.hpp"
 #include "replays.hpp"
 #include <iterator>
+#include <string>
 #include <vector>
 
 namespace replay_codegen {
@@ -190,41 +191,61 @@ TEST_CASE("generated replays write Program::instantiate's words for every dim va
   for (const auto& c : statics) check_case(c, entries[k++]);
 }
 
+// A case's replay at (token, last) equals Program::instantiate's words and copies at least
+// `copies` loop iterations.
+struct CopyRun {
+  const char* name;
+  std::int64_t token, last;
+  std::size_t copies;  // at least
+};
+void check_copies(const CopyRun& run) {
+  CAPTURE(run.name);
+  CAPTURE(run.token);
+  CAPTURE(run.last);
+  const auto cases = deploy_cases::cases();
+  std::size_t k = 0;
+  while (k < cases.size() && cases[k].name != run.name) ++k;
+  REQUIRE(k < cases.size());
+  std::size_t copied = 0, whole = 0;
+  const auto mine = compiled(entries[k], {run.token, run.last}, copied, whole);
+  REQUIRE(mine.has_value());
+  std::vector<std::uint64_t> phys;
+  for (std::size_t p = 0; p < cases[k].program->func().params.size(); ++p)
+    phys.push_back(deploy_cases::param_phys(p));
+  std::vector<ne::Binding> bindings;
+  bindings.push_back({cases[k].dims[0], run.token});
+  bindings.push_back({cases[k].dims[1], run.last});
+  CHECK(cases[k].program->instantiate(bindings, phys).insns == mine->insns);
+  MESSAGE(std::string(run.name), " at (", run.token, ", ", run.last, "): ", copied,
+          " iterations copied");
+  CHECK(copied >= run.copies);
+}
+
 TEST_CASE("attention's replays copy the iterations of their head loops") {
   // The loops over the heads are memoized (their memos sized for the calls of an iteration at
   // the largest dims: 330 for Q.K^T's pairs of heads at 16 tokens), their bodies entering the
   // matmuls' kernels with the values of a loop over the keys inside them, which differ in the
   // last chunk of keys. The kernels' memos hold several entries, so that every head after the
   // first two is copied: probabilities.V's 8 heads, Q.K^T's 4 pairs of heads.
-  struct Run {
-    const char* name;
-    std::int64_t token, last;
-    std::size_t copies;  // at least
-  };
-  const Run runs[] = {{"attention0", 1, 0, 2},    {"attention0", 1, 1500, 2},
-                      {"attention0", 1, 2047, 2}, {"attention0", 16, 2032, 2},
-                      {"attention1", 1, 0, 6},    {"attention1", 1, 2047, 6},
-                      {"attention1", 16, 700, 6}, {"attention1", 16, 2032, 6}};
-  const auto cases = deploy_cases::cases();
-  for (const auto& run : runs) {
-    CAPTURE(run.name);
-    CAPTURE(run.token);
-    CAPTURE(run.last);
-    std::size_t k = 0;
-    while (k < cases.size() && cases[k].name != run.name) ++k;
-    REQUIRE(k < cases.size());
-    std::size_t copied = 0, whole = 0;
-    const auto mine = compiled(entries[k], {run.token, run.last}, copied, whole);
-    REQUIRE(mine.has_value());
-    std::vector<std::uint64_t> phys;
-    for (std::size_t p = 0; p < cases[k].program->func().params.size(); ++p)
-      phys.push_back(deploy_cases::param_phys(p));
-    std::vector<ne::Binding> bindings;
-    bindings.push_back({cases[k].dims[0], run.token});
-    bindings.push_back({cases[k].dims[1], run.last});
-    CHECK(cases[k].program->instantiate(bindings, phys).insns == mine->insns);
-    CHECK(copied >= run.copies);
-  }
+  for (const auto& run : {CopyRun{"attention0", 1, 0, 2}, CopyRun{"attention0", 1, 1500, 2},
+                          CopyRun{"attention0", 1, 2047, 2}, CopyRun{"attention0", 16, 2032, 2},
+                          CopyRun{"attention1", 1, 0, 6}, CopyRun{"attention1", 1, 2047, 6},
+                          CopyRun{"attention1", 16, 700, 6}, CopyRun{"attention1", 16, 2032, 6}})
+    check_copies(run);
+}
+
+TEST_CASE("the integer softmax's replays copy the iterations of its chunk loops") {
+  // The loops over a block's chunks are memoized (the loop over the blocks is not: its values
+  // read the chunks'). At a decode step after 2,047 positions (one block, 32 chunks, the first
+  // 25 kept) the max's iterations read the same values but the first and the last (its branch
+  // on whether the chunk holds a key only one of the tile's two queries sees, and the rows
+  // that branch names, clamped to the same values elsewhere), and the sum's and the
+  // probabilities' past the kept chunks (the kept rows clamped likewise): 37 copies; 16
+  // tokens, 8 blocks of them, 288; after 1,151 positions, 18 chunks all kept, the max's 16.
+  // (Unclamped, every iteration read its chunk's rows: none.)
+  for (const auto& run : {CopyRun{"isoftmax0", 1, 2047, 37}, CopyRun{"isoftmax0", 16, 2032, 288},
+                          CopyRun{"isoftmax0", 1, 1151, 16}})
+    check_copies(run);
 }
 
 void check_same(const Written& a, const Written& b) {

@@ -815,7 +815,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const ne::Expr lo = ne::simplify(ne::max(first_unseen, start));
       const ne::Expr hi = ne::simplify(ne::min(keys_seen, start + chunk));
       const std::vector<tir::Stmt> masking_parts(at(first), at(end));
-      const auto rows = masked_rows(masking_parts, lo - start, hi - lo, lo - first_unseen);
+      // (each clamped to what it is in the chunks before or after the one the branch takes, so
+      // that their iterations read the same values: a loop memo's keys, which a value that
+      // moved with the chunk would differ in every iteration, so that none is copied)
+      const auto rows = masked_rows(masking_parts, ne::min(lo - start, chunk), ne::max(hi - lo, 0),
+                                    ne::min(lo - first_unseen, groups - 1));
       std::vector<tir::Stmt> out(parts.begin(), at(first));
       out.push_back(
           tir::make_if(ne::simplify(lo < hi), rows ? *rows : tir::make_seq(masking_parts)));
@@ -1012,6 +1016,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     te::Buffer kept;
     std::vector<std::array<std::int64_t, 4>> exponential;  // pass 2's chain: each link's form
     bool kept_read = false, kept_allocated = false;
+    // Chunk c's first row in `kept`, read only where c < kept_count: past the kept chunks the
+    // last one's, so that those iterations read the same value (a loop memo's key, as above).
+    ne::Expr kept_row(const ne::Expr& c) const {
+      return ne::simplify((all_kept ? c : ne::min(c, kept_count - 1)) * chunk);
+    }
     // A link's form: its operation, opcode, whether immediate, the immediate (-1: not constant).
     static std::array<std::int64_t, 4> form(const Link& l) {
       const auto arg = [&](std::size_t k) {
@@ -1072,7 +1081,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const te::Buffer e = ch.buffers.back();
       const te::Buffer to = te::make_buffer(e.name() + ".kept", e.dtype(),
                                             {ne::simplify(e.size() * kept_count)}, e.scope());
-      const auto copy = copy_rows(parts, ch, e, to, c * chunk);
+      const auto copy = copy_rows(parts, ch, e, to, kept_row(c));
       if (!copy) return false;
       kept = to;
       exponential.clear();
@@ -1148,7 +1157,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
             if (!b.same_as(e) && among(computed, b)) return false;
       std::vector<tir::Stmt> from_kept;
       for (std::size_t k = ch.first + n; k < parts.size(); ++k) {
-        const auto moved = in_kept(parts[k], e, c * chunk);
+        const auto moved = in_kept(parts[k], e, kept_row(c));
         if (!moved) return false;
         from_kept.push_back(*moved);
       }
