@@ -198,11 +198,10 @@ struct CopyRun {
   std::int64_t token, last;
   std::size_t copies;  // at least
 };
-void check_copies(const CopyRun& run) {
+void check_copies(const std::vector<deploy_cases::Case>& cases, const CopyRun& run) {
   CAPTURE(run.name);
   CAPTURE(run.token);
   CAPTURE(run.last);
-  const auto cases = deploy_cases::cases();
   std::size_t k = 0;
   while (k < cases.size() && cases[k].name != run.name) ++k;
   REQUIRE(k < cases.size());
@@ -227,11 +226,12 @@ TEST_CASE("attention's replays copy the iterations of their head loops") {
   // matmuls' kernels with the values of a loop over the keys inside them, which differ in the
   // last chunk of keys. The kernels' memos hold several entries, so that every head after the
   // first two is copied: probabilities.V's 8 heads, Q.K^T's 4 pairs of heads.
+  const auto cases = deploy_cases::cases();
   for (const auto& run : {CopyRun{"attention0", 1, 0, 2}, CopyRun{"attention0", 1, 1500, 2},
                           CopyRun{"attention0", 1, 2047, 2}, CopyRun{"attention0", 16, 2032, 2},
                           CopyRun{"attention1", 1, 0, 6}, CopyRun{"attention1", 1, 2047, 6},
                           CopyRun{"attention1", 16, 700, 6}, CopyRun{"attention1", 16, 2032, 6}})
-    check_copies(run);
+    check_copies(cases, run);
 }
 
 TEST_CASE("the integer softmax's replays copy the iterations of its chunk loops") {
@@ -243,9 +243,10 @@ TEST_CASE("the integer softmax's replays copy the iterations of its chunk loops"
   // probabilities' past the kept chunks (the kept rows clamped likewise): 37 copies; 16
   // tokens, 8 blocks of them, 288; after 1,151 positions, 18 chunks all kept, the max's 16.
   // (Unclamped, every iteration read its chunk's rows: none.)
+  const auto cases = deploy_cases::cases();
   for (const auto& run : {CopyRun{"isoftmax0", 1, 2047, 37}, CopyRun{"isoftmax0", 16, 2032, 288},
                           CopyRun{"isoftmax0", 1, 1151, 16}})
-    check_copies(run);
+    check_copies(cases, run);
 }
 
 void check_same(const Written& a, const Written& b) {

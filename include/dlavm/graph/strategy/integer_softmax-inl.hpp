@@ -680,10 +680,11 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
     if (!total.defined()) continue;
     s[total].set_scope(env_.acc_scope);
     s[total].compute_at(s[res_], block);
-    const auto& root = s[total].node()->root;  // product, tile, row, lane, chunk
-    s[total].reorder({root[4], root[2], root[3]});
-    s[total].pragma(root[2], env_.alu);
-    for (const auto& t : *stages) place(t, total, root[4], copied(t, *stages));
+    // product, tile, row, lane; the chunk its reduction axis, moved outside the row
+    const te::IterVar chunk = s[total].reduce_axis(0);
+    s[total].reorder({chunk, s[total].axis(2), s[total].axis(3)});
+    s[total].pragma(s[total].axis(2), env_.alu);
+    for (const auto& t : *stages) place(t, total, chunk, copied(t, *stages));
   }
   for (const auto& t : rows_)
     if (t != max_total_ && t != sum_total_) place(t, res_, block, false);
@@ -697,7 +698,7 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
   // the chunk loops: passes 1 and 2 their totals' reduction axes, pass 3 the result's (the last)
   std::vector<ne::Var> chunks;
   for (const auto& total : {max_total_, sum_total_})
-    if (total.defined()) chunks.push_back(s[total].node()->root[4].var());
+    if (total.defined()) chunks.push_back(s[total].reduce_axis(0).var());
   const auto& leaf = s[res_].leaf_iter_vars();  // product, tile, chunk, key, batch, lane
   chunks.push_back(leaf[2].var());
   return [kernel = *this, product = leaf[0].var(), chunks](const tir::PrimFunc& f) {
