@@ -64,10 +64,11 @@ BENCHMARK(BM_IntegerSoftmaxBlock)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::k
 // range 5 keys where it is not 0 (docs/performance.md's chunk tables; a chunk that does not fit
 // skips with the kernel's error): where its
 // cycles go. Timed: instantiating the stream; the cycle model then runs it once. Counters: the
-// stream's cycles, ALU micro-ops, GEMM resets and accumulator-load bytes, and each of them per key
-// and lane tile the passes compute (`entries`: each block's chunks that hold a key one of its
-// queries sees, times the chunk: what passes 1 and 2 run over, and pass 3 over all but the skipped
-// chunks).
+// stream's cycles, its floor (graph::softmax_floor: the least any stream computing the same
+// arithmetic spends on the compute module) and their ratio, ALU micro-ops, GEMM resets and
+// accumulator-load bytes, and each of them per key and lane tile the passes compute (`entries`:
+// each block's chunks that hold a key one of its queries sees, times the chunk: what passes 1 and 2
+// run over, and pass 3 over all but the skipped chunks).
 void BM_IntegerSoftmaxKernel(benchmark::State& state) {
   const std::int64_t n = state.range(0), groups = state.range(2), lanes = state.range(3);
   const bool causal = state.range(1) != 0;
@@ -105,10 +106,21 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
   for (const auto& i : insns)
     if (i.opcode == vta::Opcode::Gemm && i.reset_reg)
       resets += std::uint64_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
+  // the floor (graph::softmax_floor) of each block, in cycles of the compute module: its ALU
+  // micro-ops at the model's cycles a micro-op (the lesser of its register and immediate
+  // figures), its accumulator loads at the bus's bytes a cycle
+  const auto params = vta::CycleParams::for_config(env.config);
   std::int64_t entries = 0;
+  double floor_cycles = 0;
   for (std::int64_t p = 0; p < products; ++p) {
     const std::int64_t seen = causal ? std::min(n, (p + 1) * groups) : n;
     entries += (seen + chunk - 1) / chunk * chunk;
+    const auto floor = graph::softmax_floor(env, shape.part, shape.fixed, seen);
+    floor_cycles +=
+        static_cast<double>(floor.alu_uops) *
+            static_cast<double>(
+                std::min(params.alu_cycles_per_uop, params.alu_imm_cycles_per_uop)) +
+        static_cast<double>(floor.acc_load_bytes) / static_cast<double>(params.bus_bytes_per_cycle);
   }
   const auto per_entry = [&](std::uint64_t v) {
     return static_cast<double>(v) / static_cast<double>(entries);
@@ -116,6 +128,8 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
   state.counters["chunk"] = static_cast<double>(chunk);
   state.counters["kept_chunks"] = static_cast<double>(kernel.kept_chunks());
   state.counters["cycles"] = static_cast<double>(report.total_cycles);
+  state.counters["floor_cycles"] = floor_cycles;
+  state.counters["floor_share"] = floor_cycles / static_cast<double>(report.total_cycles);
   state.counters["insns"] = static_cast<double>(insns.size());
   state.counters["alu_uops"] = static_cast<double>(report.counters.alu_uops);
   state.counters["entries"] = static_cast<double>(entries);

@@ -810,6 +810,80 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
                        dlavm::ShapeError);
 }
 
+TEST_CASE("integer softmax floor: the stages' work once a key, below every kernel's") {
+  const vta::Env env;
+  // Hand-derived from the stages (graph/strategy/integer_softmax.hpp's arithmetic), at the
+  // gallery's scale (a multiplier of 23 with 7 fraction bits: no shift of t). A key: the
+  // exponent t0, t, z, z_down, r, r_copy, v0, v1, v2, v (10); the exponential z1, e1, z2a, z2b,
+  // z2, e (6) or the int8 one z1, e1, e2, e8 (4); the probability e_hi, e_hi_up, e_lo, e_r, y0,
+  // y (6) or, of an int8 exponential, e_r, y0, y (3). A block: the exponent's max_t, z_offset,
+  // bias, top (4); the reciprocal's neg_sum, rem, q (3), 12 quotient bits of 7 stages and 11
+  // remainders of 4 (131), its halves (4) and the rounding's row (1); a normalization's floor
+  // of the sum (1). A reduction over k keys: k - 1.
+  const auto fixed = host::integer_exp_for(0.125);
+  REQUIRE(graph::fewest_fraction_bits(fixed).frac_bits == 7);
+  for (const std::int64_t k : {1, 2, 64, 1000}) {
+    CAPTURE(k);
+    const auto whole = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, fixed, k);
+    CHECK(whole.alu_uops == 22 * k + 2 * (k - 1) + 140);
+    CHECK(whole.acc_load_bytes == 16 * k);
+    CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Exp, fixed, k).alu_uops ==
+          14 * k + (k - 1) + 4);
+    CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, k).alu_uops ==
+          3 * k + (k - 1) + 132);
+  }
+  // a multiplier with fraction bits left past 7 shifts t first: one stage more a key
+  const auto odd = host::integer_exp_for(0.3);
+  REQUIRE(graph::fewest_fraction_bits(odd).frac_bits > 7);
+  CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, odd, 10).alu_uops ==
+        23 * 10 + 2 * 9 + 140);
+  CHECK_THROWS_WITH_AS(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, fixed, 0),
+                       "softmax_floor: a block of 0 keys; it needs 1 at least", dlavm::ValueError);
+
+  // Every kernel does at least the floor of each block (the keys its queries see), in ALU
+  // micro-ops and in accumulator loads: random parts, lane groups, chunks, causal or not, dims.
+  std::mt19937_64 rng(47);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  const int trials = DLAVM_TEST_SANITIZED ? 6 : 18;
+  for (int trial = 0; trial < trials; ++trial) {
+    const auto part = static_cast<graph::IntegerSoftmaxPart>(trial % 3);
+    const std::int64_t lanes = pick(1, 8), groups = pick(1, 16 / lanes);
+    const std::int64_t batches = pick(1, 2), chunk = std::int64_t{1} << pick(1, 4);
+    const bool causal = trial % 4 != 3;
+    const double scale = std::array{0.25, 0.05, 0.3}[static_cast<std::size_t>(trial % 3)];
+    CAPTURE(trial);
+    CAPTURE(lanes);
+    CAPTURE(groups);
+    CAPTURE(batches);
+    CAPTURE(chunk);
+    CAPTURE(causal);
+    const LaneGroupKernel k(env, batches, lanes, groups, chunk, causal, part, {}, scale);
+    for (int i = 0; i < 3; ++i) {
+      const std::int64_t m = pick(1, 11), last = pick(0, 40);
+      CAPTURE(m);
+      CAPTURE(last);
+      std::vector<std::uint64_t> phys;
+      for (std::size_t a = 0; a < k.kernel.args().size(); ++a) phys.push_back((a + 1) << 24);
+      const ne::Binding bindings[] = {{"m", m}, {"last", last}};
+      const auto stream = k.program.instantiate(bindings, phys);
+      vta::Counters did;
+      for (const auto& f : vta::decode_all(env.config.layout(), stream.insns))
+        did.count(env.config, f);
+      std::int64_t uops = 0, bytes = 0;
+      for (std::int64_t q0 = 0; q0 < m; q0 += groups) {
+        const std::int64_t seen = causal ? last + std::min(q0 + groups, m) : last + m;
+        const auto floor = graph::softmax_floor(env, part, host::integer_exp_for(scale), seen);
+        uops += batches * floor.alu_uops;
+        bytes += batches * floor.acc_load_bytes;
+      }
+      CHECK(static_cast<std::int64_t>(did.alu_uops) >= uops);
+      CHECK(static_cast<std::int64_t>(did.acc_load_bytes) >= bytes);
+    }
+  }
+}
+
 TEST_CASE("integer softmax on VTA through the graph: placed, bit-exact with the host kernel") {
   // attention's scores with the heads last: [1, token, last + token, 8], the queries before the
   // keys; and a plain [2, 3, 50, 20] block (two lane tiles, not causal)

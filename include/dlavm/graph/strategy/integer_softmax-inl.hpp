@@ -324,6 +324,32 @@ inline BlockTensor normalized_stages(SoftmaxStageWriter& w, const BlockTensor& e
   return w.block("y", [&](V k, V l) { return y0(k, l) >> c(11); });
 }
 
+// The stages of `part` over the blocks of writer `w`, whole (no chunks): the softmax's
+// probabilities of scores `s`, the exponentials of an Exp, or the probabilities of the int8
+// exponentials `s` of a Normalize. Its result.
+inline BlockTensor part_stages(SoftmaxStageWriter& w, const BlockTensor& s, IntegerSoftmaxPart part,
+                               runtime::IntegerExp fixed) {
+  switch (part) {
+    case IntegerSoftmaxPart::Exp:
+      return exponential8_stages(
+          w, s, exponent_rows(w, w.reduce("max", s, true), fixed, runtime::kIntegerExp8Quadratic));
+    case IntegerSoftmaxPart::Normalize: {
+      const auto sum = w.reduce("sum", s, false);
+      // (runtime::integer_reciprocal8 takes a sum of at least 127)
+      const auto floor = w.row("sum_floor", [&](const ne::Var& l) {
+        return te::max(sum(0, l), SoftmaxStageWriter::c(127));
+      });
+      return normalized_stages(w, s, reciprocal_stages(w, floor, 11));
+    }
+    case IntegerSoftmaxPart::Whole:
+      break;
+  }
+  const auto e = exponential_stages(
+      w, s, exponent_rows(w, w.reduce("max", s, true), fixed, runtime::kIntegerExpQuadratic));
+  const auto q = reciprocal_stages(w, w.reduce("sum", e, false), 23);
+  return probability_stages(w, e, split_reciprocal(w, q));
+}
+
 }  // namespace detail
 
 DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores,
@@ -338,12 +364,7 @@ DLAVM_INLINE IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& score
   detail::SoftmaxStageWriter w(name, st.alu);
   const auto& shape = scores.shape();
   w.blocks({shape.begin(), shape.end() - 2}, shape.end()[-2], shape.back());
-  const auto s = w.wrap(scores);
-  const auto m = w.reduce("max", s, true);
-  const auto e = detail::exponential_stages(
-      w, s, detail::exponent_rows(w, m, fixed, runtime::kIntegerExpQuadratic));
-  const auto q = detail::reciprocal_stages(w, w.reduce("sum", e, false), 23);
-  st.result = detail::probability_stages(w, e, detail::split_reciprocal(w, q)).tensor;
+  st.result = detail::part_stages(w, w.wrap(scores), IntegerSoftmaxPart::Whole, fixed).tensor;
   return st;
 }
 
@@ -1470,6 +1491,30 @@ DLAVM_INLINE ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxS
   const std::int64_t moves = shape.part == IntegerSoftmaxPart::Whole ? 4 : 3;
   return ne::simplify(shape.products * shape.keys *
                       (moves * detail::lane_tiles(env, shape) * env.batch * env.block_out));
+}
+
+DLAVM_INLINE SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart part,
+                                       runtime::IntegerExp fixed, std::int64_t keys) {
+  if (keys < 1) raise<ValueError>("softmax_floor: a block of {} keys; it needs 1 at least", keys);
+  // the stages over a symbolic key count, whose reductions are then one stage each (a window
+  // reduction), and whose other stages have a row a key or one a block
+  const auto n = ne::var("keys", 1, runtime::kIntegerSoftmaxMaxExtent);
+  const auto scores = te::placeholder({n, env.block_out}, env.acc_dtype, "floor_s");
+  std::vector<te::Tensor> stages;
+  detail::SoftmaxStageWriter w("floor", stages);
+  w.blocks({}, n, env.block_out);
+  detail::part_stages(w, w.wrap(scores), part, fixed);
+  std::int64_t per_key = 0, reductions = 0, per_block = 0;
+  for (const auto& t : stages) {
+    if (!t.op()->reduce_axis.empty())
+      ++reductions;
+    else if (t.shape().front().as_int() == 1)
+      ++per_block;
+    else
+      ++per_key;
+  }
+  return {.alu_uops = (per_key * keys) + (reductions * (keys - 1)) + per_block,
+          .acc_load_bytes = keys * env.batch * env.block_out};
 }
 
 }  // namespace dlavm::graph

@@ -229,6 +229,23 @@ KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // input twice, its result once).
 ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 
+// The least work a stream does on VTA's compute module to run `part`'s arithmetic over a block
+// of `keys` keys (at least 1) of one lane tile: each of the part's stages computed once a key
+// (every exponential once), a stage one ALU micro-op a key (the ALU has no fused operation:
+// t = -s * multiplier + bias is two), a reduction over k keys k - 1 micro-ops, the block's rows
+// once; and the part's int8 input loaded into the accumulator once, which VTA loads through its
+// compute module (BATCH x BLOCK_OUT bytes a key). It counts no copy but the one the stages write
+// (the quadratic's r_copy), no fill, mask or padded key and no instruction's overhead: a lower
+// bound of every kernel's work (tests/graph), whose distance from it is what chunks, masks and
+// the accumulator's size cost. At the cycle model's 2 cycles an ALU micro-op and 8 bytes a cycle
+// it is the floor docs/performance.md holds the LLM layer's integer prefill to.
+struct SoftmaxWork {
+  std::int64_t alu_uops = 0;
+  std::int64_t acc_load_bytes = 0;
+};
+SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart part, runtime::IntegerExp fixed,
+                          std::int64_t keys);
+
 }  // namespace dlavm::graph
 
 #ifndef DLAVM_COMPILED_LIB
