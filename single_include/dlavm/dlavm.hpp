@@ -37932,7 +37932,7 @@ DLAVM_INLINE std::vector<std::pair<std::string, EpilogueRule>> default_epilogue_
 //   second shift clears what the first leaves, v < 2^23); sum over keys;
 //   R = floor(127 * 2^23 / sum) by restoring division, 12 quotient bits (the ALU cannot
 //   divide: compare, subtract, shift); y = (e * R + 2^22) >> 23 with R split in two 6-bit
-//   halves.
+//   halves, as ((e * R >> 8) + 2^14) >> 15.
 // Every tile-by-tile multiply and shift reads its second operand from a tile whose lanes fit
 // what the hardware takes from it (VTA's compute module uses the low 8 bits of a multiplier
 // and the low LOG_ACC_WIDTH bits of a shift amount, the functional simulator the whole value):
@@ -38493,7 +38493,10 @@ inline std::pair<BlockTensor, BlockTensor> split_reciprocal(SoftmaxStageWriter& 
   return {rh, rl};
 }
 
-// y = (e * R + 2^22) >> 23, e * R = ((e * (R >> 6)) << 6) + e * (R - ((R >> 6) << 6)).
+// y = (e * R + 2^22) >> 23, e * R = ((e * (R >> 6)) << 6) + e * (R - ((R >> 6) << 6)), as
+// ((e * R >> 8) + 2^14) >> 15: the same bits (floor((floor(x / a) + b) / c) = floor((x + ab) /
+// ac)), with an immediate where 2^22 would need a row of its own (the ALU's immediates have 16
+// bits), which a chunk of the kernel's pass 3 would compute again.
 inline BlockTensor probability_stages(SoftmaxStageWriter& w, const BlockTensor& e,
                                       const std::pair<BlockTensor, BlockTensor>& reciprocal) {
   const auto c = SoftmaxStageWriter::c;
@@ -38503,9 +38506,9 @@ inline BlockTensor probability_stages(SoftmaxStageWriter& w, const BlockTensor& 
   const auto eh_up = w.block("e_hi_up", [&](V k, V l) { return eh(k, l) << c(6); });
   const auto el = w.block("e_lo", [&](V k, V l) { return e(k, l) * rl(0, l); });
   const auto er = w.block("e_r", [&](V k, V l) { return eh_up(k, l) + el(k, l); });
-  const auto half = w.row("half", [&](V) { return c(std::int64_t{1} << 22); });
-  const auto y0 = w.block("y0", [&](V k, V l) { return er(k, l) + half(0, l); });
-  return w.block("y", [&](V k, V l) { return y0(k, l) >> c(23); });
+  const auto y0 = w.block("y0", [&](V k, V l) { return er(k, l) >> c(8); });
+  const auto y1 = w.block("y1", [&](V k, V l) { return y0(k, l) + c(std::int64_t{1} << 14); });
+  return w.block("y", [&](V k, V l) { return y1(k, l) >> c(15); });
 }
 
 // y = (R * e + 2^10) >> 11 of int8 exponentials e (runtime::integer_probability8): R (12 bits)
@@ -39585,14 +39588,14 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
   // A block's rows, live through its three passes: the 30 one-entry rows the storage pass keeps
   // of the max, the exponent's rows, the sum and the division (the max and the sum running
   // rows, updated a chunk at a time). Inside, the largest pass is the third: the load and four
-  // more chunk buffers (the others computed in place, tir::reuse_inplace) and one row. Lane
+  // more chunk buffers (the others computed in place, tir::reuse_inplace). Lane
   // masks: the mask rows' chunk buffer beside the load. The exponentials alone: three rows of
   // the block and three chunk buffers in pass 3; the normalization: the division's 25 rows
   // and two chunk buffers (measured from the lowering, tests/graph).
   SramFootprint f;
   switch (shape.part) {
     case IntegerSoftmaxPart::Whole:
-      f.acc = 30 + 5 * chunk + 1;
+      f.acc = 30 + 5 * chunk;
       break;
     case IntegerSoftmaxPart::Exp:
       f.acc = 3 + 3 * chunk;

@@ -12,7 +12,7 @@
 //   second shift clears what the first leaves, v < 2^23); sum over keys;
 //   R = floor(127 * 2^23 / sum) by restoring division, 12 quotient bits (the ALU cannot
 //   divide: compare, subtract, shift); y = (e * R + 2^22) >> 23 with R split in two 6-bit
-//   halves.
+//   halves, as ((e * R >> 8) + 2^14) >> 15.
 // Every tile-by-tile multiply and shift reads its second operand from a tile whose lanes fit
 // what the hardware takes from it (VTA's compute module uses the low 8 bits of a multiplier
 // and the low LOG_ACC_WIDTH bits of a shift amount, the functional simulator the whole value):
