@@ -11567,6 +11567,11 @@ inline constexpr std::string_view alu = "vta.alu";      // vector ALU over accum
 inline constexpr std::string_view uop_kernel = "vta.uop_kernel";
 inline constexpr std::string_view uop_loop_begin = "vta.uop_loop_begin";  // extent, dst, src, wgt
 inline constexpr std::string_view uop_loop_end = "vta.uop_loop_end";
+// A statement of a loop's body whose calls differ from one iteration to the next (a copy to
+// rows that move with the loop): the generated replay (vta::replay_source) memoizes the
+// statements before and after it apart, each copied where it repeats, and writes it call by
+// call. The host's replay plan and the stream read through it.
+inline constexpr std::string_view replay_apart = "vta.replay_apart";
 }  // namespace intrin
 
 class Env {
@@ -15048,6 +15053,9 @@ class StreamWriter {
     return bits;
   }
   constexpr Queue last_queue() const { return last_queue_; }
+  // How many times the micro-op SRAM started over (full): the kernels resident before stay
+  // where they are while it has not (a later LOAD UOP only adds entries after them).
+  constexpr std::uint32_t resident_epoch() const { return resident_epoch_; }
 
   // VTADepPush: after the last instruction of `from`, a token for its neighbour `to`.
   constexpr bool dep_push(Queue from, Queue to) {
@@ -15328,6 +15336,7 @@ class StreamWriter {
     if (uop_next_ + n > uop_depth_) {
       s_.clear_resident();
       uop_next_ = 0;
+      ++resident_epoch_;
     }
     InsnWord load;
     if (!mem_word(load, Opcode::Load, MemId::Uop, uop_next_, dram, 1, static_cast<std::int64_t>(n),
@@ -15353,6 +15362,7 @@ class StreamWriter {
   std::int64_t imm_lo_ = 0, imm_hi_ = -1;
   std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
   std::uint32_t uop_next_ = 0;
+  std::uint32_t resident_epoch_ = 0;  // the micro-op SRAM's restarts
   WrittenKernel last_kernel_{};
   WriterError error_{};
 };
@@ -15396,6 +15406,7 @@ struct IndexMap {
   std::uint32_t* where = nullptr;
   std::size_t capacity = 0, size = 0;
 
+  constexpr void clear() { size = 0; }
   constexpr bool add(std::int64_t x, std::int64_t y, int m, std::uint32_t slot) {
     for (std::size_t i = 0; i < size; ++i) {
       if (from[i] == x || to[i] == y) {
@@ -15526,21 +15537,32 @@ class DepTracker {
   // is unreachable then as now. `states` and `covered` are the copies taken at that point;
   // `map` gets the renaming. From two such points on, the same calls make the same tokens
   // (a push set on instruction x then is set on map(x) now).
+  // `only`: the regions compared, where not all (bit r: region r; a table of at most
+  // kMaskedRegions): those an iteration's accesses meet, whose hazards alone make its tokens.
   constexpr bool match(const RegionState* was_states, const std::int64_t* was_covered,
-                       IndexMap& map) const {
+                       IndexMap& map, std::uint64_t only = ~std::uint64_t{0}) const {
     // (match() is where a copied loop iteration's time goes: regions the loop never touched
     // are skipped, the others compared slot by slot)
     // index x of module m (0: load, 1: compute, 2: store), waited on by module `to`
     const auto live = [](const std::int64_t* covered, std::int64_t x, int m, int to) {
       return x >= 0 && m != to && x > covered[(m * 3) + to];
     };
-    const auto same = [&](std::int64_t was, int was_m, std::int64_t now, int now_m, int to,
+    // a slot, for the modules `to` in `mask` (bit to): live for each then as now, and where
+    // live for one, the same module's instruction, renamed (once)
+    const auto same = [&](std::int64_t was, int was_m, std::int64_t now, int now_m, unsigned mask,
                           std::uint32_t slot) {
-      const bool a = live(was_covered, was, was_m, to), b = live(covered_, now, now_m, to);
-      return a == b && (!a || (was_m == now_m && map.add(was, now, was_m, slot)));
+      bool any = false;
+      for (int to = 0; to < 3; ++to) {
+        if (((mask >> to) & 1U) == 0) continue;
+        const bool a = live(was_covered, was, was_m, to), b = live(covered_, now, now_m, to);
+        if (a != b) return false;
+        any = any || a;
+      }
+      return !any || (was_m == now_m && map.add(was, now, was_m, slot));
     };
-    map.size = 0;
+    map.clear();
     for (std::size_t r = 0; r < count_; ++r) {
+      if (r < kMaskedRegions && ((only >> r) & 1U) == 0) continue;
       const RegionState& a = was_states[r];
       const RegionState& b = states_[r];
       // a region untouched then and now (another arm's, most often) has nothing to compare
@@ -15553,14 +15575,14 @@ class DepTracker {
       // INP and WGT, compute and store the accumulator, compute alone the micro-ops
       const MemId mem = regions_[r].memory;
       const bool staged = mem == MemId::Inp || mem == MemId::Wgt;
-      for (int to = 0; to < 3; ++to) {
-        if ((to == 0 && !staged) || (to == 2 && (staged || mem == MemId::Uop))) continue;
-        const auto slot = static_cast<std::uint32_t>(4 * r);
-        if (!same(a.writer, wa, b.writer, wb, to, slot)) return false;
-        for (int m = 0; m < 3; ++m)
-          if (!same(a.reader[m], m, b.reader[m], m, to, slot + 1 + static_cast<std::uint32_t>(m)))
-            return false;
-      }
+      unsigned mask = 0;
+      for (int to = 0; to < 3; ++to)
+        if (!((to == 0 && !staged) || (to == 2 && (staged || mem == MemId::Uop)))) mask |= 1U << to;
+      const auto slot = static_cast<std::uint32_t>(4 * r);
+      if (!same(a.writer, wa, b.writer, wb, mask, slot)) return false;
+      for (int m = 0; m < 3; ++m)
+        if (!same(a.reader[m], m, b.reader[m], m, mask, slot + 1 + static_cast<std::uint32_t>(m)))
+          return false;
     }
     return true;
   }
@@ -15926,17 +15948,26 @@ struct LoopTape {
   std::size_t state_capacity = 0;
   IndexMap map;  // the renaming from that start to the copy's
 
-  bool have_keys = false;      // an iteration ran since reset(): `keys` are its
-  bool armed = false;          // an iteration is recorded, and the last one is it or its copy
-  bool stepped = false;        // a copy measured the DRAM steps of the recorded calls
-  bool steady = false;         // a copy matched: the next ones start as the recorded one did
-  int failures = 0;            // iterations recorded since reset()
-  std::uint64_t replaced = 0;  // kernel memo entries replaced when the last iteration began
+  bool have_keys = false;        // an iteration ran since reset(): `keys` are its
+  bool armed = false;            // an iteration is recorded, and the last one is it or its copy
+  bool stepped = false;          // a copy measured the DRAM steps of the recorded calls
+  bool steady = false;           // a copy matched: the next ones start as the recorded one did
+  int failures = 0;              // iterations recorded since reset()
+  std::uint64_t replaced = 0;    // kernel memo entries replaced when the last iteration began
+  bool replaced_inside = false;  // the last iteration replaced one
+  std::uint32_t epoch = 0;       // the micro-op residency's (StreamWriter::resident_epoch) at
+                                 // the recorded iteration's start
   std::size_t ncalls = 0;
   std::int64_t recorded = 0;                      // the recorded iteration's first instruction
   std::int64_t length = 0;                        // its instructions
   std::int64_t covered[DepTracker::kPairs] = {};  // the pushes set at its start
   std::int64_t pushed[DepTracker::kPairs] = {};   // at its end
+  std::int64_t ended[DepTracker::kPairs] = {};    // at the end of the last iteration
+  std::uint64_t met = ~std::uint64_t{0};  // the regions the recorded calls' accesses overlap
+  // a part's (`apart`): the calls counted at its last two starts, and how many it had (at most 2)
+  std::uint64_t begun = 0, begun_before = 0;
+  int begins = 0;
+  bool apart = false;  // the tape's last iteration was a part's
   unsigned pops = 0;
   Queue last = Queue::Compute;
   std::size_t relocs = 0;
@@ -16134,19 +16165,45 @@ class Replay {
   }
 
   // A memoized loop's iteration (LoopMemo): copied when its keys are the last iteration's
-  // (`same`), no kernel memo replaced an entry since that one began (memo_replaced), and it
+  // (`same`), no kernel memo replaced an entry in that one (memo_replaced), and it
   // starts as the recorded one did; else recorded when another follows
   // (`more`); else written by its calls alone. Whether the body must run: not when the
   // iteration was copied whole, which an `affine` loop's is (its DRAM offsets move by the
   // same step every iteration) once a copy measured the steps; then, or when the copy failed,
   // iteration_end only returns ok().
-  constexpr bool iteration_begin(LoopTape& t, bool same, bool more, bool affine = false) {
+  // `apart`: the tape memoizes a part of a loop's body, other calls written between its
+  // iterations (a statement whose calls differ from one iteration to the next: vta.replay_apart
+  // in the lowered program). Each copy then matches the dependency state anew (the calls
+  // between may leave it otherwise), and none copies words on which a call after the part
+  // set a push (those words would carry it twice).
+  constexpr bool iteration_begin(LoopTape& t, bool same, bool more, bool affine = false,
+                                 bool apart = false) {
     tape_ = &t;
     mode_ = Mode::Off;
     // not copied after a kernel memo replaced an entry: the iteration copied might have
     // entered a kernel with it (KernelMemo::enter and the host's replay plan count them)
-    same = same && t.replaced == memo_replaced_;
+    same = same && !t.replaced_inside;
     t.replaced = memo_replaced_;
+    t.apart = apart;
+    if (apart) {
+      log_calls_ = true;
+      // a copy starts as the one before did (steady) only where the calls since that one
+      // began are those between the two before it: the same accesses from a state the same
+      // up to renaming leave it so (as a loop's iterations do); else it is matched anew
+      const std::uint64_t now = calls_, span = now - t.begun;
+      const bool repeats = t.begins >= 2 && span == t.begun - t.begun_before &&
+                           now - t.begun_before <= kCallRing && same_calls(t.begun_before, now);
+      t.begun_before = t.begun;
+      t.begun = now;
+      if (t.begins < 2) ++t.begins;
+      if (!repeats || w_.resident_epoch() != t.epoch || w_.pending_pops() != t.pops ||
+          w_.last_queue() != t.last)
+        t.steady = false;
+      for (std::size_t p = 0; p < DepTracker::kPairs; ++p)
+        if (deps_.covered(p) != t.ended[p] && deps_.covered(p) >= t.from &&
+            deps_.covered(p) < t.from + t.length)
+          same = false;
+    }
     if (!same) t.armed = t.steady = false;
     if (!same || !ok() || !copy_loops_) return true;
     const auto size = static_cast<std::int64_t>(w_.size());
@@ -16159,7 +16216,8 @@ class Replay {
       for (std::size_t i = 0; i < t.map.size; ++i) t.map.to[i] = deps_.slot(t.map.where[i]);
     } else if (t.armed) {
       t.steady = w_.pending_pops() == t.pops && w_.last_queue() == t.last &&
-                 w_.storage().reloc_count() == t.relocs && deps_.match(t.states, t.covered, t.map);
+                 w_.resident_epoch() == t.epoch &&
+                 deps_.match(t.states, t.covered, t.map, apart ? t.met : ~std::uint64_t{0});
       t.armed = t.steady;
     }
     if (t.armed) {
@@ -16181,6 +16239,7 @@ class Replay {
     t.pops = w_.pending_pops();
     t.last = w_.last_queue();
     t.relocs = w_.storage().reloc_count();
+    t.epoch = w_.resident_epoch();
     t.ncalls = 0;
     t.log.size = 0;
     t.log.overflow = false;
@@ -16193,6 +16252,7 @@ class Replay {
   constexpr bool iteration_end(LoopTape& t) {
     const Mode mode = mode_;
     mode_ = Mode::Off;
+    t.replaced_inside = memo_replaced_ != t.replaced;
     if (mode == Mode::Record) {
       deps_.log_pushes(nullptr);
       if (!ok()) return false;
@@ -16200,11 +16260,18 @@ class Replay {
       t.armed = length > 0 && t.ncalls <= t.call_capacity && !t.log.overflow &&
                 w_.storage().reloc_count() == t.relocs;
       for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.pushed[p] = deps_.covered(p);
+      t.met = ~std::uint64_t{0};
+      if (t.apart && deps_.count() <= kMaskedRegions) {
+        t.met = 0;
+        for (std::size_t c = 0; c < t.ncalls && c < t.call_capacity; ++c)
+          for (std::size_t a = 0; a < t.calls[c].accesses; ++a)
+            t.met |= deps_.states()[t.calls[c].access[a].region].overlaps;
+      }
       t.recorded = t.from = t.start;
       t.length = length;
-      return true;
+      return ended(t);
     }
-    if (mode != Mode::Copy) return ok();
+    if (mode != Mode::Copy) return ok() && ended(t);
     if (!ok()) return false;
     if (t.cursor != t.ncalls || t.word != t.length) return diverged(Opcode::Finish);
     t.stepped = true;
@@ -16233,6 +16300,12 @@ class Replay {
     }
     t.from = t.start;
     ++copied_;
+    return ended(t);
+  }
+  // An iteration's end: the pushes set so far, which a later call changing shows (`apart`).
+  constexpr bool ended(LoopTape& t) {
+    if (t.apart)
+      for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.ended[p] = deps_.covered(p);
     return true;
   }
 
@@ -16250,6 +16323,7 @@ class Replay {
       ++t.word;
       if (!w_.repeat(from, call.transfer, moved)) return unwind(t);
       deps_.after(call.queue, t.start + call.at, call.access, call.accesses);
+      if (log_calls_) note_call(call.queue, call.access, call.accesses);
     }
     t.cursor = t.ncalls;
     ++copied_whole_;
@@ -16343,6 +16417,7 @@ class Replay {
   constexpr bool after(Queue q, const RegionAccess* accesses, std::size_t n) {
     const auto index = static_cast<std::int64_t>(w_.size()) - 1;
     deps_.after(q, index, accesses, n);
+    if (log_calls_) note_call(q, accesses, n);
     if (mode_ == Mode::Record) {
       LoopTape& t = *tape_;
       if (t.ncalls < t.call_capacity) {
@@ -16372,6 +16447,35 @@ class Replay {
   std::size_t copied_ = 0, copied_whole_ = 0;
   std::uint64_t memo_replaced_ = 0;
   bool copy_loops_ = true;
+  // once a part of a loop's body began (iteration_begin's `apart`), the last kCallRing calls'
+  // accesses (note_call), the calls since, and one past the last call whose accesses no word
+  // holds (a region past 2^12); replays with no parts log nothing
+  bool log_calls_ = false;
+  static constexpr std::uint64_t kCallRing = 128;
+  std::uint64_t calls_ = 0, unworded_ = 0;
+  std::uint64_t ring_[kCallRing] = {};
+
+  // A call's module and accesses, as one word.
+  constexpr void note_call(Queue q, const RegionAccess* accesses, std::size_t n) {
+    std::uint64_t w = static_cast<std::uint64_t>(q) | (static_cast<std::uint64_t>(n) << 2);
+    for (std::size_t a = 0; a < n; ++a) {
+      if (accesses[a].region >= 4096) unworded_ = calls_ + 1;
+      w |= ((static_cast<std::uint64_t>(accesses[a].region & 4095U) << 1) |
+            (accesses[a].write ? 1U : 0U))
+           << (4 + (13 * a));
+    }
+    ring_[calls_ % kCallRing] = w;
+    ++calls_;
+  }
+  // Whether the calls [before, now) are one span of calls twice over (now - before at most
+  // kCallRing, `now` the calls so far).
+  constexpr bool same_calls(std::uint64_t before, std::uint64_t now) const {
+    if (unworded_ > before) return false;
+    const std::uint64_t mid = before + ((now - before) / 2);
+    for (std::uint64_t i = 0; before + i < mid; ++i)
+      if (ring_[(before + i) % kCallRing] != ring_[(mid + i) % kCallRing]) return false;
+    return true;
+  }
 };
 
 }  // namespace dlavm::runtime
@@ -27711,8 +27815,12 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (!in_kernel_) loop_ids_.push_back(n.var.id());
     const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
+    const auto parts = memoized ? apart_parts(n.body) : std::vector<std::vector<tir::Stmt>>{};
+    std::vector<std::string> segment_memos;  // the parts' memos, where the body has parts
     if (!memoized) {
       visit(n.body);
+    } else if (!parts.empty()) {
+      segment_memos = print_parts(parts, name);
     } else {  // the body first: its keys are known once it is printed
       fmt::memory_buffer outside = std::move(out);
       out = fmt::memory_buffer();
@@ -27734,9 +27842,13 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     names_.erase(n.var.id());
     if (memoized) {
       fmt::memory_buffer memo;
-      for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
-      fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}, {}> lm{{}};\n",
-                     memo_->keys.size(), memo_->scan.memo_calls(), prog_.regions().size());
+      if (parts.empty())
+        segment_memos = {fmt::format("{}, {}", memo_->keys.size(), memo_->scan.memo_calls())};
+      for (std::size_t k = 0; k < segment_memos.size(); ++k) {
+        for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
+        fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}> {}{{}};\n",
+                       segment_memos[k], prog_.regions().size(), memo_name(k));
+      }
       // after the block's opening line
       const std::size_t at = memo_at + static_cast<std::size_t>(2 * depth_) + 2;
       std::string text(out.data() + at, out.size() - at);
@@ -27746,6 +27858,75 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       line("}}");
     }
   }
+  // The name of a memoized loop's k-th memo (one, or one per part of its body).
+  static std::string memo_name(std::size_t k) {
+    return k == 0 ? std::string("lm") : fmt::format("lm_{}", k);
+  }
+  // A memoized loop's body as parts (intrin::replay_apart): the statements of its sequence
+  // (inside its allocations, which print nothing) between those marked apart, each marked one
+  // a part of its own; none where no statement is marked.
+  static std::vector<std::vector<tir::Stmt>> apart_parts(tir::Stmt body) {
+    while (const auto* a = body.as<tir::AllocateNode>()) body = a->body;
+    const auto* seq = body.as<tir::SeqNode>();
+    if (seq == nullptr) return {};
+    const auto marked = [](const tir::Stmt& st) {
+      const auto* attr = st.as<tir::AttrNode>();
+      return attr != nullptr && attr->key == intrin::replay_apart;
+    };
+    if (std::none_of(seq->seq.begin(), seq->seq.end(), marked)) return {};
+    std::vector<std::vector<tir::Stmt>> parts(1);
+    for (const auto& st : seq->seq) {
+      if (marked(st)) {
+        parts.push_back({st});
+        parts.emplace_back();
+      } else {
+        parts.back().push_back(st);
+      }
+    }
+    return parts;
+  }
+  // A memoized loop's body in parts: each part not marked apart memoized on its own (a
+  // LoopMemo of its keys and calls, copied where it repeats), a marked one written call by
+  // call. The memos' sizes ("keys, calls"), in the order of their names (memo_name).
+  std::vector<std::string> print_parts(const std::vector<std::vector<tir::Stmt>>& parts,
+                                       const std::string& loop) {
+    std::vector<std::string> memos;
+    const ne::Var var = memo_->scan.var;
+    for (const auto& part : parts) {
+      if (part.empty()) continue;
+      memo_.emplace(var);  // each part's keys and calls apart
+      fmt::memory_buffer outside = std::move(out);
+      out = fmt::memory_buffer();
+      ++depth_;
+      for (const auto& st : part) visit(st);
+      --depth_;
+      fmt::memory_buffer body = std::move(out);
+      out = std::move(outside);
+      const auto* attr = part.front().as<tir::AttrNode>();
+      if ((attr != nullptr && attr->key == intrin::replay_apart) || !memo_->scan.ok) {
+        // (one level less: printed for the block of a memoized part)
+        for (std::size_t at = 0; at < body.size();) {
+          std::size_t end = at;
+          while (end < body.size() && body.data()[end] != '\n') ++end;
+          const std::size_t from = std::min(at + 2, end);
+          out.append(body.data() + from, body.data() + end);
+          out.push_back('\n');
+          at = end + 1;
+        }
+        continue;
+      }
+      const auto memo = memo_name(memos.size());
+      line("if (r.iteration_begin({0}, {0}.same({1}), {2} + 1 < {2}_end, {3}, true)) {{", memo,
+           fmt::join(memo_->keys, ", "), loop, memo_->scan.affine);
+      out.append(body.data(), body.data() + body.size());
+      line("}}");
+      line("if (!r.iteration_end({})) return false;", memo);
+      memos.push_back(fmt::format("{}, {}", memo_->keys.size(), memo_->scan.memo_calls()));
+    }
+    memo_.emplace(var);  // the loop's: memoized (in parts)
+    return memos;
+  }
+
   // A call that writes an instruction, in the loop being memoized.
   void count_call() {
     if (memo_) memo_->scan.call();
@@ -39307,8 +39488,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       for (const Link& l : ch.links) exponential.push_back(form(l));
       const auto tail = static_cast<std::ptrdiff_t>(parts.size() - ch.end);
       std::vector<tir::Stmt> with(out.begin(), out.end() - tail);
-      with.push_back(all_kept ? tir::make_seq(*copy)
-                              : tir::make_if(c < kept_count, tir::make_seq(*copy)));
+      // the copy's rows move with the chunk: a replay writes it call by call, and copies the
+      // pass's other statements where they repeat (vta::intrin::replay_apart)
+      with.push_back(tir::make_attr(
+          std::string(vta::intrin::replay_apart), e.name(), 0,
+          all_kept ? tir::make_seq(*copy) : tir::make_if(c < kept_count, tir::make_seq(*copy))));
       with.insert(with.end(), out.end() - tail, out.end());
       out = std::move(with);
       return true;

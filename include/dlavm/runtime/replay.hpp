@@ -165,17 +165,26 @@ struct LoopTape {
   std::size_t state_capacity = 0;
   IndexMap map;  // the renaming from that start to the copy's
 
-  bool have_keys = false;      // an iteration ran since reset(): `keys` are its
-  bool armed = false;          // an iteration is recorded, and the last one is it or its copy
-  bool stepped = false;        // a copy measured the DRAM steps of the recorded calls
-  bool steady = false;         // a copy matched: the next ones start as the recorded one did
-  int failures = 0;            // iterations recorded since reset()
-  std::uint64_t replaced = 0;  // kernel memo entries replaced when the last iteration began
+  bool have_keys = false;        // an iteration ran since reset(): `keys` are its
+  bool armed = false;            // an iteration is recorded, and the last one is it or its copy
+  bool stepped = false;          // a copy measured the DRAM steps of the recorded calls
+  bool steady = false;           // a copy matched: the next ones start as the recorded one did
+  int failures = 0;              // iterations recorded since reset()
+  std::uint64_t replaced = 0;    // kernel memo entries replaced when the last iteration began
+  bool replaced_inside = false;  // the last iteration replaced one
+  std::uint32_t epoch = 0;       // the micro-op residency's (StreamWriter::resident_epoch) at
+                                 // the recorded iteration's start
   std::size_t ncalls = 0;
   std::int64_t recorded = 0;                      // the recorded iteration's first instruction
   std::int64_t length = 0;                        // its instructions
   std::int64_t covered[DepTracker::kPairs] = {};  // the pushes set at its start
   std::int64_t pushed[DepTracker::kPairs] = {};   // at its end
+  std::int64_t ended[DepTracker::kPairs] = {};    // at the end of the last iteration
+  std::uint64_t met = ~std::uint64_t{0};  // the regions the recorded calls' accesses overlap
+  // a part's (`apart`): the calls counted at its last two starts, and how many it had (at most 2)
+  std::uint64_t begun = 0, begun_before = 0;
+  int begins = 0;
+  bool apart = false;  // the tape's last iteration was a part's
   unsigned pops = 0;
   Queue last = Queue::Compute;
   std::size_t relocs = 0;
@@ -373,19 +382,45 @@ class Replay {
   }
 
   // A memoized loop's iteration (LoopMemo): copied when its keys are the last iteration's
-  // (`same`), no kernel memo replaced an entry since that one began (memo_replaced), and it
+  // (`same`), no kernel memo replaced an entry in that one (memo_replaced), and it
   // starts as the recorded one did; else recorded when another follows
   // (`more`); else written by its calls alone. Whether the body must run: not when the
   // iteration was copied whole, which an `affine` loop's is (its DRAM offsets move by the
   // same step every iteration) once a copy measured the steps; then, or when the copy failed,
   // iteration_end only returns ok().
-  constexpr bool iteration_begin(LoopTape& t, bool same, bool more, bool affine = false) {
+  // `apart`: the tape memoizes a part of a loop's body, other calls written between its
+  // iterations (a statement whose calls differ from one iteration to the next: vta.replay_apart
+  // in the lowered program). Each copy then matches the dependency state anew (the calls
+  // between may leave it otherwise), and none copies words on which a call after the part
+  // set a push (those words would carry it twice).
+  constexpr bool iteration_begin(LoopTape& t, bool same, bool more, bool affine = false,
+                                 bool apart = false) {
     tape_ = &t;
     mode_ = Mode::Off;
     // not copied after a kernel memo replaced an entry: the iteration copied might have
     // entered a kernel with it (KernelMemo::enter and the host's replay plan count them)
-    same = same && t.replaced == memo_replaced_;
+    same = same && !t.replaced_inside;
     t.replaced = memo_replaced_;
+    t.apart = apart;
+    if (apart) {
+      log_calls_ = true;
+      // a copy starts as the one before did (steady) only where the calls since that one
+      // began are those between the two before it: the same accesses from a state the same
+      // up to renaming leave it so (as a loop's iterations do); else it is matched anew
+      const std::uint64_t now = calls_, span = now - t.begun;
+      const bool repeats = t.begins >= 2 && span == t.begun - t.begun_before &&
+                           now - t.begun_before <= kCallRing && same_calls(t.begun_before, now);
+      t.begun_before = t.begun;
+      t.begun = now;
+      if (t.begins < 2) ++t.begins;
+      if (!repeats || w_.resident_epoch() != t.epoch || w_.pending_pops() != t.pops ||
+          w_.last_queue() != t.last)
+        t.steady = false;
+      for (std::size_t p = 0; p < DepTracker::kPairs; ++p)
+        if (deps_.covered(p) != t.ended[p] && deps_.covered(p) >= t.from &&
+            deps_.covered(p) < t.from + t.length)
+          same = false;
+    }
     if (!same) t.armed = t.steady = false;
     if (!same || !ok() || !copy_loops_) return true;
     const auto size = static_cast<std::int64_t>(w_.size());
@@ -398,7 +433,8 @@ class Replay {
       for (std::size_t i = 0; i < t.map.size; ++i) t.map.to[i] = deps_.slot(t.map.where[i]);
     } else if (t.armed) {
       t.steady = w_.pending_pops() == t.pops && w_.last_queue() == t.last &&
-                 w_.storage().reloc_count() == t.relocs && deps_.match(t.states, t.covered, t.map);
+                 w_.resident_epoch() == t.epoch &&
+                 deps_.match(t.states, t.covered, t.map, apart ? t.met : ~std::uint64_t{0});
       t.armed = t.steady;
     }
     if (t.armed) {
@@ -420,6 +456,7 @@ class Replay {
     t.pops = w_.pending_pops();
     t.last = w_.last_queue();
     t.relocs = w_.storage().reloc_count();
+    t.epoch = w_.resident_epoch();
     t.ncalls = 0;
     t.log.size = 0;
     t.log.overflow = false;
@@ -432,6 +469,7 @@ class Replay {
   constexpr bool iteration_end(LoopTape& t) {
     const Mode mode = mode_;
     mode_ = Mode::Off;
+    t.replaced_inside = memo_replaced_ != t.replaced;
     if (mode == Mode::Record) {
       deps_.log_pushes(nullptr);
       if (!ok()) return false;
@@ -439,11 +477,18 @@ class Replay {
       t.armed = length > 0 && t.ncalls <= t.call_capacity && !t.log.overflow &&
                 w_.storage().reloc_count() == t.relocs;
       for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.pushed[p] = deps_.covered(p);
+      t.met = ~std::uint64_t{0};
+      if (t.apart && deps_.count() <= kMaskedRegions) {
+        t.met = 0;
+        for (std::size_t c = 0; c < t.ncalls && c < t.call_capacity; ++c)
+          for (std::size_t a = 0; a < t.calls[c].accesses; ++a)
+            t.met |= deps_.states()[t.calls[c].access[a].region].overlaps;
+      }
       t.recorded = t.from = t.start;
       t.length = length;
-      return true;
+      return ended(t);
     }
-    if (mode != Mode::Copy) return ok();
+    if (mode != Mode::Copy) return ok() && ended(t);
     if (!ok()) return false;
     if (t.cursor != t.ncalls || t.word != t.length) return diverged(Opcode::Finish);
     t.stepped = true;
@@ -472,6 +517,12 @@ class Replay {
     }
     t.from = t.start;
     ++copied_;
+    return ended(t);
+  }
+  // An iteration's end: the pushes set so far, which a later call changing shows (`apart`).
+  constexpr bool ended(LoopTape& t) {
+    if (t.apart)
+      for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.ended[p] = deps_.covered(p);
     return true;
   }
 
@@ -489,6 +540,7 @@ class Replay {
       ++t.word;
       if (!w_.repeat(from, call.transfer, moved)) return unwind(t);
       deps_.after(call.queue, t.start + call.at, call.access, call.accesses);
+      if (log_calls_) note_call(call.queue, call.access, call.accesses);
     }
     t.cursor = t.ncalls;
     ++copied_whole_;
@@ -582,6 +634,7 @@ class Replay {
   constexpr bool after(Queue q, const RegionAccess* accesses, std::size_t n) {
     const auto index = static_cast<std::int64_t>(w_.size()) - 1;
     deps_.after(q, index, accesses, n);
+    if (log_calls_) note_call(q, accesses, n);
     if (mode_ == Mode::Record) {
       LoopTape& t = *tape_;
       if (t.ncalls < t.call_capacity) {
@@ -611,6 +664,35 @@ class Replay {
   std::size_t copied_ = 0, copied_whole_ = 0;
   std::uint64_t memo_replaced_ = 0;
   bool copy_loops_ = true;
+  // once a part of a loop's body began (iteration_begin's `apart`), the last kCallRing calls'
+  // accesses (note_call), the calls since, and one past the last call whose accesses no word
+  // holds (a region past 2^12); replays with no parts log nothing
+  bool log_calls_ = false;
+  static constexpr std::uint64_t kCallRing = 128;
+  std::uint64_t calls_ = 0, unworded_ = 0;
+  std::uint64_t ring_[kCallRing] = {};
+
+  // A call's module and accesses, as one word.
+  constexpr void note_call(Queue q, const RegionAccess* accesses, std::size_t n) {
+    std::uint64_t w = static_cast<std::uint64_t>(q) | (static_cast<std::uint64_t>(n) << 2);
+    for (std::size_t a = 0; a < n; ++a) {
+      if (accesses[a].region >= 4096) unworded_ = calls_ + 1;
+      w |= ((static_cast<std::uint64_t>(accesses[a].region & 4095U) << 1) |
+            (accesses[a].write ? 1U : 0U))
+           << (4 + (13 * a));
+    }
+    ring_[calls_ % kCallRing] = w;
+    ++calls_;
+  }
+  // Whether the calls [before, now) are one span of calls twice over (now - before at most
+  // kCallRing, `now` the calls so far).
+  constexpr bool same_calls(std::uint64_t before, std::uint64_t now) const {
+    if (unworded_ > before) return false;
+    const std::uint64_t mid = before + ((now - before) / 2);
+    for (std::uint64_t i = 0; before + i < mid; ++i)
+      if (ring_[(before + i) % kCallRing] != ring_[(mid + i) % kCallRing]) return false;
+    return true;
+  }
 };
 
 }  // namespace dlavm::runtime

@@ -278,6 +278,9 @@ class StreamWriter {
     return bits;
   }
   constexpr Queue last_queue() const { return last_queue_; }
+  // How many times the micro-op SRAM started over (full): the kernels resident before stay
+  // where they are while it has not (a later LOAD UOP only adds entries after them).
+  constexpr std::uint32_t resident_epoch() const { return resident_epoch_; }
 
   // VTADepPush: after the last instruction of `from`, a token for its neighbour `to`.
   constexpr bool dep_push(Queue from, Queue to) {
@@ -558,6 +561,7 @@ class StreamWriter {
     if (uop_next_ + n > uop_depth_) {
       s_.clear_resident();
       uop_next_ = 0;
+      ++resident_epoch_;
     }
     InsnWord load;
     if (!mem_word(load, Opcode::Load, MemId::Uop, uop_next_, dram, 1, static_cast<std::int64_t>(n),
@@ -583,6 +587,7 @@ class StreamWriter {
   std::int64_t imm_lo_ = 0, imm_hi_ = -1;
   std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
   std::uint32_t uop_next_ = 0;
+  std::uint32_t resident_epoch_ = 0;  // the micro-op SRAM's restarts
   WrittenKernel last_kernel_{};
   WriterError error_{};
 };
@@ -626,6 +631,7 @@ struct IndexMap {
   std::uint32_t* where = nullptr;
   std::size_t capacity = 0, size = 0;
 
+  constexpr void clear() { size = 0; }
   constexpr bool add(std::int64_t x, std::int64_t y, int m, std::uint32_t slot) {
     for (std::size_t i = 0; i < size; ++i) {
       if (from[i] == x || to[i] == y) {
@@ -756,21 +762,32 @@ class DepTracker {
   // is unreachable then as now. `states` and `covered` are the copies taken at that point;
   // `map` gets the renaming. From two such points on, the same calls make the same tokens
   // (a push set on instruction x then is set on map(x) now).
+  // `only`: the regions compared, where not all (bit r: region r; a table of at most
+  // kMaskedRegions): those an iteration's accesses meet, whose hazards alone make its tokens.
   constexpr bool match(const RegionState* was_states, const std::int64_t* was_covered,
-                       IndexMap& map) const {
+                       IndexMap& map, std::uint64_t only = ~std::uint64_t{0}) const {
     // (match() is where a copied loop iteration's time goes: regions the loop never touched
     // are skipped, the others compared slot by slot)
     // index x of module m (0: load, 1: compute, 2: store), waited on by module `to`
     const auto live = [](const std::int64_t* covered, std::int64_t x, int m, int to) {
       return x >= 0 && m != to && x > covered[(m * 3) + to];
     };
-    const auto same = [&](std::int64_t was, int was_m, std::int64_t now, int now_m, int to,
+    // a slot, for the modules `to` in `mask` (bit to): live for each then as now, and where
+    // live for one, the same module's instruction, renamed (once)
+    const auto same = [&](std::int64_t was, int was_m, std::int64_t now, int now_m, unsigned mask,
                           std::uint32_t slot) {
-      const bool a = live(was_covered, was, was_m, to), b = live(covered_, now, now_m, to);
-      return a == b && (!a || (was_m == now_m && map.add(was, now, was_m, slot)));
+      bool any = false;
+      for (int to = 0; to < 3; ++to) {
+        if (((mask >> to) & 1U) == 0) continue;
+        const bool a = live(was_covered, was, was_m, to), b = live(covered_, now, now_m, to);
+        if (a != b) return false;
+        any = any || a;
+      }
+      return !any || (was_m == now_m && map.add(was, now, was_m, slot));
     };
-    map.size = 0;
+    map.clear();
     for (std::size_t r = 0; r < count_; ++r) {
+      if (r < kMaskedRegions && ((only >> r) & 1U) == 0) continue;
       const RegionState& a = was_states[r];
       const RegionState& b = states_[r];
       // a region untouched then and now (another arm's, most often) has nothing to compare
@@ -783,14 +800,14 @@ class DepTracker {
       // INP and WGT, compute and store the accumulator, compute alone the micro-ops
       const MemId mem = regions_[r].memory;
       const bool staged = mem == MemId::Inp || mem == MemId::Wgt;
-      for (int to = 0; to < 3; ++to) {
-        if ((to == 0 && !staged) || (to == 2 && (staged || mem == MemId::Uop))) continue;
-        const auto slot = static_cast<std::uint32_t>(4 * r);
-        if (!same(a.writer, wa, b.writer, wb, to, slot)) return false;
-        for (int m = 0; m < 3; ++m)
-          if (!same(a.reader[m], m, b.reader[m], m, to, slot + 1 + static_cast<std::uint32_t>(m)))
-            return false;
-      }
+      unsigned mask = 0;
+      for (int to = 0; to < 3; ++to)
+        if (!((to == 0 && !staged) || (to == 2 && (staged || mem == MemId::Uop)))) mask |= 1U << to;
+      const auto slot = static_cast<std::uint32_t>(4 * r);
+      if (!same(a.writer, wa, b.writer, wb, mask, slot)) return false;
+      for (int m = 0; m < 3; ++m)
+        if (!same(a.reader[m], m, b.reader[m], m, mask, slot + 1 + static_cast<std::uint32_t>(m)))
+          return false;
     }
     return true;
   }

@@ -282,8 +282,12 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (!in_kernel_) loop_ids_.push_back(n.var.id());
     const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
+    const auto parts = memoized ? apart_parts(n.body) : std::vector<std::vector<tir::Stmt>>{};
+    std::vector<std::string> segment_memos;  // the parts' memos, where the body has parts
     if (!memoized) {
       visit(n.body);
+    } else if (!parts.empty()) {
+      segment_memos = print_parts(parts, name);
     } else {  // the body first: its keys are known once it is printed
       fmt::memory_buffer outside = std::move(out);
       out = fmt::memory_buffer();
@@ -305,9 +309,13 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     names_.erase(n.var.id());
     if (memoized) {
       fmt::memory_buffer memo;
-      for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
-      fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}, {}> lm{{}};\n",
-                     memo_->keys.size(), memo_->scan.memo_calls(), prog_.regions().size());
+      if (parts.empty())
+        segment_memos = {fmt::format("{}, {}", memo_->keys.size(), memo_->scan.memo_calls())};
+      for (std::size_t k = 0; k < segment_memos.size(); ++k) {
+        for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
+        fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}> {}{{}};\n",
+                       segment_memos[k], prog_.regions().size(), memo_name(k));
+      }
       // after the block's opening line
       const std::size_t at = memo_at + static_cast<std::size_t>(2 * depth_) + 2;
       std::string text(out.data() + at, out.size() - at);
@@ -317,6 +325,75 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       line("}}");
     }
   }
+  // The name of a memoized loop's k-th memo (one, or one per part of its body).
+  static std::string memo_name(std::size_t k) {
+    return k == 0 ? std::string("lm") : fmt::format("lm_{}", k);
+  }
+  // A memoized loop's body as parts (intrin::replay_apart): the statements of its sequence
+  // (inside its allocations, which print nothing) between those marked apart, each marked one
+  // a part of its own; none where no statement is marked.
+  static std::vector<std::vector<tir::Stmt>> apart_parts(tir::Stmt body) {
+    while (const auto* a = body.as<tir::AllocateNode>()) body = a->body;
+    const auto* seq = body.as<tir::SeqNode>();
+    if (seq == nullptr) return {};
+    const auto marked = [](const tir::Stmt& st) {
+      const auto* attr = st.as<tir::AttrNode>();
+      return attr != nullptr && attr->key == intrin::replay_apart;
+    };
+    if (std::none_of(seq->seq.begin(), seq->seq.end(), marked)) return {};
+    std::vector<std::vector<tir::Stmt>> parts(1);
+    for (const auto& st : seq->seq) {
+      if (marked(st)) {
+        parts.push_back({st});
+        parts.emplace_back();
+      } else {
+        parts.back().push_back(st);
+      }
+    }
+    return parts;
+  }
+  // A memoized loop's body in parts: each part not marked apart memoized on its own (a
+  // LoopMemo of its keys and calls, copied where it repeats), a marked one written call by
+  // call. The memos' sizes ("keys, calls"), in the order of their names (memo_name).
+  std::vector<std::string> print_parts(const std::vector<std::vector<tir::Stmt>>& parts,
+                                       const std::string& loop) {
+    std::vector<std::string> memos;
+    const ne::Var var = memo_->scan.var;
+    for (const auto& part : parts) {
+      if (part.empty()) continue;
+      memo_.emplace(var);  // each part's keys and calls apart
+      fmt::memory_buffer outside = std::move(out);
+      out = fmt::memory_buffer();
+      ++depth_;
+      for (const auto& st : part) visit(st);
+      --depth_;
+      fmt::memory_buffer body = std::move(out);
+      out = std::move(outside);
+      const auto* attr = part.front().as<tir::AttrNode>();
+      if ((attr != nullptr && attr->key == intrin::replay_apart) || !memo_->scan.ok) {
+        // (one level less: printed for the block of a memoized part)
+        for (std::size_t at = 0; at < body.size();) {
+          std::size_t end = at;
+          while (end < body.size() && body.data()[end] != '\n') ++end;
+          const std::size_t from = std::min(at + 2, end);
+          out.append(body.data() + from, body.data() + end);
+          out.push_back('\n');
+          at = end + 1;
+        }
+        continue;
+      }
+      const auto memo = memo_name(memos.size());
+      line("if (r.iteration_begin({0}, {0}.same({1}), {2} + 1 < {2}_end, {3}, true)) {{", memo,
+           fmt::join(memo_->keys, ", "), loop, memo_->scan.affine);
+      out.append(body.data(), body.data() + body.size());
+      line("}}");
+      line("if (!r.iteration_end({})) return false;", memo);
+      memos.push_back(fmt::format("{}, {}", memo_->keys.size(), memo_->scan.memo_calls()));
+    }
+    memo_.emplace(var);  // the loop's: memoized (in parts)
+    return memos;
+  }
+
   // A call that writes an instruction, in the loop being memoized.
   void count_call() {
     if (memo_) memo_->scan.call();

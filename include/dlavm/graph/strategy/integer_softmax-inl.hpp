@@ -1113,8 +1113,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       for (const Link& l : ch.links) exponential.push_back(form(l));
       const auto tail = static_cast<std::ptrdiff_t>(parts.size() - ch.end);
       std::vector<tir::Stmt> with(out.begin(), out.end() - tail);
-      with.push_back(all_kept ? tir::make_seq(*copy)
-                              : tir::make_if(c < kept_count, tir::make_seq(*copy)));
+      // the copy's rows move with the chunk: a replay writes it call by call, and copies the
+      // pass's other statements where they repeat (vta::intrin::replay_apart)
+      with.push_back(tir::make_attr(
+          std::string(vta::intrin::replay_apart), e.name(), 0,
+          all_kept ? tir::make_seq(*copy) : tir::make_if(c < kept_count, tir::make_seq(*copy))));
       with.insert(with.end(), out.end() - tail, out.end());
       out = std::move(with);
       return true;

@@ -32,6 +32,11 @@ inline constexpr std::string_view alu = "vta.alu";      // vector ALU over accum
 inline constexpr std::string_view uop_kernel = "vta.uop_kernel";
 inline constexpr std::string_view uop_loop_begin = "vta.uop_loop_begin";  // extent, dst, src, wgt
 inline constexpr std::string_view uop_loop_end = "vta.uop_loop_end";
+// A statement of a loop's body whose calls differ from one iteration to the next (a copy to
+// rows that move with the loop): the generated replay (vta::replay_source) memoizes the
+// statements before and after it apart, each copied where it repeats, and writes it call by
+// call. The host's replay plan and the stream read through it.
+inline constexpr std::string_view replay_apart = "vta.replay_apart";
 }  // namespace intrin
 
 class Env {
