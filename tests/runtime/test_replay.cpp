@@ -367,6 +367,62 @@ TEST_CASE("runtime replay: a kernel memo that replaces entries stops the loop's 
   CHECK(copied_many > copied_one + static_cast<std::size_t>(seeds) / 4);
 }
 
+// A loop whose body is memoized in two parts (iteration_begin's `apart`, as the generated
+// replay memoizes the statements around one marked vta.replay_apart), a statement written
+// call by call between them whose calls repeat every `period` iterations (1: always the same;
+// past n: never). A part is copied from the state its calls meet, steady only where the calls
+// since its last start repeat those before, and not at all where a later call set a push on
+// the words it would copy. (This test found a copy that carried such a push when another push
+// toward the same module came after it, which a check of the last push alone missed; a part
+// taken as steady whatever the calls between, planted, fails it too.)
+bool loop_in_parts(Rig& rig, std::uint64_t seed, i64 n, i64 period, bool memo) {
+  using Memo = rt::KernelMemo<1, rt::kKernelMemoEntries>;
+  rig.replay.copy_loops(memo);
+  const bool affine = seed % 2 == 0;
+  std::vector<Memo> before, first, second, after;
+  if (!loop_body(rig, seed * 5, 0, before, false)) return false;
+  rt::LoopMemo<1, 8, 9> lm{}, lm_1{};
+  lm.reset();
+  lm_1.reset();
+  for (i64 i = 0; i < n; ++i) {
+    if (rig.replay.iteration_begin(lm, lm.same(7), i + 1 < n, affine, true) &&
+        !loop_body(rig, (seed * 5) + 1, i, first, !affine))
+      return false;
+    if (!rig.replay.iteration_end(lm)) return false;
+    std::vector<Memo> apart;  // written call by call, kernels encoded every time
+    if (!loop_body(rig, (seed * 5) + 2 + (static_cast<std::uint64_t>(i % period) << 32), i, apart,
+                   false))
+      return false;
+    if (rig.replay.iteration_begin(lm_1, lm_1.same(7), i + 1 < n, affine, true) &&
+        !loop_body(rig, (seed * 5) + 3, i, second, !affine))
+      return false;
+    if (!rig.replay.iteration_end(lm_1)) return false;
+  }
+  return loop_body(rig, (seed * 5) + 4, n, after, false) && rig.w.finish();
+}
+
+TEST_CASE("runtime replay: a loop's body copied in parts around calls that change") {
+  const vta::Config config;
+  const int seeds = DLAVM_TEST_SANITIZED ? 300 : 1500;
+  std::size_t copied = 0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    CAPTURE(seed);
+    const i64 n = 3 + (seed % 7), period = seed % 3 == 0 ? 1 : seed % 3 == 1 ? 2 : n + 1;
+    CAPTURE(period);
+    const auto s = static_cast<std::uint64_t>(seed);
+    Rig memo(kRegions), calls(kRegions);
+    REQUIRE(loop_in_parts(memo, s, n, period, true));
+    REQUIRE(loop_in_parts(calls, s, n, period, false));
+    REQUIRE(memo.size() == calls.size());
+    CHECK(memo.stream().insns == calls.stream().insns);
+    CHECK(memo.stream().uops == calls.stream().uops);
+    CHECK_NOTHROW(vta::check_hazards(config, memo.stream()));
+    copied += memo.replay.copied();
+  }
+  MESSAGE(copied, " parts copied in ", seeds, " random loops");
+  CHECK(copied > static_cast<std::size_t>(seeds));
+}
+
 TEST_CASE("runtime replay: a copied iteration that makes other calls than the recorded one") {
   // the keys say the iterations are the same; the third one makes one call more
   Rig rig(kRegions);

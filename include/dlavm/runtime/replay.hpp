@@ -179,7 +179,7 @@ struct LoopTape {
   std::int64_t length = 0;                        // its instructions
   std::int64_t covered[DepTracker::kPairs] = {};  // the pushes set at its start
   std::int64_t pushed[DepTracker::kPairs] = {};   // at its end
-  std::int64_t ended[DepTracker::kPairs] = {};    // at the end of the last iteration
+  std::uint32_t ended = 0;  // the pushes set at the end of the last iteration (pushes())
   std::uint64_t met = ~std::uint64_t{0};  // the regions the recorded calls' accesses overlap
   // a part's (`apart`): the calls counted at its last two starts, and how many it had (at most 2)
   std::uint64_t begun = 0, begun_before = 0;
@@ -416,10 +416,7 @@ class Replay {
       if (!repeats || w_.resident_epoch() != t.epoch || w_.pending_pops() != t.pops ||
           w_.last_queue() != t.last)
         t.steady = false;
-      for (std::size_t p = 0; p < DepTracker::kPairs; ++p)
-        if (deps_.covered(p) != t.ended[p] && deps_.covered(p) >= t.from &&
-            deps_.covered(p) < t.from + t.length)
-          same = false;
+      if (w_.pushed_since(t.ended, t.from, t.from + t.length)) same = false;
     }
     if (!same) t.armed = t.steady = false;
     if (!same || !ok() || !copy_loops_) return true;
@@ -519,10 +516,10 @@ class Replay {
     ++copied_;
     return ended(t);
   }
-  // An iteration's end: the pushes set so far, which a later call changing shows (`apart`).
+  // An iteration's end: the pushes set so far, after which a later call may set one on its
+  // words (`apart`).
   constexpr bool ended(LoopTape& t) {
-    if (t.apart)
-      for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.ended[p] = deps_.covered(p);
+    t.ended = w_.pushes();
     return true;
   }
 

@@ -281,6 +281,19 @@ class StreamWriter {
   // How many times the micro-op SRAM started over (full): the kernels resident before stay
   // where they are while it has not (a later LOAD UOP only adds entries after them).
   constexpr std::uint32_t resident_epoch() const { return resident_epoch_; }
+  // The push flags set on instructions already written (set_push, and dep_push on the last
+  // one): how many so far, and whether one of those set after the first `since` fell in
+  // [begin, end) (also, not knowing, when more than kPushRing were set since).
+  static constexpr std::uint32_t kPushRing = 8;
+  constexpr std::uint32_t pushes() const { return pushes_; }
+  constexpr bool pushed_since(std::uint32_t since, std::int64_t begin, std::int64_t end) const {
+    if (pushes_ - since > kPushRing) return true;  // (modulo 2^32, as the count)
+    for (std::uint32_t k = since; k != pushes_; ++k) {
+      const std::int64_t at = push_ring_[k % kPushRing];
+      if (at >= begin && at < end) return true;
+    }
+    return false;
+  }
 
   // VTADepPush: after the last instruction of `from`, a token for its neighbour `to`.
   constexpr bool dep_push(Queue from, Queue to) {
@@ -293,6 +306,7 @@ class StreamWriter {
       InsnWord& last = s_.insn(s_.insn_count() - 1);
       if (get_field(last, flag) == 0) {
         put_field(last, flag, 1);
+        note_push(s_.insn_count() - 1);
         return true;
       }
     }
@@ -313,6 +327,7 @@ class StreamWriter {
     const Queue from = module_of(word);
     if (!neighbours(from, to)) return fail_pair(from, to);
     put_field(word, push_flag(from, to), 1);
+    note_push(index);
     return true;
   }
 
@@ -408,6 +423,9 @@ class StreamWriter {
   static constexpr bool neighbours(Queue from, Queue to) {
     const int a = static_cast<int>(from), b = static_cast<int>(to);
     return a >= 1 && a <= 3 && b >= 1 && b <= 3 && (a - b == 1 || b - a == 1);
+  }
+  constexpr void note_push(std::size_t index) {
+    push_ring_[pushes_++ % kPushRing] = static_cast<std::uint32_t>(index);
   }
   constexpr bool fail_pair(Queue from, Queue to) {
     InsnFields none;
@@ -587,7 +605,9 @@ class StreamWriter {
   std::int64_t imm_lo_ = 0, imm_hi_ = -1;
   std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
   std::uint32_t uop_next_ = 0;
-  std::uint32_t resident_epoch_ = 0;  // the micro-op SRAM's restarts
+  std::uint32_t resident_epoch_ = 0;        // the micro-op SRAM's restarts
+  std::uint64_t pushes_ = 0;                // push flags set on written instructions (pushed_since)
+  std::int64_t push_ring_[kPushRing] = {};  // the instructions of the last kPushRing
   WrittenKernel last_kernel_{};
   WriterError error_{};
 };
