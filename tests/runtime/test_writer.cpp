@@ -88,10 +88,24 @@ class Model {
       if (next_ + n > depth_) {
         resident_.clear();
         next_ = 0;
+        uop_load_ = -1;
       }
-      rt::InsnFields l = transfer(Opcode::Load, MemId::Uop, next_, at, 1, n, n);
-      relocs.push_back(static_cast<std::uint32_t>(insns.size()));
-      append(l);
+      // the micro-ops that follow the last LOAD UOP's in DRAM and in the SRAM: loaded by it
+      const auto fits = [&](Field f, std::uint32_t v) {
+        return v < (1U << layout_.form(rt::Form::Mem)[static_cast<std::size_t>(f)].width);
+      };
+      rt::InsnFields* last = uop_load_ >= 0 ? &insns[static_cast<std::size_t>(uop_load_)] : nullptr;
+      if (last != nullptr && last->dram_base + last->x_size == at &&
+          last->sram_base + last->x_size == next_ && fits(Field::x_size, last->x_size + n) &&
+          fits(Field::x_stride, last->x_size + n)) {
+        last->x_size += n;
+        last->x_stride = last->x_size;
+      } else {
+        rt::InsnFields l = transfer(Opcode::Load, MemId::Uop, next_, at, 1, n, n);
+        relocs.push_back(static_cast<std::uint32_t>(insns.size()));
+        uop_load_ = static_cast<std::int64_t>(insns.size());
+        append(l);
+      }
       resident_[at] = next_;
       next_ += n;
     }
@@ -204,6 +218,7 @@ class Model {
   std::map<std::vector<std::uint32_t>, std::uint32_t> stored_;
   std::map<std::uint32_t, std::uint32_t> resident_;
   std::uint32_t next_ = 0;
+  std::int64_t uop_load_ = -1;  // the last LOAD UOP since the SRAM started over
 };
 
 // ---- random actions ----------------------------------------------------------------------
@@ -594,29 +609,38 @@ TEST_CASE("runtime writer: a kernel written again is its words again, reloaded o
   REQUIRE(w.again(first));  // resident: the GEMM alone
   REQUIRE(st->insn_count() == 3);
   CHECK(st->insn(1) == st->insn(2));
+  // K2 follows K1 in DRAM and in the SRAM: K1's LOAD loads it too
   REQUIRE(w.alu(nullptr, 0, k2.data(), k2.size(), rt::AluOp::Max, true, -3));
   REQUIRE(w.alu(nullptr, 0, k3.data(), k3.size(), rt::AluOp::Min, false, 0));
-  REQUIRE(st->insn_count() == 7);  // LOAD UOP, ALU, LOAD UOP, ALU
+  REQUIRE(st->insn_count() == 6);  // ALU, LOAD UOP, ALU
   const auto f = [&](std::size_t i) { return vta::decode(s.layout, st->insn(i)); };
-  CHECK(f(5).sram_base == 0);  // K3 loaded at 0: the SRAM started over
-  CHECK(f(6).uop_bgn == 0);
-  CHECK(f(6).uop_end == 30);
-  REQUIRE(w.again(first));  // evicted: loaded again (at 30), then the GEMM
-  REQUIRE(st->insn_count() == 9);
-  CHECK(f(7).opcode == Opcode::Load);
-  CHECK(f(7).memory_type == MemId::Uop);
-  CHECK(f(7).sram_base == 30);
-  CHECK(f(7).dram_base == 0);
-  CHECK(f(7).x_size == 2);
-  CHECK(f(8).uop_bgn == 30);
-  CHECK(f(8).uop_end == 32);
-  CHECK(f(8).iter_out == 5);
-  CHECK(f(8).dst_factor_out == 2);
-  CHECK(f(8).wgt_factor_out == 1);
+  CHECK(f(0).x_size == 102);
+  CHECK(f(0).x_stride == 102);
+  CHECK(f(3).uop_bgn == 2);
+  CHECK(f(3).uop_end == 102);
+  CHECK(f(4).sram_base == 0);  // K3 loaded at 0 by a LOAD of its own: the SRAM started over
+  CHECK(f(4).dram_base == 102);
+  CHECK(f(4).x_size == 30);
+  CHECK(f(5).uop_bgn == 0);
+  CHECK(f(5).uop_end == 30);
+  // evicted: loaded again (at 30, by a LOAD of its own: K1 is not after K3 in DRAM), then the
+  // GEMM
+  REQUIRE(w.again(first));
+  REQUIRE(st->insn_count() == 8);
+  CHECK(f(6).opcode == Opcode::Load);
+  CHECK(f(6).memory_type == MemId::Uop);
+  CHECK(f(6).sram_base == 30);
+  CHECK(f(6).dram_base == 0);
+  CHECK(f(6).x_size == 2);
+  CHECK(f(7).uop_bgn == 30);
+  CHECK(f(7).uop_end == 32);
+  CHECK(f(7).iter_out == 5);
+  CHECK(f(7).dst_factor_out == 2);
+  CHECK(f(7).wgt_factor_out == 1);
   // micro-ops stored once each: 2 + 100 + 30
   CHECK(st->uop_count() == 132);
   CHECK(std::vector<std::uint32_t>(st->relocs(), st->relocs() + st->reloc_count()) ==
-        std::vector<std::uint32_t>{0, 3, 5, 7});
+        std::vector<std::uint32_t>{0, 4, 6});
 }
 
 // ---- errors ---------------------------------------------------------------------------
@@ -893,14 +917,14 @@ TEST_CASE("runtime writer: full storage is a status, and the storage is not writ
     W w(l, 8192, g.st);
     const rt::UopOp k[3][1] = {{{1, 0, 0}}, {{2, 0, 0}}, {{3, 0, 0}}};
     REQUIRE(w.gemm(nullptr, 0, k[0], 1, false));
-    REQUIRE(w.gemm(nullptr, 0, k[1], 1, false));
+    REQUIRE(w.gemm(nullptr, 0, k[1], 1, false));  // loaded by k[0]'s LOAD UOP too
     CHECK_FALSE(w.gemm(nullptr, 0, k[2], 1, false));
-    check_error(w.error(), Status::KernelsFull, 4, Opcode::Gemm, Field::count, 0);
-    CHECK(g.st.insn_count() == 4);
-    CHECK(g.st.reloc_count() == 2);
+    check_error(w.error(), Status::KernelsFull, 3, Opcode::Gemm, Field::count, 0);
+    CHECK(g.st.insn_count() == 3);
+    CHECK(g.st.reloc_count() == 1);
     w.clear_error();
     REQUIRE(w.gemm(nullptr, 0, k[0], 1, false));  // known: no new entry
-    CHECK(g.st.insn_count() == 5);
+    CHECK(g.st.insn_count() == 4);
     CHECK(g.intact());
   }
 }

@@ -166,6 +166,10 @@ class StreamWriter {
     const int imm = layout().pos(Form::Alu, Field::imm).width;
     imm_hi_ = imm == 0 ? -1 : (std::int64_t{1} << (imm - 1)) - 1;
     imm_lo_ = imm == 0 ? 0 : -imm_hi_ - 1;
+    const int x = layout().pos(Form::Mem, Field::x_size).width,
+              stride = layout().pos(Form::Mem, Field::x_stride).width;
+    const int bits = x < stride ? x : stride;
+    uop_load_limit_ = bits >= 32 ? ~std::uint32_t{0} : (std::uint32_t{1} << bits) - 1;
   }
 
   constexpr bool ok() const { return error_.status == Status::Ok; }
@@ -580,18 +584,37 @@ class StreamWriter {
       s_.clear_resident();
       uop_next_ = 0;
       ++resident_epoch_;
+      uop_load_ = {};  // (its `sram` no entry)
     }
-    InsnWord load;
-    if (!mem_word(load, Opcode::Load, MemId::Uop, uop_next_, dram, 1, static_cast<std::int64_t>(n),
-                  static_cast<std::int64_t>(n)))
-      return false;
-    if (!append_word(load, Queue::Compute, Opcode::Load)) return false;
-    // the relocation after its instruction: a LOAD that found the storage full must leave no
-    // relocation behind (it would name an instruction past the storage)
-    if (!s_.push_reloc(static_cast<std::uint32_t>(s_.insn_count() - 1)))
-      return fail_field(Status::InsnsFull, Opcode::Load, Field::count, 0);
+    // the micro-ops that follow the last LOAD UOP's, in DRAM as in the SRAM: that LOAD loads
+    // them too (a kernel stored just after the one it loaded, most often), one instruction
+    // fewer; the entries it now fills were free since it, and nothing between reads them.
+    // (A storage that forgets its kernels, the host Builder's take(), stores the next at 0,
+    // which follows no LOAD's.)
+    const bool follows = uop_load_.dram + uop_load_.words == dram &&
+                         uop_load_.sram + uop_load_.words == uop_next_ &&
+                         uop_load_.words + n <= uop_load_limit_;
+    if (!follows) {
+      InsnWord load;
+      if (!mem_word(load, Opcode::Load, MemId::Uop, uop_next_, dram, 1,
+                    static_cast<std::int64_t>(n), static_cast<std::int64_t>(n)))
+        return false;
+      if (!append_word(load, Queue::Compute, Opcode::Load)) return false;
+      // the relocation after its instruction: a LOAD that found the storage full must leave no
+      // relocation behind (it would name an instruction past the storage)
+      if (!s_.push_reloc(static_cast<std::uint32_t>(s_.insn_count() - 1)))
+        return fail_field(Status::InsnsFull, Opcode::Load, Field::count, 0);
+      uop_load_ = {s_.insn_count() - 1, dram, uop_next_, 0};
+    }
     if (!s_.add_resident(dram, uop_next_))
       return fail_field(Status::KernelsFull, op, Field::count, 0);
+    uop_load_.words += static_cast<std::uint32_t>(n);
+    if (follows) {
+      const auto& t = layout().form(Form::Mem);
+      InsnWord& load = s_.insn(uop_load_.at);
+      set_field(load, t[static_cast<std::size_t>(Field::x_size)], uop_load_.words);
+      set_field(load, t[static_cast<std::size_t>(Field::x_stride)], uop_load_.words);
+    }
     begin = uop_next_;
     uop_next_ += static_cast<std::uint32_t>(n);
     return true;
@@ -603,11 +626,18 @@ class StreamWriter {
   Queue last_queue_ = Queue::Compute;        // the module of the last instruction written
   std::int64_t limit_[3][kFieldCount] = {};  // per form and field: the largest value (-1: none)
   std::int64_t imm_lo_ = 0, imm_hi_ = -1;
+  std::uint32_t uop_load_limit_ = 0;  // the most words one LOAD UOP's x_size and x_stride hold
   std::array<bool, 3> pending_pop_prev_{}, pending_pop_next_{};
   std::uint32_t uop_next_ = 0;
-  std::uint32_t resident_epoch_ = 0;        // the micro-op SRAM's restarts
-  std::uint64_t pushes_ = 0;                // push flags set on written instructions (pushed_since)
-  std::int64_t push_ring_[kPushRing] = {};  // the instructions of the last kPushRing
+  // the last LOAD UOP this epoch: its instruction, DRAM and SRAM offsets and words (none: an
+  // SRAM offset no entry has)
+  struct UopLoad {
+    std::size_t at = 0;
+    std::uint32_t dram = 0, sram = ~std::uint32_t{0}, words = 0;
+  } uop_load_;
+  std::uint32_t resident_epoch_ = 0;  // the micro-op SRAM's restarts
+  std::uint32_t pushes_ = 0;          // push flags set on written instructions (pushed_since)
+  std::uint32_t push_ring_[kPushRing] = {};  // the instructions of the last kPushRing
   WrittenKernel last_kernel_{};
   WriterError error_{};
 };
