@@ -15365,7 +15365,8 @@ class StreamWriter {
     // them too (a kernel stored just after the one it loaded, most often), one instruction
     // fewer; the entries it now fills were free since it, and nothing between reads them.
     // (A storage that forgets its kernels, the host Builder's take(), stores the next at 0,
-    // which follows no LOAD's.)
+    // which follows no LOAD's.) The SRAM compare holds for any LOAD of this epoch, uop_next_
+    // moving only here: what it tells is that there is one (a restart's sentinel fails it).
     const bool follows = uop_load_.dram + uop_load_.words == dram &&
                          uop_load_.sram + uop_load_.words == uop_next_ &&
                          uop_load_.words + n <= uop_load_limit_;

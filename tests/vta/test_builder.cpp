@@ -51,6 +51,36 @@ TEST_CASE("vta builder: kernels are stored once and loaded when not resident") {
   CHECK(b.stream().uop_relocs == std::vector<std::uint32_t>{0});
 }
 
+TEST_CASE("vta builder: a LOAD UOP widens only while x_size and x_stride hold its words") {
+  // the largest micro-op SRAM sram_base addresses, 2^16 entries, one more than a 16-bit x_size
+  // counts: kernels of 30,000, 30,000 and 5,536 micro-ops stored one after the other fill it;
+  // the second is loaded by the first's LOAD (60,000 words), the third by a LOAD of its own
+  // (65,536 words would not fit the field)
+  vta::Config c;
+  c.log_uop_buff_size = 2 + 16;
+  c.log_inp_buff_size = 4 + 4;  // 16 elements each: the wider micro-op fields still fit
+  c.log_wgt_buff_size = 4 + 8;  // the 128-bit GEMM and ALU instructions
+  c.log_acc_buff_size = 4 + 6;
+  vta::Builder b{c};
+  const int sizes[] = {30000, 30000, 5536};
+  std::vector<vta::UopKernel> k(3);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < sizes[i]; ++j) k[static_cast<std::size_t>(i)].push(i, 0, 0);
+  for (const auto& kernel : k) b.gemm(kernel);
+  const auto p = decoded(b);
+  REQUIRE(p.size() == 5);  // LOAD UOP, GEMM, GEMM, LOAD UOP, GEMM
+  CHECK(p[0].memory_type == vta::MemId::Uop);
+  CHECK(p[0].x_size == 60000);
+  CHECK(p[0].x_stride == 60000);
+  CHECK(p[2].uop_bgn == 30000);
+  CHECK(p[3].memory_type == vta::MemId::Uop);
+  CHECK(p[3].sram_base == 60000);
+  CHECK(p[3].dram_base == 60000);
+  CHECK(p[3].x_size == 5536);
+  CHECK(p[4].uop_bgn == 60000);
+  CHECK(p[4].uop_end == 65536);
+}
+
 TEST_CASE("vta builder: a full micro-op SRAM starts over and reloads what it dropped") {
   vta::Config c;
   c.log_uop_buff_size = 2 + 2;  // four micro-ops
