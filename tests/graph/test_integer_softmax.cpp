@@ -486,24 +486,24 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
             stream[i].opcode == vta::Opcode::Store && stream[i - 1].opcode == vta::Opcode::Store;
       CHECK(restored == (k == 2 ? 48u : 0u));
       // t = s * -multiplier, the exponent's first ALU pass, once a key in passes 2 and 3 (92
-      // with 9 fraction bits is 23 with 7: no shift of t follows it, and the only shift by 2 is
-      // the reciprocal's, once a block). As lowered, a causal pass
+      // with 9 fraction bits is 23 with 7: no shift of t follows it), and the reciprocal's
+      // quotient bits (a MAX with -1 each, 12 a block). As lowered, a causal pass
       // 2 computes each chunk a query sees whole (16 queries see 1, 2, 3 and 4 chunks), pass 3
       // every chunk; rewritten, both the keys a query sees alone (query p: p + 1 of them), the
       // rows after them filled, and pass 3 none in the kept first chunk (query p: p + 1 - 16 of
       // them where that is more than 0; a softmax that is not causal 48 keys).
-      std::size_t exponent_rows = 0, shifts_by_2 = 0;
+      std::size_t exponent_rows = 0, quotient_bits = 0;
       for (const auto& i : stream) {
         const auto micro_ops = std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
         if (i.opcode != vta::Opcode::Alu || !i.use_imm) continue;
         if (i.alu_opcode == runtime::AluOp::Add && i.imm == -32768) ++fills[k];
         if (i.alu_opcode == runtime::AluOp::Mul && i.imm == -23) exponent_rows += micro_ops;
-        if (i.alu_opcode == runtime::AluOp::Shr && i.imm == 2) shifts_by_2 += micro_ops;
+        if (i.alu_opcode == runtime::AluOp::Max && i.imm == -1) quotient_bits += micro_ops;
       }
       const std::size_t want_rows[] = {2 * 64 * 64, 16 * (1 + 2 + 3 + 4) * 16 + 64 * 64,
                                        64 * 65 / 2 + 48 * 49 / 2, 64 * 64 + 64 * 48};
       CHECK(exponent_rows == want_rows[k]);
-      CHECK(shifts_by_2 == 64);
+      CHECK(quotient_bits == 12 * 64);
     }
     // the chunks skipped: 96 of 256 in each pass, each tens of instructions
     CHECK(insns[1] + 96 * 20 < insns[0]);
@@ -535,27 +535,27 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
   small.log_acc_buff_size = 13;
   const vta::Env env(small);
   std::uint64_t seed = 900;
-  // 64 queries after no keys in chunks of 8 in 128 entries, 7 of them kept (keys 0 to 55): the
+  // 72 queries after no keys in chunks of 8 in 128 entries, 8 of the 9 kept (keys 0 to 63): the
   // exponent's first ALU pass (t = s * -23) runs once for each key a query sees in pass 2, and in
-  // pass 3 only for keys 56 on: 2,080 + 36 micro-ops (4,160 with no chunk kept)
-  const auto products = ne::var("products", 1, 64);
+  // pass 3 only for keys 64 on: 2,628 + 36 micro-ops (5,256 with no chunk kept)
+  const auto products = ne::var("products", 1, 72);
   const graph::IntegerSoftmaxShape shape{.products = products,
                                          .keys = products,
                                          .lanes = 16,
                                          .queries = products,
                                          .fixed = host::integer_exp_for(0.125)};
   const graph::IntegerSoftmaxKernel kernel(env, shape, 8, "sm");
-  REQUIRE(kernel.kept_chunks() == 7);
+  REQUIRE(kernel.kept_chunks() == 8);
   const auto prog = LaneGroupKernel::lower(env, kernel);
-  const ne::Binding bindings[] = {{"products", 64}};
+  const ne::Binding bindings[] = {{"products", 72}};
   vta::SimDevice dev(env.config);
-  auto a = te::NDArray::random(DType::int8(), {64, 64, 1, 1, 16}, 83);
-  te::NDArray r(DType::int8(), {64, 64, 1, 1, 16});
+  auto a = te::NDArray::random(DType::int8(), {72, 72, 1, 1, 16}, 83);
+  te::NDArray r(DType::int8(), {72, 72, 1, 1, 16});
   te::NDArray* arrays[] = {&a, &r};
   CHECK(prog.run(dev, arrays, bindings).result.finished);
-  te::NDArray want(DType::int8(), {64, 64, 1, 1, 16});
-  runtime::integer_softmax(a.data().data(), want.data().data(), 64, 64, 16,
-                           host::integer_exp_for(0.125), 64, false);
+  te::NDArray want(DType::int8(), {72, 72, 1, 1, 16});
+  runtime::integer_softmax(a.data().data(), want.data().data(), 72, 72, 16,
+                           host::integer_exp_for(0.125), 72, false);
   CHECK(r == want);
   const std::vector<std::uint64_t> phys{0x100000, 0x200000};
   std::size_t exponent_rows = 0;
@@ -563,7 +563,7 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
     if (i.opcode == vta::Opcode::Alu && i.use_imm && i.alu_opcode == runtime::AluOp::Mul &&
         i.imm == -23)
       exponent_rows += std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
-  CHECK(exponent_rows == 2080 + 36);
+  CHECK(exponent_rows == 2628 + 36);
   // the gallery's kernel (two queries of 8 heads a tile, chunks of 128 keys, 9 of 16 kept):
   // decode steps after 2,047 keys and at the last kept key (1,151 before) and the first past
   // them, prefills of 300 tokens after 1,000 and of 2,048 from the start (not under the
@@ -584,20 +584,20 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
             logical,
             {.axis = -2, .scale = 0.125, .causal = true, .queries = host::CausalQueries::Before}));
   }
-  // a constant key count of whole chunks, not causal: loaded with no fill, 7 of 8 chunks kept
+  // a constant key count of whole chunks, not causal: loaded with no fill, 8 of 9 chunks kept
   const graph::IntegerSoftmaxShape whole{
-      .products = 3, .keys = 64, .lanes = 32, .fixed = host::integer_exp_for(0.125)};
+      .products = 3, .keys = 72, .lanes = 32, .fixed = host::integer_exp_for(0.125)};
   const graph::IntegerSoftmaxKernel plain(env, whole, 8, "sm");
-  REQUIRE(plain.kept_chunks() == 7);
+  REQUIRE(plain.kept_chunks() == 8);
   vta::SimDevice plain_dev(env.config);
-  auto b = te::NDArray::random(DType::int8(), {3, 64, 2, 1, 16}, 84);
-  te::NDArray y(DType::int8(), {3, 64, 2, 1, 16});
+  auto b = te::NDArray::random(DType::int8(), {3, 72, 2, 1, 16}, 84);
+  te::NDArray y(DType::int8(), {3, 72, 2, 1, 16});
   te::NDArray* plain_arrays[] = {&b, &y};
   CHECK(LaneGroupKernel::lower(env, plain)
             .run(plain_dev, plain_arrays, std::span<const ne::Binding>{})
             .result.finished);
-  te::NDArray plain_want(DType::int8(), {3, 64, 2, 1, 16});
-  runtime::integer_softmax(b.data().data(), plain_want.data().data(), 3, 64, 32,
+  te::NDArray plain_want(DType::int8(), {3, 72, 2, 1, 16});
+  runtime::integer_softmax(b.data().data(), plain_want.data().data(), 3, 72, 32,
                            host::integer_exp_for(0.125), 0, false);
   CHECK(y == plain_want);
 }
@@ -783,8 +783,8 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
         CHECK(graph::footprint(env, shape, chunk).acc == peak);
       }
   // the default chunk for 2048 keys, not causal: 64, whose chunk buffers leave room for 26 of
-  // the 32 chunks' exponentials kept (128 keeps 10 of 16, 256 2 of 8; 512 keys would need 2,590
-  // entries), also the fastest on the cycle model (188,201 cycles; 128: 192,243; 256: 217,405).
+  // the 32 chunks' exponentials kept (128 keeps 10 of 16, 256 2 of 8; 512 keys would need 2,579
+  // entries), also the fastest on the cycle model (173,912 cycles; 128: 182,441; 256: 209,810).
   const graph::IntegerSoftmaxShape wide{.products = 1, .keys = 2048, .lanes = 16};
   const auto space = graph::knob_space(env, wide);
   CHECK(graph::Chooser().choose({}, space).values == std::vector<std::int64_t>{64});
@@ -800,7 +800,7 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
           std::vector<std::int64_t>{chosen});
   }
   CHECK(*space.check(std::vector<std::int64_t>{512}) ==
-        "a chunk of 512 keys needs 2590 accumulator entries for its passes' buffers, it has 2048");
+        "a chunk of 512 keys needs 2579 accumulator entries for its passes' buffers, it has 2048");
   CHECK(*space.check(std::vector<std::int64_t>{24}) ==
         "a chunk of 24 keys is not a power of two of at least 2");
   CHECK_THROWS_WITH_AS(graph::IntegerSoftmaxKernel(
@@ -817,26 +817,27 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
   // exponent t0, t, z, z_down, r, r_copy, v0, v1, v2, v (10); the exponential z1, e1, z2a, z2b,
   // z2, e (6) or the int8 one z1, e1, e2, e8 (4); the probability e_hi, e_hi_up, e_lo, e_r, y0,
   // y1, y (7) or, of an int8 exponential, e_r, y0, y (3). A block: the exponent's max_t, z_offset,
-  // bias, top (4); the reciprocal's neg_sum, rem, q (3), 12 quotient bits of 7 stages and 11
-  // remainders of 4 (131) and its halves (4); a normalization's floor of the sum (1). A
-  // reduction over k keys: k - 1.
+  // bias, top (4); the reciprocal's neg_sum, partial remainder and q (3), 12 quotient bits of
+  // 4 stages (the difference, its sign as 0 or -1 in two, q) and 11 of 4 more (q shifted, the
+  // sum added back, the remainder shifted), the ones added to q (96), and its halves (4); a
+  // normalization's floor of the sum (1). A reduction over k keys: k - 1.
   const auto fixed = host::integer_exp_for(0.125);
   REQUIRE(graph::fewest_fraction_bits(fixed).frac_bits == 7);
   for (const std::int64_t k : {1, 2, 64, 1000}) {
     CAPTURE(k);
     const auto whole = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, fixed, k);
-    CHECK(whole.alu_uops == 23 * k + 2 * (k - 1) + 139);
+    CHECK(whole.alu_uops == 23 * k + 2 * (k - 1) + 104);
     CHECK(whole.acc_load_bytes == 16 * k);
     CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Exp, fixed, k).alu_uops ==
           14 * k + (k - 1) + 4);
     CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, k).alu_uops ==
-          3 * k + (k - 1) + 132);
+          3 * k + (k - 1) + 97);
   }
   // a multiplier with fraction bits left past 7 shifts t first: one stage more a key
   const auto odd = host::integer_exp_for(0.3);
   REQUIRE(graph::fewest_fraction_bits(odd).frac_bits > 7);
   CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, odd, 10).alu_uops ==
-        24 * 10 + 2 * 9 + 139);
+        24 * 10 + 2 * 9 + 104);
   CHECK_THROWS_WITH_AS(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, fixed, 0),
                        "softmax_floor: a block of 0 keys; it needs 1 at least", dlavm::ValueError);
 
@@ -995,9 +996,9 @@ TEST_CASE("integer softmax placement: what stays on the host says why") {
   CHECK(note_of(h, graph::integer_softmax(h, {.axis = -2})) ==
         "the VTA integer_softmax strategy needs a constant lane count (the last dim); input 0 "
         "(%h) dim 2 is `heads`");
-  // an accumulator of 32 entries: no chunk fits; the reason is the nearest chunk's
+  // an accumulator of 16 entries: no chunk fits; the reason is the nearest chunk's
   vta::Config small;
-  small.log_acc_buff_size = 11;
+  small.log_acc_buff_size = 10;
   const graph::Target tiny{.env = vta::Env(small)};
   const auto few =
       graph::infer_type(graph::function({s}, {graph::integer_softmax(s, {.axis = -2})}), tiny)
@@ -1005,8 +1006,8 @@ TEST_CASE("integer softmax placement: what stays on the host says why") {
           ->groups;
   REQUIRE(few.size() == 1);
   CHECK(few[0].note ==
-        "no chunk of keys fits: a chunk of 2 keys needs 40 accumulator entries for its passes' "
-        "buffers, it has 32");
+        "no chunk of keys fits: a chunk of 2 keys needs 29 accumulator entries for its passes' "
+        "buffers, it has 16");
 }
 
 TEST_CASE("integer softmax placement: immediate steps after it join its kernel, operands do not") {

@@ -261,31 +261,35 @@ inline BlockTensor exponential8_stages(SoftmaxStageWriter& w, const BlockTensor&
   return w.block("e8", [&](V k, V l) { return e2(k, l) >> c(14); });
 }
 
-// R = floor(127 * 2^shift / sum) of every row (at most 12 bits: the sum at least 2^(shift - 5)):
-// one quotient bit at a time from bit 11, bit = (rem >> b) >= sum, then rem -= (sum * bit) << b
-// (sum << b fits only where the bit is 1).
+// R = floor(D / sum), D = 127 * 2^shift, of every row (at most 12 bits: the sum at least
+// 2^(shift - 5)), one quotient bit at a time from bit 11 by restoring division on the partial
+// remainder P = floor(rem / 2^b) (rem the remainder of D after the bits above b), which stays
+// below 2^30 where rem << b would not: t = P - sum; the bit is t >= 0, as m = max(min(t, 0), -1)
+// (0 or -1, the bit minus 1: two ALU immediates, where a shift by 31 would take three); the
+// next P = 2 * (t + sum where m is -1), bit b - 1 of D being 0 (shift >= 11, as both callers
+// pass). R = sum of m_b * 2^b + 2^12 - 1. Ten ALU instructions a bit, two of them the copy m
+// starts from (fifteen when each bit shifted the remainder and the sum anew).
 inline BlockTensor reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& sum,
                                      std::int64_t shift) {
   const auto c = SoftmaxStageWriter::c;
+  constexpr std::int64_t top = 11;
+  const std::int64_t dividend = std::int64_t{127} << shift;  // (shift >= top)
   const auto neg_sum = w.row("neg_sum", [&](V l) { return sum(0, l) * c(-1); });
-  auto rem = w.row("rem", [&](V) { return c(std::int64_t{127} << shift); });
+  auto partial = w.row("rem", [&](V) { return c(dividend >> top); });
   auto q = w.row("q", [&](V) { return c(0); });
-  for (std::int64_t b = 11; b >= 0; --b) {
+  for (std::int64_t b = top; b >= 0; --b) {
     const auto tag = [&](const char* what) { return fmt::format("{}{}", what, b); };
-    const auto a = w.row(tag("cmp"), [&](V l) { return rem(0, l) >> c(b); });
-    const auto d = w.row(tag("diff"), [&](V l) { return a(0, l) + neg_sum(0, l); });
-    const auto d1 = w.row(tag("diff1"), [&](V l) { return d(0, l) + c(1); });
-    const auto d2 = w.row(tag("pos"), [&](V l) { return te::max(d1(0, l), c(0)); });
-    const auto bit = w.row(tag("bit"), [&](V l) { return te::min(d2(0, l), c(1)); });
-    const auto q2 = w.row(tag("q2_"), [&](V l) { return q(0, l) << c(1); });
-    q = w.row(tag("q"), [&](V l) { return q2(0, l) + bit(0, l); });
+    const auto t = w.row(tag("diff"), [&](V l) { return partial(0, l) + neg_sum(0, l); });
+    const auto lo = w.row(tag("neg"), [&](V l) { return te::min(t(0, l), c(0)); });
+    const auto m = w.row(tag("bit"), [&](V l) { return te::max(lo(0, l), c(-1)); });
+    if (b < top) q = w.row(tag("q2_"), [&](V l) { return q(0, l) << c(1); });
+    q = w.row(tag("q"), [&](V l) { return q(0, l) + m(0, l); });
     if (b == 0) break;  // the last remainder is not needed
-    const auto u = w.row(tag("take"), [&](V l) { return sum(0, l) * bit(0, l); });
-    const auto u2 = w.row(tag("take_up"), [&](V l) { return u(0, l) << c(b); });
-    const auto u3 = w.row(tag("take_neg"), [&](V l) { return u2(0, l) * c(-1); });
-    rem = w.row(tag("rem"), [&](V l) { return rem(0, l) + u3(0, l); });
+    const auto u = w.row(tag("back"), [&](V l) { return m(0, l) * neg_sum(0, l); });
+    const auto rest = w.row(tag("rest"), [&](V l) { return t(0, l) + u(0, l); });
+    partial = w.row(tag("rem"), [&](V l) { return rest(0, l) << c(1); });
   }
-  return q;
+  return w.row("reciprocal", [&](V l) { return q(0, l) + c((std::int64_t{1} << (top + 1)) - 1); });
 }
 
 // R's two 6-bit halves (high, low), each a multiplier VTA's ALU takes.
@@ -1394,23 +1398,23 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxSh
 namespace detail {
 
 inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
-  // A block's rows, live through its three passes: the 30 one-entry rows the storage pass keeps
+  // A block's rows, live through its three passes: the 19 one-entry rows the storage pass keeps
   // of the max, the exponent's rows, the sum and the division (the max and the sum running
   // rows, updated a chunk at a time). Inside, the largest pass is the third: the load and four
   // more chunk buffers (the others computed in place, tir::reuse_inplace). Lane
   // masks: the mask rows' chunk buffer beside the load. The exponentials alone: three rows of
-  // the block and three chunk buffers in pass 3; the normalization: the division's 25 rows
+  // the block and three chunk buffers in pass 3; the normalization: the division's 14 rows
   // and two chunk buffers (measured from the lowering, tests/graph).
   SramFootprint f;
   switch (shape.part) {
     case IntegerSoftmaxPart::Whole:
-      f.acc = 30 + 5 * chunk;
+      f.acc = 19 + 5 * chunk;
       break;
     case IntegerSoftmaxPart::Exp:
       f.acc = 3 + 3 * chunk;
       break;
     case IntegerSoftmaxPart::Normalize:
-      f.acc = 25 + 2 * chunk;
+      f.acc = 14 + 2 * chunk;
       break;
   }
   if (detail::softmax_lane_masks(shape)) f.acc += chunk;
