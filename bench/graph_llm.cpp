@@ -206,6 +206,33 @@ BENCHMARK(BM_DecodeStepLlmLayer)
     ->ArgNames({"last_token", "integer_softmax"})
     ->Unit(benchmark::kMillisecond);
 
+// A decode step's append of one position to a KV cache of the gallery's layer, [1, 8, positions,
+// 64] int8 packed in 16 x 16 tiles, held at 2,040 positions: range 0 the keys (positions along a
+// tile's rows, the 64 dims along its columns: runs of 16 bytes), 1 the values (positions along
+// the columns: each position a byte every 16). Not committed, so every iteration writes the same
+// position; take_written's ranges are what the executor then copies to the device.
+void BM_AppendKvCache(benchmark::State& state) {
+  const bool values = state.range(0) == 1;
+  graph::AppendedState held(
+      dlavm::DType::int8(), {1, 8, 0, 64}, 2,
+      values ? std::vector<std::int64_t>{0, 1, 2, 3} : std::vector<std::int64_t>{0, 1, 3, 2},
+      {graph::Layout::Kind::MatmulWeight, 16, 16}, values ? "v" : "k");
+  held.reserve(2048);
+  held.assign(te::NDArray::random(dlavm::DType::int8(), {1, 8, 2040, 64}, 1));
+  held.take_written();
+  const auto row = te::NDArray::random(dlavm::DType::int8(), {1, 8, 1, 64}, 2);
+  const auto bytes = vta::dram_bytes(row);
+  const std::int64_t shape[] = {1, 8, 1, 64};
+  std::size_t ranges = 0;
+  for (auto _ : state) {
+    held.append(bytes, shape);
+    ranges = held.take_written().size();
+    benchmark::DoNotOptimize(ranges);
+  }
+  state.counters["ranges"] = static_cast<double>(ranges);
+}
+BENCHMARK(BM_AppendKvCache)->Arg(0)->Arg(1)->ArgName("values")->Unit(benchmark::kMicrosecond);
+
 // 16 decode steps in a row from 2,031 cached positions to 2,047, as generation runs them (the
 // cache set outside the timing before the first): the host steps' share of their wall time,
 // where BM_DecodeStepLlmLayer, which sets the cache before every step, has each step's KV

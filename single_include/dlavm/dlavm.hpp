@@ -3906,9 +3906,12 @@ inline void lay_out_packed(std::uint8_t* bytes, const PackedStateShape& s, std::
   }
 }
 
-// Calls f(state index, packed byte offset) for every element of the state's positions
-// [from, to) along its growing dim, in row-major order of those positions, in the layout for
-// `laid` positions.
+// Calls f(packed byte offset, n, stride) for every run of the state's positions [from, to)
+// along its growing dim, in row-major order of those positions, in the layout for `laid`
+// positions: n elements consecutive along the state's innermost dim that lie in one tile,
+// `stride` bytes apart from the offset (the width where that dim runs along a tile's row: one
+// block). A decode step's append of a KV cache is then a few dozen runs, not an element at a
+// time.
 template <class F>
 void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t from,
                      std::int64_t to, F&& f) {
@@ -3926,8 +3929,8 @@ void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t 
   }
   // the offset separates by dim: a product's tiles, then the tile of row n and column k and
   // the place in it. Each dim keeps its index as (tile, place in the tile), stepped without a
-  // division (the innermost dim steps every element); its part of the offset is
-  // tile * tile_step[k] + place * place_step[k].
+  // division; its part of the offset is tile * tile_step[k] + place * place_step[k]. The
+  // innermost dim steps a run at a time, to the end of its tile or of its extent.
   const std::int64_t n_dim = s.perm[s.rank - 1], k_dim = s.perm[s.rank - 2];
   std::int64_t span[8] = {}, tile_step[8] = {}, place_step[8] = {}, tile_at[8] = {}, place[8] = {};
   for (std::int64_t k = 0; k < s.rank; ++k) {
@@ -3946,9 +3949,24 @@ void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t 
     start(k);
     offset += part[k];
   }
+  const std::int64_t last = s.rank - 1;
   for (;;) {
-    f(static_cast<const std::int64_t*>(at), offset);
-    std::int64_t k = s.rank;
+    for (;;) {  // the innermost dim's runs
+      const std::int64_t left = extent[last] - index[last], room = span[last] - place[last];
+      const std::int64_t n = left < room ? left : room;
+      f(offset, n, place_step[last]);
+      if (n == left) break;
+      index[last] += n;
+      offset -= part[last];
+      place[last] = 0;
+      part[last] = ++tile_at[last] * tile_step[last];
+      offset += part[last];
+    }
+    offset -= part[last];
+    index[last] = 0;
+    start(last);
+    offset += part[last];
+    std::int64_t k = last;
     while (k-- > 0) {
       offset -= part[k];
       if (++index[k] == extent[k]) {
@@ -3980,17 +3998,18 @@ inline std::int64_t packed_state_bytes(const PackedStateShape& s, std::int64_t l
 
 // append_packed's default listener: nothing to follow.
 struct NoWrites {
-  constexpr void operator()(std::int64_t, std::int64_t) const {}
+  constexpr void operator()(std::int64_t, std::int64_t, std::int64_t) const {}
 };
 
 // Writes `count` positions (`rows`: the state's shape with `count` along its growing dim,
 // row-major, `width` bytes each) after the held[0] positions, the tiles laid out for held[0] +
 // count first (the buffer must hold packed_state_bytes of that many); then held[1] and held[2]
 // are held[0] + count, and the caller advances held[0] once the run has succeeded.
-// `wrote(offset, bytes)` hears of every element written in place (a copy of the bytes kept
-// elsewhere follows them with those); moving the held tiles, when the new positions need another
-// tile, is not reported: the caller sees it in the size (packed_state_bytes of held[1] before
-// and of the new length after).
+// `wrote(offset, n, stride)` hears of every run of elements written in place, n of `width`
+// bytes, `stride` bytes apart from `offset` (a copy of the bytes kept elsewhere follows them
+// with those); moving the held tiles, when the new positions need another tile, is not
+// reported: the caller sees it in the size (packed_state_bytes of held[1] before and of the new
+// length after).
 template <class Wrote = NoWrites>
 inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::int64_t count,
                           std::int64_t* held, const PackedStateShape& s, Wrote&& wrote = {}) {
@@ -4002,18 +4021,29 @@ inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::i
       detail::packed_dim(s, s.perm[s.rank - 1] == s.axis ? s.rank - 1 : s.rank - 2, length);
   const std::int64_t tiles = s.perm[s.rank - 1] == s.axis ? s.rows : s.cols;
   const std::int64_t end = (extent + tiles - 1) / tiles * tiles;
+  const auto width = static_cast<std::size_t>(s.width);
   detail::for_each_packed(s, length, length, held[2] < end ? held[2] : end,
-                          [&](const std::int64_t*, std::int64_t at) {
-                            std::memset(packed + at, 0, static_cast<std::size_t>(s.width));
-                            wrote(at, s.width);
+                          [&](std::int64_t at, std::int64_t n, std::int64_t stride) {
+                            for (std::int64_t j = 0; j < n; ++j)
+                              std::memset(packed + at + j * stride, 0, width);
+                            wrote(at, n, stride);
                           });
   held[2] = length;
-  std::int64_t i = 0;
-  detail::for_each_packed(s, length, held[0], length, [&](const std::int64_t*, std::int64_t at) {
-    std::memcpy(packed + at, rows + i * s.width, static_cast<std::size_t>(s.width));
-    wrote(at, s.width);
-    ++i;
-  });
+  const std::uint8_t* from = rows;
+  detail::for_each_packed(s, length, held[0], length,
+                          [&](std::int64_t at, std::int64_t n, std::int64_t stride) {
+                            if (stride == s.width) {
+                              std::memcpy(packed + at, from, static_cast<std::size_t>(n) * width);
+                            } else if (s.width == 1) {  // (int8: a store, not a call, a byte)
+                              for (std::int64_t j = 0; j < n; ++j)
+                                packed[at + j * stride] = from[j];
+                            } else {
+                              for (std::int64_t j = 0; j < n; ++j)
+                                std::memcpy(packed + at + j * stride, from + j * s.width, width);
+                            }
+                            from += n * s.width;
+                            wrote(at, n, stride);
+                          });
 }
 
 namespace detail {
@@ -45174,20 +45204,31 @@ DLAVM_INLINE void AppendedState::append(std::span<const std::uint8_t> data,
   // tiles move
   if (need != bytes_.size()) written_all_ = true;
   if (bytes_.size() < need) bytes_.resize(need);
-  runtime::append_packed(
-      bytes_.data(), data.data(), count, held_, packed_, [this](std::int64_t at, std::int64_t n) {
-        if (written_all_) return;
-        const auto offset = static_cast<std::size_t>(at);
-        const std::size_t end =
-            written_.empty() ? 0 : written_.back().offset + written_.back().size;
-        if (!written_.empty() && offset >= end && offset - end <= kMergeGap) {
-          written_.back().size = offset + static_cast<std::size_t>(n) - written_.back().offset;
-        } else if (written_.size() < kMaxWrittenRanges) {
-          written_.push_back({offset, static_cast<std::size_t>(n)});
-        } else {
-          written_all_ = true;  // a copy of everything is cheaper by then
-        }
-      });
+  const auto width = static_cast<std::size_t>(packed_.width);
+  // a run's elements as ranges: one over the run where its gaps are at most kMergeGap bytes,
+  // else one an element (each merged with the range before where they meet or lie close)
+  const auto note = [this](std::size_t offset, std::size_t size) {
+    const std::size_t end = written_.empty() ? 0 : written_.back().offset + written_.back().size;
+    if (!written_.empty() && offset >= end && offset - end <= kMergeGap) {
+      written_.back().size = offset + size - written_.back().offset;
+    } else if (written_.size() < kMaxWrittenRanges) {
+      written_.push_back({offset, size});
+    } else {
+      written_all_ = true;  // a copy of everything is cheaper by then
+    }
+  };
+  runtime::append_packed(bytes_.data(), data.data(), count, held_, packed_,
+                         [&](std::int64_t at, std::int64_t n, std::int64_t stride) {
+                           if (written_all_) return;
+                           const auto offset = static_cast<std::size_t>(at);
+                           const auto step = static_cast<std::size_t>(stride);
+                           if (n == 1 || step - width <= kMergeGap) {
+                             note(offset, static_cast<std::size_t>(n - 1) * step + width);
+                             return;
+                           }
+                           for (std::int64_t j = 0; j < n && !written_all_; ++j)
+                             note(offset + static_cast<std::size_t>(j) * step, width);
+                         });
   bytes_.resize(need);
   pending_ = held_[0] + count;
 }
@@ -45215,11 +45256,13 @@ DLAVM_INLINE te::NDArray AppendedState::logical() const {
   auto data = out.data();
   std::size_t i = 0;
   runtime::detail::for_each_packed(
-      packed_, held_[1], 0, held_[0], [&](const std::int64_t*, std::int64_t at) {
-        std::uint64_t v = 0;
-        for (std::int64_t b = 0; b < packed_.width; ++b)
-          v |= std::uint64_t{bytes_[static_cast<std::size_t>(at + b)]} << (8 * b);
-        data[i++] = dtype_.wrap(static_cast<std::int64_t>(v));
+      packed_, held_[1], 0, held_[0], [&](std::int64_t at, std::int64_t n, std::int64_t stride) {
+        for (std::int64_t j = 0; j < n; ++j, at += stride) {
+          std::uint64_t v = 0;
+          for (std::int64_t b = 0; b < packed_.width; ++b)
+            v |= std::uint64_t{bytes_[static_cast<std::size_t>(at + b)]} << (8 * b);
+          data[i++] = dtype_.wrap(static_cast<std::int64_t>(v));
+        }
       });
   return out;
 }
@@ -45918,6 +45961,9 @@ class Executor {
   std::shared_ptr<const Module> module_;
   vta::Device* dev_;
   std::unique_ptr<Resident> resident_;
+  // The module's symbolic dims by name, sorted: what a run's bindings may name (collected once;
+  // a decode step's check of them was 3% of its time)
+  std::vector<std::string> dim_names_;
   // The module's relayout chains, and each step's (SIZE_MAX: none)
   std::vector<RelayoutChain> chains_;
   std::vector<std::size_t> chain_of_;
@@ -46441,18 +46487,14 @@ class Executor::Run {
   // Every symbolic dim of the inputs is bound, once and within its range, and every binding
   // names a symbolic dim of the module.
   void check_bindings() const {
-    std::set<std::string, std::less<>> dims;
-    for (const auto& v : m_.values())
-      for (const auto* shape : {&v.shape, &v.logical})
-        for (const auto& d : *shape)
-          for (const auto& var : ne::free_vars(d)) dims.insert(var.as<ne::VarNode>()->name);
+    const std::vector<std::string>& dims = e_.dim_names_;
     for (std::size_t i = 0; i < bindings_.size(); ++i) {
       const auto& b = bindings_[i];
       for (std::size_t j = 0; j < i; ++j)
         if (bindings_[j].name == b.name)
           raise<ValueError>("module '{}': symbolic dim '{}' is bound twice ({} and {})", m_.name(),
                             b.name, bindings_[j].value, b.value);
-      if (!dims.contains(b.name))
+      if (!std::binary_search(dims.begin(), dims.end(), b.name, std::less<>{}))
         raise<ValueError>("module '{}': '{}' is no symbolic dim of the module ({})", m_.name(),
                           b.name,
                           dims.empty() ? std::string("it has none")
@@ -46748,6 +46790,12 @@ DLAVM_INLINE Executor::Executor(std::shared_ptr<const Module> module, vta::Devic
         m.name(), env.batch, env.block_in, env.block_out, dev.config().batch(),
         dev.config().block_in(), dev.config().block_out());
   resident_ = std::make_unique<Resident>(m, dev);
+  std::set<std::string, std::less<>> dims;
+  for (const auto& v : m.values())
+    for (const auto* shape : {&v.shape, &v.logical})
+      for (const auto& d : *shape)
+        for (const auto& var : ne::free_vars(d)) dims.insert(var.as<ne::VarNode>()->name);
+  dim_names_.assign(dims.begin(), dims.end());
   chains_ = relayout_chains(m);
   chain_of_.assign(m.steps().size(), detail::kNoChain);
   for (std::size_t c = 0; c < chains_.size(); ++c) {

@@ -82,20 +82,31 @@ DLAVM_INLINE void AppendedState::append(std::span<const std::uint8_t> data,
   // tiles move
   if (need != bytes_.size()) written_all_ = true;
   if (bytes_.size() < need) bytes_.resize(need);
-  runtime::append_packed(
-      bytes_.data(), data.data(), count, held_, packed_, [this](std::int64_t at, std::int64_t n) {
-        if (written_all_) return;
-        const auto offset = static_cast<std::size_t>(at);
-        const std::size_t end =
-            written_.empty() ? 0 : written_.back().offset + written_.back().size;
-        if (!written_.empty() && offset >= end && offset - end <= kMergeGap) {
-          written_.back().size = offset + static_cast<std::size_t>(n) - written_.back().offset;
-        } else if (written_.size() < kMaxWrittenRanges) {
-          written_.push_back({offset, static_cast<std::size_t>(n)});
-        } else {
-          written_all_ = true;  // a copy of everything is cheaper by then
-        }
-      });
+  const auto width = static_cast<std::size_t>(packed_.width);
+  // a run's elements as ranges: one over the run where its gaps are at most kMergeGap bytes,
+  // else one an element (each merged with the range before where they meet or lie close)
+  const auto note = [this](std::size_t offset, std::size_t size) {
+    const std::size_t end = written_.empty() ? 0 : written_.back().offset + written_.back().size;
+    if (!written_.empty() && offset >= end && offset - end <= kMergeGap) {
+      written_.back().size = offset + size - written_.back().offset;
+    } else if (written_.size() < kMaxWrittenRanges) {
+      written_.push_back({offset, size});
+    } else {
+      written_all_ = true;  // a copy of everything is cheaper by then
+    }
+  };
+  runtime::append_packed(bytes_.data(), data.data(), count, held_, packed_,
+                         [&](std::int64_t at, std::int64_t n, std::int64_t stride) {
+                           if (written_all_) return;
+                           const auto offset = static_cast<std::size_t>(at);
+                           const auto step = static_cast<std::size_t>(stride);
+                           if (n == 1 || step - width <= kMergeGap) {
+                             note(offset, static_cast<std::size_t>(n - 1) * step + width);
+                             return;
+                           }
+                           for (std::int64_t j = 0; j < n && !written_all_; ++j)
+                             note(offset + static_cast<std::size_t>(j) * step, width);
+                         });
   bytes_.resize(need);
   pending_ = held_[0] + count;
 }
@@ -123,11 +134,13 @@ DLAVM_INLINE te::NDArray AppendedState::logical() const {
   auto data = out.data();
   std::size_t i = 0;
   runtime::detail::for_each_packed(
-      packed_, held_[1], 0, held_[0], [&](const std::int64_t*, std::int64_t at) {
-        std::uint64_t v = 0;
-        for (std::int64_t b = 0; b < packed_.width; ++b)
-          v |= std::uint64_t{bytes_[static_cast<std::size_t>(at + b)]} << (8 * b);
-        data[i++] = dtype_.wrap(static_cast<std::int64_t>(v));
+      packed_, held_[1], 0, held_[0], [&](std::int64_t at, std::int64_t n, std::int64_t stride) {
+        for (std::int64_t j = 0; j < n; ++j, at += stride) {
+          std::uint64_t v = 0;
+          for (std::int64_t b = 0; b < packed_.width; ++b)
+            v |= std::uint64_t{bytes_[static_cast<std::size_t>(at + b)]} << (8 * b);
+          data[i++] = dtype_.wrap(static_cast<std::int64_t>(v));
+        }
       });
   return out;
 }

@@ -237,18 +237,14 @@ class Executor::Run {
   // Every symbolic dim of the inputs is bound, once and within its range, and every binding
   // names a symbolic dim of the module.
   void check_bindings() const {
-    std::set<std::string, std::less<>> dims;
-    for (const auto& v : m_.values())
-      for (const auto* shape : {&v.shape, &v.logical})
-        for (const auto& d : *shape)
-          for (const auto& var : ne::free_vars(d)) dims.insert(var.as<ne::VarNode>()->name);
+    const std::vector<std::string>& dims = e_.dim_names_;
     for (std::size_t i = 0; i < bindings_.size(); ++i) {
       const auto& b = bindings_[i];
       for (std::size_t j = 0; j < i; ++j)
         if (bindings_[j].name == b.name)
           raise<ValueError>("module '{}': symbolic dim '{}' is bound twice ({} and {})", m_.name(),
                             b.name, bindings_[j].value, b.value);
-      if (!dims.contains(b.name))
+      if (!std::binary_search(dims.begin(), dims.end(), b.name, std::less<>{}))
         raise<ValueError>("module '{}': '{}' is no symbolic dim of the module ({})", m_.name(),
                           b.name,
                           dims.empty() ? std::string("it has none")
@@ -544,6 +540,12 @@ DLAVM_INLINE Executor::Executor(std::shared_ptr<const Module> module, vta::Devic
         m.name(), env.batch, env.block_in, env.block_out, dev.config().batch(),
         dev.config().block_in(), dev.config().block_out());
   resident_ = std::make_unique<Resident>(m, dev);
+  std::set<std::string, std::less<>> dims;
+  for (const auto& v : m.values())
+    for (const auto* shape : {&v.shape, &v.logical})
+      for (const auto& d : *shape)
+        for (const auto& var : ne::free_vars(d)) dims.insert(var.as<ne::VarNode>()->name);
+  dim_names_.assign(dims.begin(), dims.end());
   chains_ = relayout_chains(m);
   chain_of_.assign(m.steps().size(), detail::kNoChain);
   for (std::size_t c = 0; c < chains_.size(); ++c) {

@@ -168,6 +168,9 @@ class Executor {
   std::shared_ptr<const Module> module_;
   vta::Device* dev_;
   std::unique_ptr<Resident> resident_;
+  // The module's symbolic dims by name, sorted: what a run's bindings may name (collected once;
+  // a decode step's check of them was 3% of its time)
+  std::vector<std::string> dim_names_;
   // The module's relayout chains, and each step's (SIZE_MAX: none)
   std::vector<RelayoutChain> chains_;
   std::vector<std::size_t> chain_of_;

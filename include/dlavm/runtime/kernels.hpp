@@ -258,9 +258,12 @@ inline void lay_out_packed(std::uint8_t* bytes, const PackedStateShape& s, std::
   }
 }
 
-// Calls f(state index, packed byte offset) for every element of the state's positions
-// [from, to) along its growing dim, in row-major order of those positions, in the layout for
-// `laid` positions.
+// Calls f(packed byte offset, n, stride) for every run of the state's positions [from, to)
+// along its growing dim, in row-major order of those positions, in the layout for `laid`
+// positions: n elements consecutive along the state's innermost dim that lie in one tile,
+// `stride` bytes apart from the offset (the width where that dim runs along a tile's row: one
+// block). A decode step's append of a KV cache is then a few dozen runs, not an element at a
+// time.
 template <class F>
 void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t from,
                      std::int64_t to, F&& f) {
@@ -278,8 +281,8 @@ void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t 
   }
   // the offset separates by dim: a product's tiles, then the tile of row n and column k and
   // the place in it. Each dim keeps its index as (tile, place in the tile), stepped without a
-  // division (the innermost dim steps every element); its part of the offset is
-  // tile * tile_step[k] + place * place_step[k].
+  // division; its part of the offset is tile * tile_step[k] + place * place_step[k]. The
+  // innermost dim steps a run at a time, to the end of its tile or of its extent.
   const std::int64_t n_dim = s.perm[s.rank - 1], k_dim = s.perm[s.rank - 2];
   std::int64_t span[8] = {}, tile_step[8] = {}, place_step[8] = {}, tile_at[8] = {}, place[8] = {};
   for (std::int64_t k = 0; k < s.rank; ++k) {
@@ -298,9 +301,24 @@ void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t 
     start(k);
     offset += part[k];
   }
+  const std::int64_t last = s.rank - 1;
   for (;;) {
-    f(static_cast<const std::int64_t*>(at), offset);
-    std::int64_t k = s.rank;
+    for (;;) {  // the innermost dim's runs
+      const std::int64_t left = extent[last] - index[last], room = span[last] - place[last];
+      const std::int64_t n = left < room ? left : room;
+      f(offset, n, place_step[last]);
+      if (n == left) break;
+      index[last] += n;
+      offset -= part[last];
+      place[last] = 0;
+      part[last] = ++tile_at[last] * tile_step[last];
+      offset += part[last];
+    }
+    offset -= part[last];
+    index[last] = 0;
+    start(last);
+    offset += part[last];
+    std::int64_t k = last;
     while (k-- > 0) {
       offset -= part[k];
       if (++index[k] == extent[k]) {
@@ -332,17 +350,18 @@ inline std::int64_t packed_state_bytes(const PackedStateShape& s, std::int64_t l
 
 // append_packed's default listener: nothing to follow.
 struct NoWrites {
-  constexpr void operator()(std::int64_t, std::int64_t) const {}
+  constexpr void operator()(std::int64_t, std::int64_t, std::int64_t) const {}
 };
 
 // Writes `count` positions (`rows`: the state's shape with `count` along its growing dim,
 // row-major, `width` bytes each) after the held[0] positions, the tiles laid out for held[0] +
 // count first (the buffer must hold packed_state_bytes of that many); then held[1] and held[2]
 // are held[0] + count, and the caller advances held[0] once the run has succeeded.
-// `wrote(offset, bytes)` hears of every element written in place (a copy of the bytes kept
-// elsewhere follows them with those); moving the held tiles, when the new positions need another
-// tile, is not reported: the caller sees it in the size (packed_state_bytes of held[1] before
-// and of the new length after).
+// `wrote(offset, n, stride)` hears of every run of elements written in place, n of `width`
+// bytes, `stride` bytes apart from `offset` (a copy of the bytes kept elsewhere follows them
+// with those); moving the held tiles, when the new positions need another tile, is not
+// reported: the caller sees it in the size (packed_state_bytes of held[1] before and of the new
+// length after).
 template <class Wrote = NoWrites>
 inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::int64_t count,
                           std::int64_t* held, const PackedStateShape& s, Wrote&& wrote = {}) {
@@ -354,18 +373,29 @@ inline void append_packed(std::uint8_t* packed, const std::uint8_t* rows, std::i
       detail::packed_dim(s, s.perm[s.rank - 1] == s.axis ? s.rank - 1 : s.rank - 2, length);
   const std::int64_t tiles = s.perm[s.rank - 1] == s.axis ? s.rows : s.cols;
   const std::int64_t end = (extent + tiles - 1) / tiles * tiles;
+  const auto width = static_cast<std::size_t>(s.width);
   detail::for_each_packed(s, length, length, held[2] < end ? held[2] : end,
-                          [&](const std::int64_t*, std::int64_t at) {
-                            std::memset(packed + at, 0, static_cast<std::size_t>(s.width));
-                            wrote(at, s.width);
+                          [&](std::int64_t at, std::int64_t n, std::int64_t stride) {
+                            for (std::int64_t j = 0; j < n; ++j)
+                              std::memset(packed + at + j * stride, 0, width);
+                            wrote(at, n, stride);
                           });
   held[2] = length;
-  std::int64_t i = 0;
-  detail::for_each_packed(s, length, held[0], length, [&](const std::int64_t*, std::int64_t at) {
-    std::memcpy(packed + at, rows + i * s.width, static_cast<std::size_t>(s.width));
-    wrote(at, s.width);
-    ++i;
-  });
+  const std::uint8_t* from = rows;
+  detail::for_each_packed(s, length, held[0], length,
+                          [&](std::int64_t at, std::int64_t n, std::int64_t stride) {
+                            if (stride == s.width) {
+                              std::memcpy(packed + at, from, static_cast<std::size_t>(n) * width);
+                            } else if (s.width == 1) {  // (int8: a store, not a call, a byte)
+                              for (std::int64_t j = 0; j < n; ++j)
+                                packed[at + j * stride] = from[j];
+                            } else {
+                              for (std::int64_t j = 0; j < n; ++j)
+                                std::memcpy(packed + at + j * stride, from + j * s.width, width);
+                            }
+                            from += n * s.width;
+                            wrote(at, n, stride);
+                          });
 }
 
 namespace detail {
