@@ -268,7 +268,7 @@ template <class F>
 void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t from,
                      std::int64_t to, F&& f) {
   if (from >= to) return;
-  std::int64_t extent[8] = {}, index[8] = {}, at[8] = {}, part[8] = {}, product_stride[8] = {};
+  std::int64_t extent[8] = {}, index[8] = {}, part[8] = {}, product_stride[8] = {};
   for (std::int64_t k = 0; k < s.rank; ++k) {
     extent[k] = k == s.axis ? to - from : s.shape[k];
     if (extent[k] == 0) return;
@@ -291,9 +291,9 @@ void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t 
     place_step[k] = k == n_dim ? s.cols * s.width : k == k_dim ? s.width : 0;
   }
   const auto start = [&](std::int64_t k) {
-    at[k] = k == s.axis ? from : 0;
-    tile_at[k] = at[k] / span[k];
-    place[k] = at[k] % span[k];
+    const std::int64_t at = k == s.axis ? from : 0;
+    tile_at[k] = at / span[k];
+    place[k] = at % span[k];
     part[k] = tile_at[k] * tile_step[k] + place[k] * place_step[k];
   };
   std::int64_t offset = 0;
@@ -327,7 +327,6 @@ void for_each_packed(const PackedStateShape& s, std::int64_t laid, std::int64_t 
         offset += part[k];
         continue;
       }
-      ++at[k];
       if (++place[k] == span[k]) {
         place[k] = 0;
         ++tile_at[k];
