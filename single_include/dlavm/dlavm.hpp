@@ -44793,10 +44793,11 @@ inline EvaluationTrace evaluate_trace(const Function& fn, std::initializer_list<
 
 namespace detail {
 // The dims under the bindings; a dim that does not evaluate is a ValueError starting with
-// `what` ("input %x dim 1 is `token`: ..."). The executors (evaluate, Module) share it.
+// `what` and `name` ("input %x dim 1 is `token`: ...": "input ", "%x"; the message is built
+// only then). The executors (evaluate, Module) share it.
 std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
                                         std::span<const ne::Binding> bindings,
-                                        std::string_view what);
+                                        std::string_view what, std::string_view name = {});
 }  // namespace detail
 
 }  // namespace dlavm::graph
@@ -44830,13 +44831,18 @@ namespace detail {
 
 DLAVM_INLINE std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
                                                      std::span<const ne::Binding> bindings,
-                                                     std::string_view what) {
+                                                     std::string_view what, std::string_view name) {
   std::vector<std::int64_t> out;
+  out.reserve(shape.size());
   for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (const auto c = shape[k].as_int()) {  // most dims (no evaluation)
+      out.push_back(*c);
+      continue;
+    }
     try {
       out.push_back(ne::eval(shape[k], bindings));
     } catch (const ValueError& e) {
-      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
+      raise<ValueError>("{}{} dim {} is `{}`: {}", what, name, k, shape[k], e.what());
     }
   }
   return out;
@@ -45300,6 +45306,11 @@ DLAVM_INLINE void AppendedState::assign(const te::NDArray& state) {
 //   auto to = graph::packed_offsets(softmax_layout, from->shape());
 //   graph::copy_elements(src.data(), *from, dst.data(), *to);  // dst zeroed: the padding
 //
+// A packed layout's dims are tiled (TiledDim: index i at (i / tile) * outer + (i % tile) *
+// inner); a map built from them (packed_tiling) follows new dims with retile, which redoes only
+// the dims whose tiling changed and extends or cuts the others: a decode step's scores gain a
+// key a step, their tiles move every 16.
+//
 // relayout_chains finds the steps of a module that one copy can replace (graph::Executor runs
 // them so, except under RunOptions::keep_values, which wants every value on the host).
 
@@ -45318,6 +45329,13 @@ namespace dlavm::graph {
 
 class Module;
 
+// A dim of a packed layout: index i < extent at (i / tile) * outer + (i % tile) * inner (a
+// row-major dim is a tile of one, `outer` apart).
+struct TiledDim {
+  std::int64_t extent = 0, tile = 1, outer = 0, inner = 0;
+  friend bool operator==(const TiledDim&, const TiledDim&) = default;
+};
+
 class ElementMap {
  public:
   ElementMap() = default;
@@ -45326,6 +45344,8 @@ class ElementMap {
       : offsets_(std::move(offsets)) {
     find_strides();
   }
+  // The offsets of tiled dims (a packed layout's: packed_tiling), which retile can follow.
+  explicit ElementMap(std::vector<TiledDim> dims);
 
   std::size_t ndim() const { return offsets_.size(); }
   std::vector<std::int64_t> shape() const;
@@ -45344,13 +45364,26 @@ class ElementMap {
   // (an element would not be at the sum of its new indices' offsets); ShapeError for a shape
   // of another size.
   bool reshape(std::span<const std::int64_t> shape);
+  // The map of tiled dims `dims` (of this map's rank), from a map of tiled dims (built from
+  // them, then permuted): a dim whose tile, outer and inner are the same keeps its offsets, cut
+  // or extended to its extent; the others are computed again. False, leaving the map as it
+  // was, for a map not of tiled dims (built from offsets, or reshaped) or of another rank.
+  bool retile(std::span<const TiledDim> dims);
 
  private:
   void find_strides();
+  void set_dim(std::size_t d, const TiledDim& t);
 
   std::vector<std::vector<std::int64_t>> offsets_;
   std::vector<std::int64_t> strides_;  // -1: not strided (offsets are never negative)
+  std::vector<TiledDim> tiling_;       // per dim, when the offsets are a tiling's (else empty)
 };
+
+// The tiling of each dim of a logical array of `shape` in layout l packed (in elements), or
+// nullopt where the layout's offsets do not separate by dim (as packed_offsets). ShapeError
+// for a rank the layout does not take.
+std::optional<std::vector<TiledDim>> packed_tiling(const Layout& l,
+                                                   std::span<const std::int64_t> shape);
 
 // The offsets of a logical array of `shape` in layout l packed (in elements), or nullopt where
 // the layout's offsets do not separate by dim: a Matrix whose row tiles straddle its leading
@@ -45409,29 +45442,37 @@ namespace dlavm::graph {
 
 namespace detail {
 
-// (i / t) * outer + (i % t) * inner for i < n: a dim tiled by t, its tiles `outer` apart.
-inline std::vector<std::int64_t> tiled_offsets(std::int64_t n, std::int64_t t, std::int64_t outer,
-                                               std::int64_t inner) {
-  std::vector<std::int64_t> out(static_cast<std::size_t>(n));
-  auto* o = out.data();
+// Offsets [from, t.extent) of tiled dim t in o (resized to its extent): (i / tile) * outer + (i
+// % tile) * inner.
+inline void fill_tiled(std::vector<std::int64_t>& o, std::size_t from, const TiledDim& t) {
+  const auto n = static_cast<std::size_t>(t.extent);
+  o.resize(n);
   // one tile, tiles that follow on, or tiles of one: evenly strided (a decode step's 2,048
   // keys, in the lanes or one a row)
-  if (t >= n || t == 1 || outer == t * inner) {
-    const std::int64_t step = t == 1 ? outer : inner;
-    for (std::int64_t i = 0; i < n; ++i) o[i] = i * step;
-    return out;
+  if (t.tile == 1 || t.tile >= t.extent || t.outer == t.tile * t.inner) {
+    const std::int64_t step = t.tile == 1 ? t.outer : t.inner;
+    for (std::size_t i = from; i < n; ++i) o[i] = static_cast<std::int64_t>(i) * step;
+    return;
   }
-  for (std::int64_t first = 0, at = 0; first < n; first += t, at += outer)
-    for (std::int64_t i = 0, end = std::min(t, n - first); i < end; ++i) *o++ = at + i * inner;
-  return out;
+  const auto first = static_cast<std::int64_t>(from);
+  std::int64_t r = first % t.tile, at = first / t.tile * t.outer;
+  for (std::size_t i = from; i < n; at += t.outer, r = 0)
+    for (; r < t.tile && i < n; ++r, ++i) o[i] = at + r * t.inner;
 }
 
-// Row-major offsets of dims [first, last) of `shape`, the last of them `stride` apart.
-inline void row_major_offsets(std::span<const std::int64_t> shape, std::size_t first,
-                              std::size_t last, std::int64_t stride,
-                              std::vector<std::vector<std::int64_t>>& out) {
+// Whether tiled dim t's offsets step evenly, and by how much (0 for an extent of 0 or 1, -1:
+// not strided): as `strided` finds from the offsets.
+inline std::int64_t tiled_stride(const TiledDim& t) {
+  if (t.extent <= 1) return 0;
+  if (t.tile == 1) return t.outer;
+  return t.tile >= t.extent || t.outer == t.tile * t.inner ? t.inner : -1;
+}
+
+// Row-major dims [first, last) of `shape`, the last of them `stride` apart.
+inline void row_major_tiling(std::span<const std::int64_t> shape, std::size_t first,
+                             std::size_t last, std::int64_t stride, std::vector<TiledDim>& out) {
   for (std::size_t d = last; d-- > first;) {
-    out[d] = tiled_offsets(shape[d], 1, stride, 0);
+    out[d] = {shape[d], 1, stride, 0};
     stride *= shape[d];
   }
 }
@@ -45509,6 +45550,33 @@ inline void transpose_bytes(const std::uint8_t* s, std::int64_t sy, std::uint8_t
 
 }  // namespace detail
 
+DLAVM_INLINE ElementMap::ElementMap(std::vector<TiledDim> dims)
+    : offsets_(dims.size()), strides_(dims.size()), tiling_(std::move(dims)) {
+  for (std::size_t d = 0; d < tiling_.size(); ++d) set_dim(d, tiling_[d]);
+}
+
+DLAVM_INLINE void ElementMap::set_dim(std::size_t d, const TiledDim& t) {
+  detail::fill_tiled(offsets_[d], 0, t);
+  strides_[d] = detail::tiled_stride(t);
+}
+
+DLAVM_INLINE bool ElementMap::retile(std::span<const TiledDim> dims) {
+  if (tiling_.empty() || dims.size() != tiling_.size()) return false;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    const TiledDim& was = tiling_[d];
+    const TiledDim& t = dims[d];
+    if (t.tile == was.tile && t.outer == was.outer && t.inner == was.inner) {
+      // the same offsets: the first min(extents) kept, the rest computed
+      detail::fill_tiled(offsets_[d], static_cast<std::size_t>(std::min(was.extent, t.extent)), t);
+      strides_[d] = detail::tiled_stride(t);
+    } else {
+      set_dim(d, t);
+    }
+    tiling_[d] = t;
+  }
+  return true;
+}
+
 DLAVM_INLINE void ElementMap::find_strides() {
   strides_.clear();
   for (const auto& t : offsets_)
@@ -45534,12 +45602,16 @@ DLAVM_INLINE void ElementMap::permute(std::span<const std::int64_t> perm) {
                       offsets_.size(), fmt::join(perm, ", "));
   std::vector<std::vector<std::int64_t>> out;
   std::vector<std::int64_t> strides;
+  std::vector<TiledDim> tiling;
   for (const auto p : perm) {
-    out.push_back(std::move(offsets_[static_cast<std::size_t>(p)]));
-    strides.push_back(strides_[static_cast<std::size_t>(p)]);
+    const auto d = static_cast<std::size_t>(p);
+    out.push_back(std::move(offsets_[d]));
+    strides.push_back(strides_[d]);
+    if (!tiling_.empty()) tiling.push_back(tiling_[d]);
   }
   offsets_ = std::move(out);
   strides_ = std::move(strides);
+  tiling_ = std::move(tiling);
 }
 
 DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
@@ -45556,6 +45628,7 @@ DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
       out[k].assign(static_cast<std::size_t>(shape[k]), 0);
     offsets_ = std::move(out);
     find_strides();
+    tiling_.clear();
     return true;
   }
   // dims of extent 1 add nothing (offset 0); the others group where the products meet
@@ -45612,16 +45685,17 @@ DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
   }
   offsets_ = std::move(out);
   find_strides();
+  tiling_.clear();
   return true;
 }
 
-DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
-                                                      std::span<const std::int64_t> shape) {
+DLAVM_INLINE std::optional<std::vector<TiledDim>> packed_tiling(
+    const Layout& l, std::span<const std::int64_t> shape) {
   const std::size_t rank = shape.size();
-  std::vector<std::vector<std::int64_t>> out(rank);
+  std::vector<TiledDim> out(rank);
   if (l.kind == Layout::Kind::Plain) {
-    detail::row_major_offsets(shape, 0, rank, 1, out);
-    return ElementMap(std::move(out));
+    detail::row_major_tiling(shape, 0, rank, 1, out);
+    return out;
   }
   detail::require_layout_rank(l, rank);
   if (l.planes != 1) return std::nullopt;
@@ -45631,9 +45705,9 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
     case Layout::Kind::ConvWeight: {
       // [A, B, H, W] -> [A/R, B/T, H, W, R, T]
       const std::int64_t hw = shape[2] * shape[3];
-      out[0] = detail::tiled_offsets(shape[0], r, ne::ceil_div(shape[1], t) * hw * tile, t);
-      out[1] = detail::tiled_offsets(shape[1], t, hw * tile, 1);
-      detail::row_major_offsets(shape, 2, 4, tile, out);
+      out[0] = {shape[0], r, ne::ceil_div(shape[1], t) * hw * tile, t};
+      out[1] = {shape[1], t, hw * tile, 1};
+      detail::row_major_tiling(shape, 2, 4, tile, out);
       break;
     }
     case Layout::Kind::DenseWeight:
@@ -45642,9 +45716,9 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
       // do not straddle the leading dims
       const std::int64_t row_tile = ne::ceil_div(shape[rank - 1], t) * tile;
       if (rank > 2 && shape[rank - 2] % r != 0) return std::nullopt;
-      out[rank - 2] = detail::tiled_offsets(shape[rank - 2], r, row_tile, t);
-      detail::row_major_offsets(shape, 0, rank - 2, shape[rank - 2] / r * row_tile, out);
-      out[rank - 1] = detail::tiled_offsets(shape[rank - 1], t, tile, 1);
+      out[rank - 2] = {shape[rank - 2], r, row_tile, t};
+      detail::row_major_tiling(shape, 0, rank - 2, shape[rank - 2] / r * row_tile, out);
+      out[rank - 1] = {shape[rank - 1], t, tile, 1};
       break;
     }
     case Layout::Kind::BatchedMatrix:
@@ -45653,11 +45727,11 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
         // its columns from (q % G) * C, all in the first column tile
         detail::require_lane_groups(l, shape[rank - 1]);
         const std::int64_t row_tile = tile, product = ne::ceil_div(shape[rank - 2], r) * row_tile;
-        out[rank - 2] = detail::tiled_offsets(shape[rank - 2], r, row_tile, t);
-        out[rank - 1] = detail::tiled_offsets(shape[rank - 1], t, tile, 1);
-        out[rank - 3] = detail::tiled_offsets(shape[rank - 3], l.groups, product, shape[rank - 1]);
-        detail::row_major_offsets(shape, 0, rank - 3,
-                                  ne::ceil_div(shape[rank - 3], l.groups) * product, out);
+        out[rank - 2] = {shape[rank - 2], r, row_tile, t};
+        out[rank - 1] = {shape[rank - 1], t, tile, 1};
+        out[rank - 3] = {shape[rank - 3], l.groups, product, shape[rank - 1]};
+        detail::row_major_tiling(shape, 0, rank - 3,
+                                 ne::ceil_div(shape[rank - 3], l.groups) * product, out);
         break;
       }
       [[fallthrough]];
@@ -45666,15 +45740,22 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
       const bool weight = l.kind == Layout::Kind::MatmulWeight;
       const std::size_t row = weight ? rank - 1 : rank - 2, col = weight ? rank - 2 : rank - 1;
       const std::int64_t row_tile = ne::ceil_div(shape[col], t) * tile;
-      out[row] = detail::tiled_offsets(shape[row], r, row_tile, t);
-      out[col] = detail::tiled_offsets(shape[col], t, tile, 1);
-      detail::row_major_offsets(shape, 0, rank - 2, ne::ceil_div(shape[row], r) * row_tile, out);
+      out[row] = {shape[row], r, row_tile, t};
+      out[col] = {shape[col], t, tile, 1};
+      detail::row_major_tiling(shape, 0, rank - 2, ne::ceil_div(shape[row], r) * row_tile, out);
       break;
     }
     default:
       return std::nullopt;
   }
-  return ElementMap(std::move(out));
+  return out;
+}
+
+DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
+                                                      std::span<const std::int64_t> shape) {
+  auto tiling = packed_tiling(l, shape);
+  if (!tiling) return std::nullopt;
+  return ElementMap(std::move(*tiling));
 }
 
 DLAVM_INLINE void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t* dst,
@@ -46405,7 +46486,7 @@ class Executor::Run {
       if (given == nullptr)
         raise<ValueError>("module '{}': no array for input {}", m_.name(), v.name);
       const auto& a = given->value.get();
-      const auto shape = detail::concrete_dims(v.shape, bindings_, "input " + v.name);
+      const auto shape = detail::concrete_dims(v.shape, bindings_, "input ", v.name);
       if (a.dtype() != v.dtype)
         raise<TypeError>("module '{}': input {} is {}[{}], expected {}[{}]", m_.name(), v.name,
                          a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
@@ -46524,7 +46605,7 @@ class Executor::Run {
     if (value.constant) return *value.constant;
     if (!arrays_[v]) {
       te::NDArray a(value.dtype,
-                    detail::concrete_dims(value.shape, bindings_, "value " + value.name));
+                    detail::concrete_dims(value.shape, bindings_, "value ", value.name));
       std::vector<std::uint8_t> bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
       r_.copy_out(value.storage, bytes.data(), bytes.size());
       vta::from_dram_bytes(bytes, a);
@@ -46579,7 +46660,7 @@ class Executor::Run {
         break;
       case ModuleStep::Kind::Unpack: {
         const auto& v = m_.values()[s.inputs[0]];
-        const auto shape = detail::concrete_dims(v.logical, bindings_, "value " + v.name);
+        const auto shape = detail::concrete_dims(v.logical, bindings_, "value ", v.name);
         arrays_[s.output] = unpack(host_array(s.inputs[0]), v.layout, shape);
         to_device(s.output);
         break;
@@ -46628,7 +46709,7 @@ class Executor::Run {
   std::optional<Relaid> relaid(std::size_t c) const {
     const RelayoutChain& chain = e_.chains_[c];
     const auto dims = [&](const std::vector<ne::Expr>& shape, const ModuleValue& v) {
-      return detail::concrete_dims(shape, bindings_, "value " + v.name);
+      return detail::concrete_dims(shape, bindings_, "value ", v.name);
     };
     const auto size = [](const std::vector<std::int64_t>& s) {
       return static_cast<std::size_t>(
@@ -46648,6 +46729,8 @@ class Executor::Run {
     }
     if (e_.chain_maps_.size() <= c) e_.chain_maps_.resize(e_.chains_.size());
     auto& maps = e_.chain_maps_[c];
+    if (maps && maps->dims != key && retiled(chain, in.layout, in_dims, out.layout, *maps))
+      maps->dims = key;
     if (!maps || maps->dims != key) {
       maps.reset();
       auto map = packed_offsets(in.layout, in_dims);
@@ -46671,6 +46754,27 @@ class Executor::Run {
     r_.copy_out(in.storage, src.data(), src.size());
     copy_elements(src.data(), maps->from, result.bytes.data(), maps->to);
     return result;
+  }
+
+  // A chain's maps, made by moves that only permute, followed to new dims by their tilings
+  // (ElementMap::retile: a decode step's maps differ from the last step's by a key, and every
+  // 16 steps by where their tiles are); false where they cannot be (a reshape among the moves,
+  // a map not of tiled dims), the maps then built anew.
+  static bool retiled(const RelayoutChain& chain, const Layout& in,
+                      std::span<const std::int64_t> dims, const Layout& out, ChainMaps& maps) {
+    for (const auto& perm : chain.perms)
+      if (!perm) return false;
+    auto from = packed_tiling(in, dims);
+    if (!from) return false;
+    std::vector<std::int64_t> shape;
+    for (const auto& perm : chain.perms) {
+      std::vector<TiledDim> moved;
+      for (const auto d : *perm) moved.push_back((*from)[static_cast<std::size_t>(d)]);
+      *from = std::move(moved);
+    }
+    for (const auto& t : *from) shape.push_back(t.extent);
+    const auto to = packed_tiling(chain.append ? Layout{} : out, shape);
+    return to && maps.from.retile(*from) && maps.to.retile(*to);
   }
 
   void host_step(const ModuleStep& s) {
@@ -46981,7 +47085,7 @@ DLAVM_INLINE te::NDArray Executor::value_of(std::string_view node) const {
   std::vector<ne::Binding> b;
   for (const auto& [name, value] : run.bindings) b.push_back({name, value});
   return unpack(*run.values[found], v.layout,
-                detail::concrete_dims(v.logical, b, "value " + v.name));
+                detail::concrete_dims(v.logical, b, "value ", v.name));
 }
 
 DLAVM_INLINE std::string Executor::summary() const {

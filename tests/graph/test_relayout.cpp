@@ -118,6 +118,86 @@ TEST_CASE("relayout: one copy of packed bytes equals packing the moved array") {
   CHECK(copied * 10 > trials * 7);
 }
 
+namespace {
+
+// A map's dims, offsets and strides, equal to those of a map built anew from its offsets
+// (whose strides are found by scanning them).
+void check_same_map(const graph::ElementMap& got, const graph::ElementMap& want) {
+  REQUIRE(got.ndim() == want.ndim());
+  const graph::ElementMap scanned(got.offsets());
+  for (std::size_t d = 0; d < want.ndim(); ++d) {
+    CAPTURE(d);
+    CHECK(got.offsets()[d] == want.offsets()[d]);
+    CHECK(got.stride(d) == want.stride(d));
+    CHECK(got.stride(d) == scanned.stride(d));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("relayout: a map retiled to new dims equals the map built for them") {
+  std::mt19937_64 rng(4401);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  int retiled = 0, kept = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    std::vector<std::int64_t> shape(static_cast<std::size_t>(pick(1, 4)));
+    for (auto& d : shape) d = pick(1, 40);
+    const auto layout = random_layout(shape, rng);
+    CAPTURE(trial);
+    CAPTURE(shape);
+    CAPTURE(graph::to_string(layout));
+    auto map = graph::packed_offsets(layout, shape);
+    if (!map) continue;
+    std::vector<std::int64_t> perm(shape.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    map->permute(perm);
+    // a few new dims in a row, as decode steps give: one dim or several grown or cut
+    for (int step = 0; step < 4; ++step) {
+      auto next = shape;
+      for (auto& d : next)
+        if (pick(0, 2) == 0) d = std::max<std::int64_t>(1, d + pick(-20, 20));
+      CAPTURE(next);
+      std::optional<std::vector<graph::TiledDim>> tiling;
+      try {
+        tiling = graph::packed_tiling(layout, next);
+      } catch (const dlavm::Error&) {  // lane groups the new last dim leaves no room for
+        continue;
+      }
+      if (!tiling) continue;
+      std::vector<graph::TiledDim> moved;
+      for (const auto d : perm) moved.push_back((*tiling)[static_cast<std::size_t>(d)]);
+      auto want = graph::packed_offsets(layout, next);
+      REQUIRE(want);
+      want->permute(perm);
+      REQUIRE(map->retile(moved));
+      check_same_map(*map, *want);
+      for (std::size_t d = 0; d < next.size(); ++d)
+        kept += shape[d] != next[d] && (*tiling)[d].tile > 1 ? 1 : 0;
+      shape = next;
+      ++retiled;
+    }
+  }
+  CHECK(retiled > 800);
+  CHECK(kept > 100);  // tiled dims whose extent changed (their offsets extended or cut)
+  // only maps of tiled dims follow: one built from offsets, or reshaped, is left as it was
+  const std::vector<graph::TiledDim> dims{{6, 4, 32, 4}, {8, 4, 16, 1}};
+  graph::ElementMap from_offsets(std::vector<std::vector<std::int64_t>>{{0, 4, 8}, {0, 1}});
+  CHECK_FALSE(from_offsets.retile(dims));
+  CHECK(from_offsets.shape() == std::vector<std::int64_t>{3, 2});
+  auto map = graph::packed_offsets({Kind::Matrix, 1, 4}, std::vector<std::int64_t>{6, 8});
+  REQUIRE(map->reshape(std::vector<std::int64_t>{2, 3, 8}));
+  CHECK_FALSE(
+      map->retile(std::vector<graph::TiledDim>{{2, 1, 96, 0}, {3, 1, 32, 0}, {8, 4, 16, 1}}));
+  CHECK(map->shape() == std::vector<std::int64_t>{2, 3, 8});
+  auto tiled = graph::packed_offsets({Kind::Matrix, 4, 4}, std::vector<std::int64_t>{6, 8});
+  CHECK_FALSE(tiled->retile(std::vector<graph::TiledDim>{{6, 4, 32, 4}}));  // another rank
+  CHECK(tiled->retile(dims));
+  CHECK(tiled->offsets()[0] == std::vector<std::int64_t>{0, 4, 8, 12, 32, 36});
+}
+
 TEST_CASE("relayout: which layouts separate by dim, and a split that does not") {
   // a Matrix's row tiles straddle its leading dims unless the last row dim is a multiple of R
   CHECK_FALSE(graph::packed_offsets({Kind::Matrix, 4, 16}, std::vector<std::int64_t>{3, 6, 16}));

@@ -19,13 +19,18 @@ namespace detail {
 
 DLAVM_INLINE std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
                                                      std::span<const ne::Binding> bindings,
-                                                     std::string_view what) {
+                                                     std::string_view what, std::string_view name) {
   std::vector<std::int64_t> out;
+  out.reserve(shape.size());
   for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (const auto c = shape[k].as_int()) {  // most dims (no evaluation)
+      out.push_back(*c);
+      continue;
+    }
     try {
       out.push_back(ne::eval(shape[k], bindings));
     } catch (const ValueError& e) {
-      raise<ValueError>("{} dim {} is `{}`: {}", what, k, shape[k], e.what());
+      raise<ValueError>("{}{} dim {} is `{}`: {}", what, name, k, shape[k], e.what());
     }
   }
   return out;

@@ -67,10 +67,11 @@ inline EvaluationTrace evaluate_trace(const Function& fn, std::initializer_list<
 
 namespace detail {
 // The dims under the bindings; a dim that does not evaluate is a ValueError starting with
-// `what` ("input %x dim 1 is `token`: ..."). The executors (evaluate, Module) share it.
+// `what` and `name` ("input %x dim 1 is `token`: ...": "input ", "%x"; the message is built
+// only then). The executors (evaluate, Module) share it.
 std::vector<std::int64_t> concrete_dims(const std::vector<ne::Expr>& shape,
                                         std::span<const ne::Binding> bindings,
-                                        std::string_view what);
+                                        std::string_view what, std::string_view name = {});
 }  // namespace detail
 
 }  // namespace dlavm::graph

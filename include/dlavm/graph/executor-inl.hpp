@@ -156,7 +156,7 @@ class Executor::Run {
       if (given == nullptr)
         raise<ValueError>("module '{}': no array for input {}", m_.name(), v.name);
       const auto& a = given->value.get();
-      const auto shape = detail::concrete_dims(v.shape, bindings_, "input " + v.name);
+      const auto shape = detail::concrete_dims(v.shape, bindings_, "input ", v.name);
       if (a.dtype() != v.dtype)
         raise<TypeError>("module '{}': input {} is {}[{}], expected {}[{}]", m_.name(), v.name,
                          a.dtype(), fmt::join(a.shape(), ", "), v.dtype, fmt::join(shape, ", "));
@@ -275,7 +275,7 @@ class Executor::Run {
     if (value.constant) return *value.constant;
     if (!arrays_[v]) {
       te::NDArray a(value.dtype,
-                    detail::concrete_dims(value.shape, bindings_, "value " + value.name));
+                    detail::concrete_dims(value.shape, bindings_, "value ", value.name));
       std::vector<std::uint8_t> bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
       r_.copy_out(value.storage, bytes.data(), bytes.size());
       vta::from_dram_bytes(bytes, a);
@@ -330,7 +330,7 @@ class Executor::Run {
         break;
       case ModuleStep::Kind::Unpack: {
         const auto& v = m_.values()[s.inputs[0]];
-        const auto shape = detail::concrete_dims(v.logical, bindings_, "value " + v.name);
+        const auto shape = detail::concrete_dims(v.logical, bindings_, "value ", v.name);
         arrays_[s.output] = unpack(host_array(s.inputs[0]), v.layout, shape);
         to_device(s.output);
         break;
@@ -379,7 +379,7 @@ class Executor::Run {
   std::optional<Relaid> relaid(std::size_t c) const {
     const RelayoutChain& chain = e_.chains_[c];
     const auto dims = [&](const std::vector<ne::Expr>& shape, const ModuleValue& v) {
-      return detail::concrete_dims(shape, bindings_, "value " + v.name);
+      return detail::concrete_dims(shape, bindings_, "value ", v.name);
     };
     const auto size = [](const std::vector<std::int64_t>& s) {
       return static_cast<std::size_t>(
@@ -399,6 +399,8 @@ class Executor::Run {
     }
     if (e_.chain_maps_.size() <= c) e_.chain_maps_.resize(e_.chains_.size());
     auto& maps = e_.chain_maps_[c];
+    if (maps && maps->dims != key && retiled(chain, in.layout, in_dims, out.layout, *maps))
+      maps->dims = key;
     if (!maps || maps->dims != key) {
       maps.reset();
       auto map = packed_offsets(in.layout, in_dims);
@@ -422,6 +424,27 @@ class Executor::Run {
     r_.copy_out(in.storage, src.data(), src.size());
     copy_elements(src.data(), maps->from, result.bytes.data(), maps->to);
     return result;
+  }
+
+  // A chain's maps, made by moves that only permute, followed to new dims by their tilings
+  // (ElementMap::retile: a decode step's maps differ from the last step's by a key, and every
+  // 16 steps by where their tiles are); false where they cannot be (a reshape among the moves,
+  // a map not of tiled dims), the maps then built anew.
+  static bool retiled(const RelayoutChain& chain, const Layout& in,
+                      std::span<const std::int64_t> dims, const Layout& out, ChainMaps& maps) {
+    for (const auto& perm : chain.perms)
+      if (!perm) return false;
+    auto from = packed_tiling(in, dims);
+    if (!from) return false;
+    std::vector<std::int64_t> shape;
+    for (const auto& perm : chain.perms) {
+      std::vector<TiledDim> moved;
+      for (const auto d : *perm) moved.push_back((*from)[static_cast<std::size_t>(d)]);
+      *from = std::move(moved);
+    }
+    for (const auto& t : *from) shape.push_back(t.extent);
+    const auto to = packed_tiling(chain.append ? Layout{} : out, shape);
+    return to && maps.from.retile(*from) && maps.to.retile(*to);
   }
 
   void host_step(const ModuleStep& s) {
@@ -732,7 +755,7 @@ DLAVM_INLINE te::NDArray Executor::value_of(std::string_view node) const {
   std::vector<ne::Binding> b;
   for (const auto& [name, value] : run.bindings) b.push_back({name, value});
   return unpack(*run.values[found], v.layout,
-                detail::concrete_dims(v.logical, b, "value " + v.name));
+                detail::concrete_dims(v.logical, b, "value ", v.name));
 }
 
 DLAVM_INLINE std::string Executor::summary() const {

@@ -20,29 +20,37 @@ namespace dlavm::graph {
 
 namespace detail {
 
-// (i / t) * outer + (i % t) * inner for i < n: a dim tiled by t, its tiles `outer` apart.
-inline std::vector<std::int64_t> tiled_offsets(std::int64_t n, std::int64_t t, std::int64_t outer,
-                                               std::int64_t inner) {
-  std::vector<std::int64_t> out(static_cast<std::size_t>(n));
-  auto* o = out.data();
+// Offsets [from, t.extent) of tiled dim t in o (resized to its extent): (i / tile) * outer + (i
+// % tile) * inner.
+inline void fill_tiled(std::vector<std::int64_t>& o, std::size_t from, const TiledDim& t) {
+  const auto n = static_cast<std::size_t>(t.extent);
+  o.resize(n);
   // one tile, tiles that follow on, or tiles of one: evenly strided (a decode step's 2,048
   // keys, in the lanes or one a row)
-  if (t >= n || t == 1 || outer == t * inner) {
-    const std::int64_t step = t == 1 ? outer : inner;
-    for (std::int64_t i = 0; i < n; ++i) o[i] = i * step;
-    return out;
+  if (t.tile == 1 || t.tile >= t.extent || t.outer == t.tile * t.inner) {
+    const std::int64_t step = t.tile == 1 ? t.outer : t.inner;
+    for (std::size_t i = from; i < n; ++i) o[i] = static_cast<std::int64_t>(i) * step;
+    return;
   }
-  for (std::int64_t first = 0, at = 0; first < n; first += t, at += outer)
-    for (std::int64_t i = 0, end = std::min(t, n - first); i < end; ++i) *o++ = at + i * inner;
-  return out;
+  const auto first = static_cast<std::int64_t>(from);
+  std::int64_t r = first % t.tile, at = first / t.tile * t.outer;
+  for (std::size_t i = from; i < n; at += t.outer, r = 0)
+    for (; r < t.tile && i < n; ++r, ++i) o[i] = at + r * t.inner;
 }
 
-// Row-major offsets of dims [first, last) of `shape`, the last of them `stride` apart.
-inline void row_major_offsets(std::span<const std::int64_t> shape, std::size_t first,
-                              std::size_t last, std::int64_t stride,
-                              std::vector<std::vector<std::int64_t>>& out) {
+// Whether tiled dim t's offsets step evenly, and by how much (0 for an extent of 0 or 1, -1:
+// not strided): as `strided` finds from the offsets.
+inline std::int64_t tiled_stride(const TiledDim& t) {
+  if (t.extent <= 1) return 0;
+  if (t.tile == 1) return t.outer;
+  return t.tile >= t.extent || t.outer == t.tile * t.inner ? t.inner : -1;
+}
+
+// Row-major dims [first, last) of `shape`, the last of them `stride` apart.
+inline void row_major_tiling(std::span<const std::int64_t> shape, std::size_t first,
+                             std::size_t last, std::int64_t stride, std::vector<TiledDim>& out) {
   for (std::size_t d = last; d-- > first;) {
-    out[d] = tiled_offsets(shape[d], 1, stride, 0);
+    out[d] = {shape[d], 1, stride, 0};
     stride *= shape[d];
   }
 }
@@ -120,6 +128,33 @@ inline void transpose_bytes(const std::uint8_t* s, std::int64_t sy, std::uint8_t
 
 }  // namespace detail
 
+DLAVM_INLINE ElementMap::ElementMap(std::vector<TiledDim> dims)
+    : offsets_(dims.size()), strides_(dims.size()), tiling_(std::move(dims)) {
+  for (std::size_t d = 0; d < tiling_.size(); ++d) set_dim(d, tiling_[d]);
+}
+
+DLAVM_INLINE void ElementMap::set_dim(std::size_t d, const TiledDim& t) {
+  detail::fill_tiled(offsets_[d], 0, t);
+  strides_[d] = detail::tiled_stride(t);
+}
+
+DLAVM_INLINE bool ElementMap::retile(std::span<const TiledDim> dims) {
+  if (tiling_.empty() || dims.size() != tiling_.size()) return false;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    const TiledDim& was = tiling_[d];
+    const TiledDim& t = dims[d];
+    if (t.tile == was.tile && t.outer == was.outer && t.inner == was.inner) {
+      // the same offsets: the first min(extents) kept, the rest computed
+      detail::fill_tiled(offsets_[d], static_cast<std::size_t>(std::min(was.extent, t.extent)), t);
+      strides_[d] = detail::tiled_stride(t);
+    } else {
+      set_dim(d, t);
+    }
+    tiling_[d] = t;
+  }
+  return true;
+}
+
 DLAVM_INLINE void ElementMap::find_strides() {
   strides_.clear();
   for (const auto& t : offsets_)
@@ -145,12 +180,16 @@ DLAVM_INLINE void ElementMap::permute(std::span<const std::int64_t> perm) {
                       offsets_.size(), fmt::join(perm, ", "));
   std::vector<std::vector<std::int64_t>> out;
   std::vector<std::int64_t> strides;
+  std::vector<TiledDim> tiling;
   for (const auto p : perm) {
-    out.push_back(std::move(offsets_[static_cast<std::size_t>(p)]));
-    strides.push_back(strides_[static_cast<std::size_t>(p)]);
+    const auto d = static_cast<std::size_t>(p);
+    out.push_back(std::move(offsets_[d]));
+    strides.push_back(strides_[d]);
+    if (!tiling_.empty()) tiling.push_back(tiling_[d]);
   }
   offsets_ = std::move(out);
   strides_ = std::move(strides);
+  tiling_ = std::move(tiling);
 }
 
 DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
@@ -167,6 +206,7 @@ DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
       out[k].assign(static_cast<std::size_t>(shape[k]), 0);
     offsets_ = std::move(out);
     find_strides();
+    tiling_.clear();
     return true;
   }
   // dims of extent 1 add nothing (offset 0); the others group where the products meet
@@ -223,16 +263,17 @@ DLAVM_INLINE bool ElementMap::reshape(std::span<const std::int64_t> shape) {
   }
   offsets_ = std::move(out);
   find_strides();
+  tiling_.clear();
   return true;
 }
 
-DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
-                                                      std::span<const std::int64_t> shape) {
+DLAVM_INLINE std::optional<std::vector<TiledDim>> packed_tiling(
+    const Layout& l, std::span<const std::int64_t> shape) {
   const std::size_t rank = shape.size();
-  std::vector<std::vector<std::int64_t>> out(rank);
+  std::vector<TiledDim> out(rank);
   if (l.kind == Layout::Kind::Plain) {
-    detail::row_major_offsets(shape, 0, rank, 1, out);
-    return ElementMap(std::move(out));
+    detail::row_major_tiling(shape, 0, rank, 1, out);
+    return out;
   }
   detail::require_layout_rank(l, rank);
   if (l.planes != 1) return std::nullopt;
@@ -242,9 +283,9 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
     case Layout::Kind::ConvWeight: {
       // [A, B, H, W] -> [A/R, B/T, H, W, R, T]
       const std::int64_t hw = shape[2] * shape[3];
-      out[0] = detail::tiled_offsets(shape[0], r, ne::ceil_div(shape[1], t) * hw * tile, t);
-      out[1] = detail::tiled_offsets(shape[1], t, hw * tile, 1);
-      detail::row_major_offsets(shape, 2, 4, tile, out);
+      out[0] = {shape[0], r, ne::ceil_div(shape[1], t) * hw * tile, t};
+      out[1] = {shape[1], t, hw * tile, 1};
+      detail::row_major_tiling(shape, 2, 4, tile, out);
       break;
     }
     case Layout::Kind::DenseWeight:
@@ -253,9 +294,9 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
       // do not straddle the leading dims
       const std::int64_t row_tile = ne::ceil_div(shape[rank - 1], t) * tile;
       if (rank > 2 && shape[rank - 2] % r != 0) return std::nullopt;
-      out[rank - 2] = detail::tiled_offsets(shape[rank - 2], r, row_tile, t);
-      detail::row_major_offsets(shape, 0, rank - 2, shape[rank - 2] / r * row_tile, out);
-      out[rank - 1] = detail::tiled_offsets(shape[rank - 1], t, tile, 1);
+      out[rank - 2] = {shape[rank - 2], r, row_tile, t};
+      detail::row_major_tiling(shape, 0, rank - 2, shape[rank - 2] / r * row_tile, out);
+      out[rank - 1] = {shape[rank - 1], t, tile, 1};
       break;
     }
     case Layout::Kind::BatchedMatrix:
@@ -264,11 +305,11 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
         // its columns from (q % G) * C, all in the first column tile
         detail::require_lane_groups(l, shape[rank - 1]);
         const std::int64_t row_tile = tile, product = ne::ceil_div(shape[rank - 2], r) * row_tile;
-        out[rank - 2] = detail::tiled_offsets(shape[rank - 2], r, row_tile, t);
-        out[rank - 1] = detail::tiled_offsets(shape[rank - 1], t, tile, 1);
-        out[rank - 3] = detail::tiled_offsets(shape[rank - 3], l.groups, product, shape[rank - 1]);
-        detail::row_major_offsets(shape, 0, rank - 3,
-                                  ne::ceil_div(shape[rank - 3], l.groups) * product, out);
+        out[rank - 2] = {shape[rank - 2], r, row_tile, t};
+        out[rank - 1] = {shape[rank - 1], t, tile, 1};
+        out[rank - 3] = {shape[rank - 3], l.groups, product, shape[rank - 1]};
+        detail::row_major_tiling(shape, 0, rank - 3,
+                                 ne::ceil_div(shape[rank - 3], l.groups) * product, out);
         break;
       }
       [[fallthrough]];
@@ -277,15 +318,22 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
       const bool weight = l.kind == Layout::Kind::MatmulWeight;
       const std::size_t row = weight ? rank - 1 : rank - 2, col = weight ? rank - 2 : rank - 1;
       const std::int64_t row_tile = ne::ceil_div(shape[col], t) * tile;
-      out[row] = detail::tiled_offsets(shape[row], r, row_tile, t);
-      out[col] = detail::tiled_offsets(shape[col], t, tile, 1);
-      detail::row_major_offsets(shape, 0, rank - 2, ne::ceil_div(shape[row], r) * row_tile, out);
+      out[row] = {shape[row], r, row_tile, t};
+      out[col] = {shape[col], t, tile, 1};
+      detail::row_major_tiling(shape, 0, rank - 2, ne::ceil_div(shape[row], r) * row_tile, out);
       break;
     }
     default:
       return std::nullopt;
   }
-  return ElementMap(std::move(out));
+  return out;
+}
+
+DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
+                                                      std::span<const std::int64_t> shape) {
+  auto tiling = packed_tiling(l, shape);
+  if (!tiling) return std::nullopt;
+  return ElementMap(std::move(*tiling));
 }
 
 DLAVM_INLINE void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t* dst,

@@ -14,6 +14,11 @@
 //   auto to = graph::packed_offsets(softmax_layout, from->shape());
 //   graph::copy_elements(src.data(), *from, dst.data(), *to);  // dst zeroed: the padding
 //
+// A packed layout's dims are tiled (TiledDim: index i at (i / tile) * outer + (i % tile) *
+// inner); a map built from them (packed_tiling) follows new dims with retile, which redoes only
+// the dims whose tiling changed and extends or cuts the others: a decode step's scores gain a
+// key a step, their tiles move every 16.
+//
 // relayout_chains finds the steps of a module that one copy can replace (graph::Executor runs
 // them so, except under RunOptions::keep_values, which wants every value on the host).
 #pragma once
@@ -31,6 +36,13 @@ namespace dlavm::graph {
 
 class Module;
 
+// A dim of a packed layout: index i < extent at (i / tile) * outer + (i % tile) * inner (a
+// row-major dim is a tile of one, `outer` apart).
+struct TiledDim {
+  std::int64_t extent = 0, tile = 1, outer = 0, inner = 0;
+  friend bool operator==(const TiledDim&, const TiledDim&) = default;
+};
+
 class ElementMap {
  public:
   ElementMap() = default;
@@ -39,6 +51,8 @@ class ElementMap {
       : offsets_(std::move(offsets)) {
     find_strides();
   }
+  // The offsets of tiled dims (a packed layout's: packed_tiling), which retile can follow.
+  explicit ElementMap(std::vector<TiledDim> dims);
 
   std::size_t ndim() const { return offsets_.size(); }
   std::vector<std::int64_t> shape() const;
@@ -57,13 +71,26 @@ class ElementMap {
   // (an element would not be at the sum of its new indices' offsets); ShapeError for a shape
   // of another size.
   bool reshape(std::span<const std::int64_t> shape);
+  // The map of tiled dims `dims` (of this map's rank), from a map of tiled dims (built from
+  // them, then permuted): a dim whose tile, outer and inner are the same keeps its offsets, cut
+  // or extended to its extent; the others are computed again. False, leaving the map as it
+  // was, for a map not of tiled dims (built from offsets, or reshaped) or of another rank.
+  bool retile(std::span<const TiledDim> dims);
 
  private:
   void find_strides();
+  void set_dim(std::size_t d, const TiledDim& t);
 
   std::vector<std::vector<std::int64_t>> offsets_;
   std::vector<std::int64_t> strides_;  // -1: not strided (offsets are never negative)
+  std::vector<TiledDim> tiling_;       // per dim, when the offsets are a tiling's (else empty)
 };
+
+// The tiling of each dim of a logical array of `shape` in layout l packed (in elements), or
+// nullopt where the layout's offsets do not separate by dim (as packed_offsets). ShapeError
+// for a rank the layout does not take.
+std::optional<std::vector<TiledDim>> packed_tiling(const Layout& l,
+                                                   std::span<const std::int64_t> shape);
 
 // The offsets of a logical array of `shape` in layout l packed (in elements), or nullopt where
 // the layout's offsets do not separate by dim: a Matrix whose row tiles straddle its leading
