@@ -45760,7 +45760,13 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
 
 DLAVM_INLINE void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t* dst,
                                 const ElementMap& to) {
-  if (from.shape() != to.shape())
+  const auto same_shape = [&] {
+    if (from.ndim() != to.ndim()) return false;
+    for (std::size_t d = 0; d < from.ndim(); ++d)
+      if (from.offsets()[d].size() != to.offsets()[d].size()) return false;
+    return true;
+  };
+  if (!same_shape())
     raise<ShapeError>("copy_elements: the source map is [{}], the destination's [{}]",
                       fmt::join(from.shape(), ", "), fmt::join(to.shape(), ", "));
   // the dims that count (extent > 1), the largest innermost
@@ -46044,12 +46050,15 @@ class Executor {
   // The module's symbolic dims by name, sorted: what a run's bindings may name (collected once;
   // a decode step's check of them was 3% of its time)
   std::vector<std::string> dim_names_;
+  // Each host step's op, found once (a lookup by name was 4% of a decode step's host work;
+  // null for a name the registry lacks, which the step then reports)
+  std::vector<const OpRecord*> host_ops_;
   // The module's relayout chains, and each step's (SIZE_MAX: none)
   std::vector<RelayoutChain> chains_;
   std::vector<std::size_t> chain_of_;
-  // Each chain's element maps for the dims it last saw (its input's and its reshapes'): a
-  // decode step's chains see the same dims step after step (one token), and building the maps
-  // costs more than copying their few hundred bytes.
+  // Each chain's element maps for the dims it last saw (its input's and its reshapes'), which
+  // follow new dims by retiling (a decode step's chains see one key more each step, and
+  // building the maps cost more than copying the bytes).
   struct ChainMaps {
     std::vector<std::int64_t> dims;
     ElementMap from, to;
@@ -46652,7 +46661,7 @@ class Executor::Run {
       case ModuleStep::Kind::Vta:
         return vta_step(i);
       case ModuleStep::Kind::Host:
-        host_step(s);
+        host_step(i);
         break;
       case ModuleStep::Kind::Pack:
         arrays_[s.output] = pack(host_array(s.inputs[0]), m_.values()[s.output].layout);
@@ -46777,10 +46786,12 @@ class Executor::Run {
     return to && maps.from.retile(*from) && maps.to.retile(*to);
   }
 
-  void host_step(const ModuleStep& s) {
+  void host_step(std::size_t i) {
+    const ModuleStep& s = m_.steps()[i];
     std::vector<const te::NDArray*> args;
     for (auto in : s.inputs) args.push_back(&host_array(in));
-    arrays_[s.output] = m_.ops().at(s.op).host_kernel(args, s.attrs);
+    const OpRecord* op = e_.host_ops_[i];
+    arrays_[s.output] = (op != nullptr ? *op : m_.ops().at(s.op)).host_kernel(args, s.attrs);
     to_device(s.output);
   }
 
@@ -46899,6 +46910,9 @@ DLAVM_INLINE Executor::Executor(std::shared_ptr<const Module> module, vta::Devic
       for (const auto& d : *shape)
         for (const auto& var : ne::free_vars(d)) dims.insert(var.as<ne::VarNode>()->name);
   dim_names_.assign(dims.begin(), dims.end());
+  host_ops_.assign(m.steps().size(), nullptr);
+  for (std::size_t i = 0; i < m.steps().size(); ++i)
+    if (m.steps()[i].kind == ModuleStep::Kind::Host) host_ops_[i] = m.ops().find(m.steps()[i].op);
   chains_ = relayout_chains(m);
   chain_of_.assign(m.steps().size(), detail::kNoChain);
   for (std::size_t c = 0; c < chains_.size(); ++c) {

@@ -322,7 +322,7 @@ class Executor::Run {
       case ModuleStep::Kind::Vta:
         return vta_step(i);
       case ModuleStep::Kind::Host:
-        host_step(s);
+        host_step(i);
         break;
       case ModuleStep::Kind::Pack:
         arrays_[s.output] = pack(host_array(s.inputs[0]), m_.values()[s.output].layout);
@@ -447,10 +447,12 @@ class Executor::Run {
     return to && maps.from.retile(*from) && maps.to.retile(*to);
   }
 
-  void host_step(const ModuleStep& s) {
+  void host_step(std::size_t i) {
+    const ModuleStep& s = m_.steps()[i];
     std::vector<const te::NDArray*> args;
     for (auto in : s.inputs) args.push_back(&host_array(in));
-    arrays_[s.output] = m_.ops().at(s.op).host_kernel(args, s.attrs);
+    const OpRecord* op = e_.host_ops_[i];
+    arrays_[s.output] = (op != nullptr ? *op : m_.ops().at(s.op)).host_kernel(args, s.attrs);
     to_device(s.output);
   }
 
@@ -569,6 +571,9 @@ DLAVM_INLINE Executor::Executor(std::shared_ptr<const Module> module, vta::Devic
       for (const auto& d : *shape)
         for (const auto& var : ne::free_vars(d)) dims.insert(var.as<ne::VarNode>()->name);
   dim_names_.assign(dims.begin(), dims.end());
+  host_ops_.assign(m.steps().size(), nullptr);
+  for (std::size_t i = 0; i < m.steps().size(); ++i)
+    if (m.steps()[i].kind == ModuleStep::Kind::Host) host_ops_[i] = m.ops().find(m.steps()[i].op);
   chains_ = relayout_chains(m);
   chain_of_.assign(m.steps().size(), detail::kNoChain);
   for (std::size_t c = 0; c < chains_.size(); ++c) {

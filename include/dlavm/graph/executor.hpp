@@ -171,12 +171,15 @@ class Executor {
   // The module's symbolic dims by name, sorted: what a run's bindings may name (collected once;
   // a decode step's check of them was 3% of its time)
   std::vector<std::string> dim_names_;
+  // Each host step's op, found once (a lookup by name was 4% of a decode step's host work;
+  // null for a name the registry lacks, which the step then reports)
+  std::vector<const OpRecord*> host_ops_;
   // The module's relayout chains, and each step's (SIZE_MAX: none)
   std::vector<RelayoutChain> chains_;
   std::vector<std::size_t> chain_of_;
-  // Each chain's element maps for the dims it last saw (its input's and its reshapes'): a
-  // decode step's chains see the same dims step after step (one token), and building the maps
-  // costs more than copying their few hundred bytes.
+  // Each chain's element maps for the dims it last saw (its input's and its reshapes'), which
+  // follow new dims by retiling (a decode step's chains see one key more each step, and
+  // building the maps cost more than copying the bytes).
   struct ChainMaps {
     std::vector<std::int64_t> dims;
     ElementMap from, to;

@@ -338,7 +338,13 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
 
 DLAVM_INLINE void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t* dst,
                                 const ElementMap& to) {
-  if (from.shape() != to.shape())
+  const auto same_shape = [&] {
+    if (from.ndim() != to.ndim()) return false;
+    for (std::size_t d = 0; d < from.ndim(); ++d)
+      if (from.offsets()[d].size() != to.offsets()[d].size()) return false;
+    return true;
+  };
+  if (!same_shape())
     raise<ShapeError>("copy_elements: the source map is [{}], the destination's [{}]",
                       fmt::join(from.shape(), ", "), fmt::join(to.shape(), ", "));
   // the dims that count (extent > 1), the largest innermost
