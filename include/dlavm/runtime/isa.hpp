@@ -566,6 +566,14 @@ constexpr std::uint64_t low_mask(int width) {
 #else
 #define DLAVM_RUNTIME_INLINE inline
 #endif
+// Whether the writer's encoder is specialized by instruction form (GEMM, ALU), so that a layout
+// known when the code compiles (StaticLayout) puts each field with a constant shift, mask and
+// bound: not at -Os, where one copy for every form keeps the runtime smaller.
+#ifdef __OPTIMIZE_SIZE__
+inline constexpr bool kSpecializedEncoder = false;
+#else
+inline constexpr bool kSpecializedEncoder = true;
+#endif
 
 // Places `value` (masked to the field width) into a word pair. Fields never straddle words.
 DLAVM_RUNTIME_INLINE constexpr void put_field(InsnWord& w, FieldPos p, std::uint64_t value) {
