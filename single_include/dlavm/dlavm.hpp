@@ -10719,6 +10719,12 @@ struct IsaLayout {
 constexpr std::uint64_t low_mask(int width) {
   return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
 }
+// The largest value a field of `width` bits holds (-1: no such field, nothing fits).
+constexpr std::int64_t field_limit(int width) {
+  return width == 0    ? -1
+         : width >= 63 ? static_cast<std::int64_t>(~std::uint64_t{0} >> 1)  // INT64_MAX
+                       : static_cast<std::int64_t>(low_mask(width));
+}
 
 // The encoders' few-instruction helpers, inlined even where a caller is large (a replay's
 // encoder): a call costs more than the shift and mask it wraps. Not where the build optimizes
@@ -10731,7 +10737,9 @@ constexpr std::uint64_t low_mask(int width) {
 #endif
 // Whether the writer's encoder is specialized by instruction form (GEMM, ALU), so that a layout
 // known when the code compiles (StaticLayout) puts each field with a constant shift, mask and
-// bound: not at -Os, where one copy for every form keeps the runtime smaller.
+// bound: not at -Os, where one copy for every form keeps the runtime smaller. (Objects built
+// at -Os and at other levels then differ in the writer's code, not in what it writes, as with
+// DLAVM_RUNTIME_INLINE.)
 #ifdef __OPTIMIZE_SIZE__
 inline constexpr bool kSpecializedEncoder = false;
 #else
@@ -14973,10 +14981,7 @@ class StreamWriter {
       : layout_(source), uop_depth_(uop_depth), s_(storage) {
     for (std::size_t form = 0; form < 3; ++form)
       for (std::size_t x = 0; x < kFieldCount; ++x) {
-        const int width = layout().form(static_cast<Form>(form))[x].width;
-        limit_[form][x] = width == 0    ? -1  // no such field: nothing fits
-                          : width >= 63 ? std::numeric_limits<std::int64_t>::max()
-                                        : static_cast<std::int64_t>(low_mask(width));
+        limit_[form][x] = field_limit(layout().form(static_cast<Form>(form))[x].width);
       }
     const int imm = layout().pos(Form::Alu, Field::imm).width;
     imm_hi_ = imm == 0 ? -1 : (std::int64_t{1} << (imm - 1)) - 1;
@@ -15305,20 +15310,18 @@ class StreamWriter {
     return true;
   }
 
-  // The encoder's hot path builds each word directly: a field checked against its width
-  // (limit_, from the layout) and put at its place, without InsnFields and pack.
+  // The encoder's hot path builds each word directly: a field checked against its width and
+  // put at its place, without InsnFields and pack. The bound is limit_'s (the layout's, found
+  // once), or with the specialized encoder and a StaticLayout field_limit of the constant
+  // width, a constant where the form is one.
   DLAVM_RUNTIME_INLINE constexpr bool put(InsnWord& w, Form form, Opcode op, Field x,
                                           std::int64_t v) {
     const auto i = static_cast<std::size_t>(x);
     std::int64_t limit = 0;
-    if constexpr (kSpecializedEncoder && Layout::kStatic) {  // a constant for a constant form
-      const int width = layout().form(form)[i].width;
-      limit = width == 0    ? -1
-              : width >= 63 ? std::numeric_limits<std::int64_t>::max()
-                            : static_cast<std::int64_t>(low_mask(width));
-    } else {
+    if constexpr (kSpecializedEncoder && Layout::kStatic)
+      limit = field_limit(layout().form(form)[i].width);
+    else
       limit = limit_[static_cast<std::size_t>(form)][i];
-    }
     if (v < 0 || v > limit) return fail_field(Status::FieldRange, op, x, v);
     put_field(w, layout().form(form)[i], static_cast<std::uint64_t>(v));
     return true;
@@ -45385,8 +45388,9 @@ class ElementMap {
       : offsets_(std::move(offsets)) {
     find_strides();
   }
-  // The offsets of tiled dims (a packed layout's: packed_tiling), which retile can follow.
-  explicit ElementMap(std::vector<TiledDim> dims);
+  // The map of tiled dims (a packed layout's: packed_tiling), which retile can follow.
+  // ValueError for a dim of tile below 1 or of negative extent.
+  static ElementMap tiled(std::vector<TiledDim> dims);
 
   std::size_t ndim() const { return offsets_.size(); }
   std::vector<std::int64_t> shape() const;
@@ -45408,7 +45412,8 @@ class ElementMap {
   // The map of tiled dims `dims` (of this map's rank), from a map of tiled dims (built from
   // them, then permuted): a dim whose tile, outer and inner are the same keeps its offsets, cut
   // or extended to its extent; the others are computed again. False, leaving the map as it
-  // was, for a map not of tiled dims (built from offsets, or reshaped) or of another rank.
+  // was, for a map not of tiled dims (built from offsets, or reshaped) or of another rank;
+  // ValueError, leaving it so, for a dim of tile below 1 or of negative extent.
   bool retile(std::span<const TiledDim> dims);
 
  private:
@@ -45591,9 +45596,25 @@ inline void transpose_bytes(const std::uint8_t* s, std::int64_t sy, std::uint8_t
 
 }  // namespace detail
 
-DLAVM_INLINE ElementMap::ElementMap(std::vector<TiledDim> dims)
-    : offsets_(dims.size()), strides_(dims.size()), tiling_(std::move(dims)) {
-  for (std::size_t d = 0; d < tiling_.size(); ++d) set_dim(d, tiling_[d]);
+namespace detail {
+inline void require_tiling(std::span<const TiledDim> dims) {
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    if (dims[d].tile < 1 || dims[d].extent < 0)
+      raise<ValueError>(
+          "element map: dim {} is tiled by {} over {} indices; a tile is at least 1, an extent "
+          "at least 0",
+          d, dims[d].tile, dims[d].extent);
+}
+}  // namespace detail
+
+DLAVM_INLINE ElementMap ElementMap::tiled(std::vector<TiledDim> dims) {
+  detail::require_tiling(dims);
+  ElementMap map;
+  map.offsets_.resize(dims.size());
+  map.strides_.resize(dims.size());
+  map.tiling_ = std::move(dims);
+  for (std::size_t d = 0; d < map.tiling_.size(); ++d) map.set_dim(d, map.tiling_[d]);
+  return map;
 }
 
 DLAVM_INLINE void ElementMap::set_dim(std::size_t d, const TiledDim& t) {
@@ -45603,6 +45624,7 @@ DLAVM_INLINE void ElementMap::set_dim(std::size_t d, const TiledDim& t) {
 
 DLAVM_INLINE bool ElementMap::retile(std::span<const TiledDim> dims) {
   if (tiling_.empty() || dims.size() != tiling_.size()) return false;
+  detail::require_tiling(dims);
   for (std::size_t d = 0; d < dims.size(); ++d) {
     const TiledDim& was = tiling_[d];
     const TiledDim& t = dims[d];
@@ -45796,7 +45818,7 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
                                                       std::span<const std::int64_t> shape) {
   auto tiling = packed_tiling(l, shape);
   if (!tiling) return std::nullopt;
-  return ElementMap(std::move(*tiling));
+  return ElementMap::tiled(std::move(*tiling));
 }
 
 DLAVM_INLINE void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t* dst,
@@ -46779,8 +46801,17 @@ class Executor::Run {
     }
     if (e_.chain_maps_.size() <= c) e_.chain_maps_.resize(e_.chains_.size());
     auto& maps = e_.chain_maps_[c];
-    if (maps && maps->dims != key && retiled(chain, in.layout, in_dims, out.layout, *maps))
-      maps->dims = key;
+    if (maps && maps->dims != key) {
+      // (maps a retile left half done, by a failed allocation, are not kept under either dims)
+      bool followed = false;
+      try {
+        followed = retiled(chain, in.layout, in_dims, out.layout, *maps);
+      } catch (...) {
+        maps.reset();
+        throw;
+      }
+      if (followed) maps->dims = key;
+    }
     if (!maps || maps->dims != key) {
       maps.reset();
       auto map = packed_offsets(in.layout, in_dims);

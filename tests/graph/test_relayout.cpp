@@ -184,7 +184,7 @@ TEST_CASE("relayout: a map retiled to new dims equals the map built for them") {
   CHECK(kept > 100);  // tiled dims whose extent changed (their offsets extended or cut)
   // only maps of tiled dims follow: one built from offsets, or reshaped, is left as it was
   const std::vector<graph::TiledDim> dims{{6, 4, 32, 4}, {8, 4, 16, 1}};
-  graph::ElementMap from_offsets(std::vector<std::vector<std::int64_t>>{{0, 4, 8}, {0, 1}});
+  graph::ElementMap from_offsets({{0, 4, 8}, {0, 1}});
   CHECK_FALSE(from_offsets.retile(dims));
   CHECK(from_offsets.shape() == std::vector<std::int64_t>{3, 2});
   auto map = graph::packed_offsets({Kind::Matrix, 1, 4}, std::vector<std::int64_t>{6, 8});
@@ -196,6 +196,15 @@ TEST_CASE("relayout: a map retiled to new dims equals the map built for them") {
   CHECK_FALSE(tiled->retile(std::vector<graph::TiledDim>{{6, 4, 32, 4}}));  // another rank
   CHECK(tiled->retile(dims));
   CHECK(tiled->offsets()[0] == std::vector<std::int64_t>{0, 4, 8, 12, 32, 36});
+  // tiles below 1 and negative extents are errors naming the dim, the map left as it was
+  const std::vector<graph::TiledDim> no_tile{{6, 4, 32, 4}, {8, 0, 16, 1}};
+  CHECK_THROWS_WITH_AS(tiled->retile(no_tile),
+                       "element map: dim 1 is tiled by 0 over 8 indices; a tile is at least 1, "
+                       "an extent at least 0",
+                       dlavm::ValueError);
+  CHECK(tiled->offsets()[0] == std::vector<std::int64_t>{0, 4, 8, 12, 32, 36});
+  CHECK_THROWS_AS(graph::ElementMap::tiled({{-1, 1, 0, 0}}), dlavm::ValueError);
+  CHECK(graph::ElementMap::tiled({{0, 1, 0, 0}}).shape() == std::vector<std::int64_t>{0});
 }
 
 TEST_CASE("relayout: which layouts separate by dim, and a split that does not") {

@@ -399,8 +399,17 @@ class Executor::Run {
     }
     if (e_.chain_maps_.size() <= c) e_.chain_maps_.resize(e_.chains_.size());
     auto& maps = e_.chain_maps_[c];
-    if (maps && maps->dims != key && retiled(chain, in.layout, in_dims, out.layout, *maps))
-      maps->dims = key;
+    if (maps && maps->dims != key) {
+      // (maps a retile left half done, by a failed allocation, are not kept under either dims)
+      bool followed = false;
+      try {
+        followed = retiled(chain, in.layout, in_dims, out.layout, *maps);
+      } catch (...) {
+        maps.reset();
+        throw;
+      }
+      if (followed) maps->dims = key;
+    }
     if (!maps || maps->dims != key) {
       maps.reset();
       auto map = packed_offsets(in.layout, in_dims);

@@ -128,9 +128,25 @@ inline void transpose_bytes(const std::uint8_t* s, std::int64_t sy, std::uint8_t
 
 }  // namespace detail
 
-DLAVM_INLINE ElementMap::ElementMap(std::vector<TiledDim> dims)
-    : offsets_(dims.size()), strides_(dims.size()), tiling_(std::move(dims)) {
-  for (std::size_t d = 0; d < tiling_.size(); ++d) set_dim(d, tiling_[d]);
+namespace detail {
+inline void require_tiling(std::span<const TiledDim> dims) {
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    if (dims[d].tile < 1 || dims[d].extent < 0)
+      raise<ValueError>(
+          "element map: dim {} is tiled by {} over {} indices; a tile is at least 1, an extent "
+          "at least 0",
+          d, dims[d].tile, dims[d].extent);
+}
+}  // namespace detail
+
+DLAVM_INLINE ElementMap ElementMap::tiled(std::vector<TiledDim> dims) {
+  detail::require_tiling(dims);
+  ElementMap map;
+  map.offsets_.resize(dims.size());
+  map.strides_.resize(dims.size());
+  map.tiling_ = std::move(dims);
+  for (std::size_t d = 0; d < map.tiling_.size(); ++d) map.set_dim(d, map.tiling_[d]);
+  return map;
 }
 
 DLAVM_INLINE void ElementMap::set_dim(std::size_t d, const TiledDim& t) {
@@ -140,6 +156,7 @@ DLAVM_INLINE void ElementMap::set_dim(std::size_t d, const TiledDim& t) {
 
 DLAVM_INLINE bool ElementMap::retile(std::span<const TiledDim> dims) {
   if (tiling_.empty() || dims.size() != tiling_.size()) return false;
+  detail::require_tiling(dims);
   for (std::size_t d = 0; d < dims.size(); ++d) {
     const TiledDim& was = tiling_[d];
     const TiledDim& t = dims[d];
@@ -333,7 +350,7 @@ DLAVM_INLINE std::optional<ElementMap> packed_offsets(const Layout& l,
                                                       std::span<const std::int64_t> shape) {
   auto tiling = packed_tiling(l, shape);
   if (!tiling) return std::nullopt;
-  return ElementMap(std::move(*tiling));
+  return ElementMap::tiled(std::move(*tiling));
 }
 
 DLAVM_INLINE void copy_elements(const std::uint8_t* src, const ElementMap& from, std::uint8_t* dst,

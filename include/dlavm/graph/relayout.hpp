@@ -51,8 +51,9 @@ class ElementMap {
       : offsets_(std::move(offsets)) {
     find_strides();
   }
-  // The offsets of tiled dims (a packed layout's: packed_tiling), which retile can follow.
-  explicit ElementMap(std::vector<TiledDim> dims);
+  // The map of tiled dims (a packed layout's: packed_tiling), which retile can follow.
+  // ValueError for a dim of tile below 1 or of negative extent.
+  static ElementMap tiled(std::vector<TiledDim> dims);
 
   std::size_t ndim() const { return offsets_.size(); }
   std::vector<std::int64_t> shape() const;
@@ -74,7 +75,8 @@ class ElementMap {
   // The map of tiled dims `dims` (of this map's rank), from a map of tiled dims (built from
   // them, then permuted): a dim whose tile, outer and inner are the same keeps its offsets, cut
   // or extended to its extent; the others are computed again. False, leaving the map as it
-  // was, for a map not of tiled dims (built from offsets, or reshaped) or of another rank.
+  // was, for a map not of tiled dims (built from offsets, or reshaped) or of another rank;
+  // ValueError, leaving it so, for a dim of tile below 1 or of negative extent.
   bool retile(std::span<const TiledDim> dims);
 
  private:

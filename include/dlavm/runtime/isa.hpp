@@ -556,6 +556,12 @@ struct IsaLayout {
 constexpr std::uint64_t low_mask(int width) {
   return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
 }
+// The largest value a field of `width` bits holds (-1: no such field, nothing fits).
+constexpr std::int64_t field_limit(int width) {
+  return width == 0    ? -1
+         : width >= 63 ? static_cast<std::int64_t>(~std::uint64_t{0} >> 1)  // INT64_MAX
+                       : static_cast<std::int64_t>(low_mask(width));
+}
 
 // The encoders' few-instruction helpers, inlined even where a caller is large (a replay's
 // encoder): a call costs more than the shift and mask it wraps. Not where the build optimizes
@@ -568,7 +574,9 @@ constexpr std::uint64_t low_mask(int width) {
 #endif
 // Whether the writer's encoder is specialized by instruction form (GEMM, ALU), so that a layout
 // known when the code compiles (StaticLayout) puts each field with a constant shift, mask and
-// bound: not at -Os, where one copy for every form keeps the runtime smaller.
+// bound: not at -Os, where one copy for every form keeps the runtime smaller. (Objects built
+// at -Os and at other levels then differ in the writer's code, not in what it writes, as with
+// DLAVM_RUNTIME_INLINE.)
 #ifdef __OPTIMIZE_SIZE__
 inline constexpr bool kSpecializedEncoder = false;
 #else

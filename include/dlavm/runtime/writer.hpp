@@ -161,10 +161,7 @@ class StreamWriter {
       : layout_(source), uop_depth_(uop_depth), s_(storage) {
     for (std::size_t form = 0; form < 3; ++form)
       for (std::size_t x = 0; x < kFieldCount; ++x) {
-        const int width = layout().form(static_cast<Form>(form))[x].width;
-        limit_[form][x] = width == 0    ? -1  // no such field: nothing fits
-                          : width >= 63 ? std::numeric_limits<std::int64_t>::max()
-                                        : static_cast<std::int64_t>(low_mask(width));
+        limit_[form][x] = field_limit(layout().form(static_cast<Form>(form))[x].width);
       }
     const int imm = layout().pos(Form::Alu, Field::imm).width;
     imm_hi_ = imm == 0 ? -1 : (std::int64_t{1} << (imm - 1)) - 1;
@@ -493,20 +490,18 @@ class StreamWriter {
     return true;
   }
 
-  // The encoder's hot path builds each word directly: a field checked against its width
-  // (limit_, from the layout) and put at its place, without InsnFields and pack.
+  // The encoder's hot path builds each word directly: a field checked against its width and
+  // put at its place, without InsnFields and pack. The bound is limit_'s (the layout's, found
+  // once), or with the specialized encoder and a StaticLayout field_limit of the constant
+  // width, a constant where the form is one.
   DLAVM_RUNTIME_INLINE constexpr bool put(InsnWord& w, Form form, Opcode op, Field x,
                                           std::int64_t v) {
     const auto i = static_cast<std::size_t>(x);
     std::int64_t limit = 0;
-    if constexpr (kSpecializedEncoder && Layout::kStatic) {  // a constant for a constant form
-      const int width = layout().form(form)[i].width;
-      limit = width == 0    ? -1
-              : width >= 63 ? std::numeric_limits<std::int64_t>::max()
-                            : static_cast<std::int64_t>(low_mask(width));
-    } else {
+    if constexpr (kSpecializedEncoder && Layout::kStatic)
+      limit = field_limit(layout().form(form)[i].width);
+    else
       limit = limit_[static_cast<std::size_t>(form)][i];
-    }
     if (v < 0 || v > limit) return fail_field(Status::FieldRange, op, x, v);
     put_field(w, layout().form(form)[i], static_cast<std::uint64_t>(v));
     return true;
