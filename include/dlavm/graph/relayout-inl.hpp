@@ -126,9 +126,8 @@ inline void transpose_bytes(const std::uint8_t* s, std::int64_t sy, std::uint8_t
   scalar(0, nx, by, ny);
 }
 
-}  // namespace detail
-
-namespace detail {
+// Every dim of a tiling a tile of at least 1 and an extent of at least 0 (a ValueError naming
+// the dim).
 inline void require_tiling(std::span<const TiledDim> dims) {
   for (std::size_t d = 0; d < dims.size(); ++d)
     if (dims[d].tile < 1 || dims[d].extent < 0)
@@ -137,6 +136,7 @@ inline void require_tiling(std::span<const TiledDim> dims) {
           "at least 0",
           d, dims[d].tile, dims[d].extent);
 }
+
 }  // namespace detail
 
 DLAVM_INLINE ElementMap ElementMap::tiled(std::vector<TiledDim> dims) {
@@ -145,12 +145,12 @@ DLAVM_INLINE ElementMap ElementMap::tiled(std::vector<TiledDim> dims) {
   map.offsets_.resize(dims.size());
   map.strides_.resize(dims.size());
   map.tiling_ = std::move(dims);
-  for (std::size_t d = 0; d < map.tiling_.size(); ++d) map.set_dim(d, map.tiling_[d]);
+  for (std::size_t d = 0; d < map.tiling_.size(); ++d) map.set_dim(d, map.tiling_[d], 0);
   return map;
 }
 
-DLAVM_INLINE void ElementMap::set_dim(std::size_t d, const TiledDim& t) {
-  detail::fill_tiled(offsets_[d], 0, t);
+DLAVM_INLINE void ElementMap::set_dim(std::size_t d, const TiledDim& t, std::size_t kept) {
+  detail::fill_tiled(offsets_[d], kept, t);
   strides_[d] = detail::tiled_stride(t);
 }
 
@@ -160,13 +160,9 @@ DLAVM_INLINE bool ElementMap::retile(std::span<const TiledDim> dims) {
   for (std::size_t d = 0; d < dims.size(); ++d) {
     const TiledDim& was = tiling_[d];
     const TiledDim& t = dims[d];
-    if (t.tile == was.tile && t.outer == was.outer && t.inner == was.inner) {
-      // the same offsets: the first min(extents) kept, the rest computed
-      detail::fill_tiled(offsets_[d], static_cast<std::size_t>(std::min(was.extent, t.extent)), t);
-      strides_[d] = detail::tiled_stride(t);
-    } else {
-      set_dim(d, t);
-    }
+    // the same tiling: the same offsets, the first min(extents) kept and the rest computed
+    const bool same = t.tile == was.tile && t.outer == was.outer && t.inner == was.inner;
+    set_dim(d, t, same ? static_cast<std::size_t>(std::min(was.extent, t.extent)) : 0);
     tiling_[d] = t;
   }
   return true;

@@ -81,7 +81,8 @@ class ElementMap {
 
  private:
   void find_strides();
-  void set_dim(std::size_t d, const TiledDim& t);
+  // dim d's offsets and stride for tiling t, its first `kept` offsets already t's
+  void set_dim(std::size_t d, const TiledDim& t, std::size_t kept);
 
   std::vector<std::vector<std::int64_t>> offsets_;
   std::vector<std::int64_t> strides_;  // -1: not strided (offsets are never negative)

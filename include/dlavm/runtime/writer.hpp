@@ -34,7 +34,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <type_traits>
 
 namespace dlavm::runtime {
