@@ -10737,13 +10737,18 @@ constexpr std::int64_t field_limit(int width) {
 #endif
 // Whether the writer's encoder is specialized by instruction form (GEMM, ALU), so that a layout
 // known when the code compiles (StaticLayout) puts each field with a constant shift, mask and
-// bound: not at -Os, where one copy for every form keeps the runtime smaller. (Objects built
+// bound; and whether the writer and the replay take the shortcuts that save time at a cost in
+// code (a kernel written again where it was resident, an in-place ALU's read not checked for
+// hazards its write already met, a copied call's ring word kept). Neither at -Os, where one copy
+// for every form and no shortcut keep the runtime's ARM text within its 16 KiB. (Objects built
 // at -Os and at other levels then differ in the writer's code, not in what it writes, as with
 // DLAVM_RUNTIME_INLINE.)
 #ifdef __OPTIMIZE_SIZE__
 inline constexpr bool kSpecializedEncoder = false;
+inline constexpr bool kTimeShortcuts = false;
 #else
 inline constexpr bool kSpecializedEncoder = true;
+inline constexpr bool kTimeShortcuts = true;
 #endif
 
 // Places `value` (masked to the field width) into a word pair. Fields never straddle words.
@@ -14907,6 +14912,9 @@ struct WrittenKernel {
   Opcode opcode = Opcode::Gemm;
   std::uint32_t dram = 0;  // its micro-ops' offset in the micro-op buffer
   std::uint32_t size = 0;  // how many
+  // where they were resident when it was written: entry `sram` while the micro-op SRAM has
+  // not started over since (StreamWriter::resident_epoch() still `epoch`, which is never 0)
+  std::uint32_t epoch = 0, sram = 0;
 };
 
 // An on-chip region: a memory and a range of entries [begin, end); ACC_8BIT is the
@@ -15064,13 +15072,18 @@ class StreamWriter {
   // made resident in the micro-op SRAM if they no longer are.
   constexpr bool again(const WrittenKernel& k) {
     if (!ok()) return false;
-    const Form form = k.opcode == Opcode::Gemm ? Form::Gemm : Form::Alu;
-    InsnWord w = k.word;
-    std::uint32_t begin = 0;
-    return make_resident(k.opcode, k.dram, k.size, begin) &&
-           put(w, form, k.opcode, Field::uop_bgn, begin) &&
-           put(w, form, k.opcode, Field::uop_end, static_cast<std::int64_t>(begin + k.size)) &&
-           append_word(w, Queue::Compute, k.opcode);
+    std::uint32_t begin = k.sram;
+    // resident where it was while the SRAM has not started over (its entries stay until then)
+    if (!(kTimeShortcuts && k.epoch == resident_epoch_) &&
+        !make_resident(k.opcode, k.dram, k.size, begin))
+      return false;
+    if constexpr (kSpecializedEncoder) {
+      if (k.opcode == Opcode::Gemm)
+        return again_insn(std::integral_constant<Form, Form::Gemm>{}, k, begin);
+      return again_insn(std::integral_constant<Form, Form::Alu>{}, k, begin);
+    } else {
+      return again_insn(FormOfOpcode{}, k, begin);
+    }
   }
 
   // Instruction `from` of this stream appended again as it is (a loop iteration copied from
@@ -15359,6 +15372,16 @@ class StreamWriter {
     }
   }
   struct FormOfOpcode {};  // kernel_insn's form: the opcode's, known when it runs
+  // again()'s word: k's with the micro-op range at `begin`
+  template <class FormOf>
+  constexpr bool again_insn(FormOf, const WrittenKernel& k, std::uint32_t begin) {
+    Form form = k.opcode == Opcode::Gemm ? Form::Gemm : Form::Alu;
+    if constexpr (!std::is_same_v<FormOf, FormOfOpcode>) form = FormOf::value;
+    InsnWord w = k.word;
+    return put(w, form, k.opcode, Field::uop_bgn, begin) &&
+           put(w, form, k.opcode, Field::uop_end, static_cast<std::int64_t>(begin + k.size)) &&
+           append_word(w, Queue::Compute, k.opcode);
+  }
   // (always inlined: push_kernel is the one function at -Os, as it was before the forms)
   template <class FormOf>
 #if defined(__GNUC__)
@@ -15407,7 +15430,12 @@ class StreamWriter {
     std::uint32_t dram = 0, begin = 0;
     if (!store_kernel(op, words, nops, dram)) return false;
     last_kernel_ = {w, op, dram, static_cast<std::uint32_t>(nops)};
-    return make_resident(op, dram, nops, begin) && put(w, form, op, Field::uop_bgn, begin) &&
+    if (!make_resident(op, dram, nops, begin)) return false;
+    if constexpr (kTimeShortcuts) {
+      last_kernel_.epoch = resident_epoch_;
+      last_kernel_.sram = begin;
+    }
+    return put(w, form, op, Field::uop_bgn, begin) &&
            put(w, form, op, Field::uop_end, static_cast<std::int64_t>(begin + nops)) &&
            append_word(w, Queue::Compute, op);
   }
@@ -15483,7 +15511,7 @@ class StreamWriter {
     std::size_t at = 0;
     std::uint32_t dram = 0, sram = ~std::uint32_t{0}, words = 0;
   } uop_load_;
-  std::uint32_t resident_epoch_ = 0;  // the micro-op SRAM's restarts
+  std::uint32_t resident_epoch_ = 1;  // the micro-op SRAM's restarts, from 1
   std::uint32_t pushes_ = 0;          // push flags set on written instructions (pushed_since)
   std::uint32_t push_ring_[kPushRing] = {};  // the instructions of the last kPushRing
   WrittenKernel last_kernel_{};
@@ -15600,6 +15628,9 @@ class DepTracker {
   template <class Writer>
   constexpr bool before(Writer& w, Queue q, const RegionAccess* accesses, std::size_t n) {
     std::int64_t need[3] = {-1, -1, -1};
+    // an in-place ALU's read of the region it writes meets a subset of the write's hazards
+    if (kTimeShortcuts && n == 2 && accesses[1].region == accesses[0].region && accesses[0].write)
+      n = 1;
     for (std::size_t i = 0; i < n; ++i) {
       const auto hazard = [&](const RegionState& s) {
         if (s.writer >= 0 && s.writer_queue != q) raise(need, s.writer_queue, s.writer);
@@ -16059,6 +16090,7 @@ struct LoopCall {
   bool transfer = false;
   RegionAccess access[3] = {};
   std::int64_t step = 0;
+  std::uint64_t word = 0;  // its module and accesses as the replay's call ring holds them, or 0
 };
 
 struct LoopTape {
@@ -16443,7 +16475,10 @@ class Replay {
       ++t.word;
       if (!w_.repeat(from, call.transfer, moved)) return unwind(t);
       deps_.after(call.queue, t.start + call.at, call.access, call.accesses);
-      if (log_calls_) note_call(call.queue, call.access, call.accesses);
+      if (log_calls_)
+        note_call(kTimeShortcuts && call.word != 0
+                      ? call.word
+                      : call_word(call.queue, call.access, call.accesses));
     }
     t.cursor = t.ncalls;
     ++copied_whole_;
@@ -16537,7 +16572,8 @@ class Replay {
   constexpr bool after(Queue q, const RegionAccess* accesses, std::size_t n) {
     const auto index = static_cast<std::int64_t>(w_.size()) - 1;
     deps_.after(q, index, accesses, n);
-    if (log_calls_) note_call(q, accesses, n);
+    const std::uint64_t word = log_calls_ ? call_word(q, accesses, n) : 0;
+    if (log_calls_) note_call(word);
     if (mode_ == Mode::Record) {
       LoopTape& t = *tape_;
       if (t.ncalls < t.call_capacity) {
@@ -16546,6 +16582,8 @@ class Replay {
         call.queue = q;
         call.accesses = static_cast<std::uint8_t>(n);
         for (std::size_t a = 0; a < n; ++a) call.access[a] = accesses[a];
+        // (0, no word, where no call was logged then: its copies compute it; at -Os all do)
+        if constexpr (kTimeShortcuts) call.word = word;
       }
       ++t.ncalls;  // counted past the capacity: such an iteration is not copied
     }
@@ -16575,18 +16613,23 @@ class Replay {
   std::uint64_t calls_ = 0, unworded_ = 0;
   std::uint64_t ring_[kCallRing] = {};
 
-  // A call's module and accesses, as one word.
-  constexpr void note_call(Queue q, const RegionAccess* accesses, std::size_t n) {
+  // A call's module and accesses, as one word; bit 63 set where a region is past 2^12.
+  static constexpr std::uint64_t call_word(Queue q, const RegionAccess* accesses, std::size_t n) {
     std::uint64_t w = static_cast<std::uint64_t>(q) | (static_cast<std::uint64_t>(n) << 2);
     for (std::size_t a = 0; a < n; ++a) {
-      if (accesses[a].region >= 4096) unworded_ = calls_ + 1;
+      if (accesses[a].region >= 4096) w |= std::uint64_t{1} << 63;
       w |= ((static_cast<std::uint64_t>(accesses[a].region & 4095U) << 1) |
             (accesses[a].write ? 1U : 0U))
            << (4 + (13 * a));
     }
-    ring_[calls_ % kCallRing] = w;
+    return w;
+  }
+  constexpr void note_call(std::uint64_t word) {
+    if ((word >> 63) != 0) unworded_ = calls_ + 1;
+    ring_[calls_ % kCallRing] = word;
     ++calls_;
   }
+
   // Whether the calls [before, now) are one span of calls twice over (now - before at most
   // kCallRing, `now` the calls so far).
   constexpr bool same_calls(std::uint64_t before, std::uint64_t now) const {

@@ -574,13 +574,18 @@ constexpr std::int64_t field_limit(int width) {
 #endif
 // Whether the writer's encoder is specialized by instruction form (GEMM, ALU), so that a layout
 // known when the code compiles (StaticLayout) puts each field with a constant shift, mask and
-// bound: not at -Os, where one copy for every form keeps the runtime smaller. (Objects built
+// bound; and whether the writer and the replay take the shortcuts that save time at a cost in
+// code (a kernel written again where it was resident, an in-place ALU's read not checked for
+// hazards its write already met, a copied call's ring word kept). Neither at -Os, where one copy
+// for every form and no shortcut keep the runtime's ARM text within its 16 KiB. (Objects built
 // at -Os and at other levels then differ in the writer's code, not in what it writes, as with
 // DLAVM_RUNTIME_INLINE.)
 #ifdef __OPTIMIZE_SIZE__
 inline constexpr bool kSpecializedEncoder = false;
+inline constexpr bool kTimeShortcuts = false;
 #else
 inline constexpr bool kSpecializedEncoder = true;
+inline constexpr bool kTimeShortcuts = true;
 #endif
 
 // Places `value` (masked to the field width) into a word pair. Fields never straddle words.

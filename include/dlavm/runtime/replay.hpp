@@ -153,6 +153,7 @@ struct LoopCall {
   bool transfer = false;
   RegionAccess access[3] = {};
   std::int64_t step = 0;
+  std::uint64_t word = 0;  // its module and accesses as the replay's call ring holds them, or 0
 };
 
 struct LoopTape {
@@ -537,7 +538,10 @@ class Replay {
       ++t.word;
       if (!w_.repeat(from, call.transfer, moved)) return unwind(t);
       deps_.after(call.queue, t.start + call.at, call.access, call.accesses);
-      if (log_calls_) note_call(call.queue, call.access, call.accesses);
+      if (log_calls_)
+        note_call(kTimeShortcuts && call.word != 0
+                      ? call.word
+                      : call_word(call.queue, call.access, call.accesses));
     }
     t.cursor = t.ncalls;
     ++copied_whole_;
@@ -631,7 +635,8 @@ class Replay {
   constexpr bool after(Queue q, const RegionAccess* accesses, std::size_t n) {
     const auto index = static_cast<std::int64_t>(w_.size()) - 1;
     deps_.after(q, index, accesses, n);
-    if (log_calls_) note_call(q, accesses, n);
+    const std::uint64_t word = log_calls_ ? call_word(q, accesses, n) : 0;
+    if (log_calls_) note_call(word);
     if (mode_ == Mode::Record) {
       LoopTape& t = *tape_;
       if (t.ncalls < t.call_capacity) {
@@ -640,6 +645,8 @@ class Replay {
         call.queue = q;
         call.accesses = static_cast<std::uint8_t>(n);
         for (std::size_t a = 0; a < n; ++a) call.access[a] = accesses[a];
+        // (0, no word, where no call was logged then: its copies compute it; at -Os all do)
+        if constexpr (kTimeShortcuts) call.word = word;
       }
       ++t.ncalls;  // counted past the capacity: such an iteration is not copied
     }
@@ -669,18 +676,23 @@ class Replay {
   std::uint64_t calls_ = 0, unworded_ = 0;
   std::uint64_t ring_[kCallRing] = {};
 
-  // A call's module and accesses, as one word.
-  constexpr void note_call(Queue q, const RegionAccess* accesses, std::size_t n) {
+  // A call's module and accesses, as one word; bit 63 set where a region is past 2^12.
+  static constexpr std::uint64_t call_word(Queue q, const RegionAccess* accesses, std::size_t n) {
     std::uint64_t w = static_cast<std::uint64_t>(q) | (static_cast<std::uint64_t>(n) << 2);
     for (std::size_t a = 0; a < n; ++a) {
-      if (accesses[a].region >= 4096) unworded_ = calls_ + 1;
+      if (accesses[a].region >= 4096) w |= std::uint64_t{1} << 63;
       w |= ((static_cast<std::uint64_t>(accesses[a].region & 4095U) << 1) |
             (accesses[a].write ? 1U : 0U))
            << (4 + (13 * a));
     }
-    ring_[calls_ % kCallRing] = w;
+    return w;
+  }
+  constexpr void note_call(std::uint64_t word) {
+    if ((word >> 63) != 0) unworded_ = calls_ + 1;
+    ring_[calls_ % kCallRing] = word;
     ++calls_;
   }
+
   // Whether the calls [before, now) are one span of calls twice over (now - before at most
   // kCallRing, `now` the calls so far).
   constexpr bool same_calls(std::uint64_t before, std::uint64_t now) const {

@@ -87,6 +87,9 @@ struct WrittenKernel {
   Opcode opcode = Opcode::Gemm;
   std::uint32_t dram = 0;  // its micro-ops' offset in the micro-op buffer
   std::uint32_t size = 0;  // how many
+  // where they were resident when it was written: entry `sram` while the micro-op SRAM has
+  // not started over since (StreamWriter::resident_epoch() still `epoch`, which is never 0)
+  std::uint32_t epoch = 0, sram = 0;
 };
 
 // An on-chip region: a memory and a range of entries [begin, end); ACC_8BIT is the
@@ -244,13 +247,18 @@ class StreamWriter {
   // made resident in the micro-op SRAM if they no longer are.
   constexpr bool again(const WrittenKernel& k) {
     if (!ok()) return false;
-    const Form form = k.opcode == Opcode::Gemm ? Form::Gemm : Form::Alu;
-    InsnWord w = k.word;
-    std::uint32_t begin = 0;
-    return make_resident(k.opcode, k.dram, k.size, begin) &&
-           put(w, form, k.opcode, Field::uop_bgn, begin) &&
-           put(w, form, k.opcode, Field::uop_end, static_cast<std::int64_t>(begin + k.size)) &&
-           append_word(w, Queue::Compute, k.opcode);
+    std::uint32_t begin = k.sram;
+    // resident where it was while the SRAM has not started over (its entries stay until then)
+    if (!(kTimeShortcuts && k.epoch == resident_epoch_) &&
+        !make_resident(k.opcode, k.dram, k.size, begin))
+      return false;
+    if constexpr (kSpecializedEncoder) {
+      if (k.opcode == Opcode::Gemm)
+        return again_insn(std::integral_constant<Form, Form::Gemm>{}, k, begin);
+      return again_insn(std::integral_constant<Form, Form::Alu>{}, k, begin);
+    } else {
+      return again_insn(FormOfOpcode{}, k, begin);
+    }
   }
 
   // Instruction `from` of this stream appended again as it is (a loop iteration copied from
@@ -539,6 +547,16 @@ class StreamWriter {
     }
   }
   struct FormOfOpcode {};  // kernel_insn's form: the opcode's, known when it runs
+  // again()'s word: k's with the micro-op range at `begin`
+  template <class FormOf>
+  constexpr bool again_insn(FormOf, const WrittenKernel& k, std::uint32_t begin) {
+    Form form = k.opcode == Opcode::Gemm ? Form::Gemm : Form::Alu;
+    if constexpr (!std::is_same_v<FormOf, FormOfOpcode>) form = FormOf::value;
+    InsnWord w = k.word;
+    return put(w, form, k.opcode, Field::uop_bgn, begin) &&
+           put(w, form, k.opcode, Field::uop_end, static_cast<std::int64_t>(begin + k.size)) &&
+           append_word(w, Queue::Compute, k.opcode);
+  }
   // (always inlined: push_kernel is the one function at -Os, as it was before the forms)
   template <class FormOf>
 #if defined(__GNUC__)
@@ -587,7 +605,12 @@ class StreamWriter {
     std::uint32_t dram = 0, begin = 0;
     if (!store_kernel(op, words, nops, dram)) return false;
     last_kernel_ = {w, op, dram, static_cast<std::uint32_t>(nops)};
-    return make_resident(op, dram, nops, begin) && put(w, form, op, Field::uop_bgn, begin) &&
+    if (!make_resident(op, dram, nops, begin)) return false;
+    if constexpr (kTimeShortcuts) {
+      last_kernel_.epoch = resident_epoch_;
+      last_kernel_.sram = begin;
+    }
+    return put(w, form, op, Field::uop_bgn, begin) &&
            put(w, form, op, Field::uop_end, static_cast<std::int64_t>(begin + nops)) &&
            append_word(w, Queue::Compute, op);
   }
@@ -663,7 +686,7 @@ class StreamWriter {
     std::size_t at = 0;
     std::uint32_t dram = 0, sram = ~std::uint32_t{0}, words = 0;
   } uop_load_;
-  std::uint32_t resident_epoch_ = 0;  // the micro-op SRAM's restarts
+  std::uint32_t resident_epoch_ = 1;  // the micro-op SRAM's restarts, from 1
   std::uint32_t pushes_ = 0;          // push flags set on written instructions (pushed_since)
   std::uint32_t push_ring_[kPushRing] = {};  // the instructions of the last kPushRing
   WrittenKernel last_kernel_{};
@@ -780,6 +803,9 @@ class DepTracker {
   template <class Writer>
   constexpr bool before(Writer& w, Queue q, const RegionAccess* accesses, std::size_t n) {
     std::int64_t need[3] = {-1, -1, -1};
+    // an in-place ALU's read of the region it writes meets a subset of the write's hazards
+    if (kTimeShortcuts && n == 2 && accesses[1].region == accesses[0].region && accesses[0].write)
+      n = 1;
     for (std::size_t i = 0; i < n; ++i) {
       const auto hazard = [&](const RegionState& s) {
         if (s.writer >= 0 && s.writer_queue != q) raise(need, s.writer_queue, s.writer);
