@@ -252,12 +252,14 @@ class StreamWriter {
     if (!(kTimeShortcuts && k.epoch == resident_epoch_) &&
         !make_resident(k.opcode, k.dram, k.size, begin))
       return false;
+    InsnWord w = k.word;
     if constexpr (kSpecializedEncoder) {
       if (k.opcode == Opcode::Gemm)
-        return again_insn(std::integral_constant<Form, Form::Gemm>{}, k, begin);
-      return again_insn(std::integral_constant<Form, Form::Alu>{}, k, begin);
+        return append_kernel(std::integral_constant<Form, Form::Gemm>{}, w, k.opcode, begin,
+                             k.size);
+      return append_kernel(std::integral_constant<Form, Form::Alu>{}, w, k.opcode, begin, k.size);
     } else {
-      return again_insn(FormOfOpcode{}, k, begin);
+      return append_kernel(FormOfOpcode{}, w, k.opcode, begin, k.size);
     }
   }
 
@@ -546,16 +548,23 @@ class StreamWriter {
                          ops, nops);
     }
   }
-  struct FormOfOpcode {};  // kernel_insn's form: the opcode's, known when it runs
-  // again()'s word: k's with the micro-op range at `begin`
+  struct FormOfOpcode {};  // a kernel's form: the opcode's, known when it runs
+  // the form: FormOf's constant, or the opcode's
   template <class FormOf>
-  constexpr bool again_insn(FormOf, const WrittenKernel& k, std::uint32_t begin) {
-    Form form = k.opcode == Opcode::Gemm ? Form::Gemm : Form::Alu;
-    if constexpr (!std::is_same_v<FormOf, FormOfOpcode>) form = FormOf::value;
-    InsnWord w = k.word;
-    return put(w, form, k.opcode, Field::uop_bgn, begin) &&
-           put(w, form, k.opcode, Field::uop_end, static_cast<std::int64_t>(begin + k.size)) &&
-           append_word(w, Queue::Compute, k.opcode);
+  static constexpr Form form_for(FormOf, Opcode op) {
+    if constexpr (std::is_same_v<FormOf, FormOfOpcode>)
+      return op == Opcode::Gemm ? Form::Gemm : Form::Alu;
+    else
+      return FormOf::value;
+  }
+  // A kernel's word `w` with its micro-op range [begin, begin + n), appended.
+  template <class FormOf>
+  DLAVM_RUNTIME_INLINE constexpr bool append_kernel(FormOf, InsnWord& w, Opcode op,
+                                                    std::uint32_t begin, std::size_t n) {
+    const Form form = form_for(FormOf{}, op);
+    return put(w, form, op, Field::uop_bgn, begin) &&
+           put(w, form, op, Field::uop_end, static_cast<std::int64_t>(begin + n)) &&
+           append_word(w, Queue::Compute, op);
   }
   // (always inlined: push_kernel is the one function at -Os, as it was before the forms)
   template <class FormOf>
@@ -566,8 +575,7 @@ class StreamWriter {
   kernel_insn(FormOf, InsnWord& w, Opcode op, const KernelLoop* loops, std::size_t nloops,
               const UopOp* ops, std::size_t nops) {
     const bool gemm = op == Opcode::Gemm;
-    Form form = gemm ? Form::Gemm : Form::Alu;
-    if constexpr (!std::is_same_v<FormOf, FormOfOpcode>) form = FormOf::value;
+    const Form form = form_for(FormOf{}, op);
     if (nloops > 2)
       return fail_field(Status::LoopShape, op, Field::count, static_cast<int>(nloops));
     if (nops == 0) return fail_field(Status::KernelEmpty, op, Field::count, 0);
@@ -610,9 +618,7 @@ class StreamWriter {
       last_kernel_.epoch = resident_epoch_;
       last_kernel_.sram = begin;
     }
-    return put(w, form, op, Field::uop_bgn, begin) &&
-           put(w, form, op, Field::uop_end, static_cast<std::int64_t>(begin + nops)) &&
-           append_word(w, Queue::Compute, op);
+    return append_kernel(FormOf{}, w, op, begin, nops);
   }
 
   // Stores a kernel's micro-ops once in the micro-op buffer (an identical kernel's are reused);
