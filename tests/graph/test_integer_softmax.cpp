@@ -564,6 +564,18 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
         i.imm == -23)
       exponent_rows += std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
   CHECK(exponent_rows == 2628 + 36);
+  // pass 3 computes the kept chunks a query sees in spans of five (its five chunk buffers,
+  // 40 keys): query p sees s = ceil((p + 1) / 8) chunks, min(s, 8) of them kept, stored in
+  // ceil(min(s, 8) / 5) STOREs; the chunk loop stores each of the 9 - min(s, 8) others once
+  // (computed, or the epilogue of 0 of a chunk it does not see). One STORE a chunk: 648.
+  std::size_t stores = 0, want_stores = 0;
+  for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
+    stores += i.opcode == vta::Opcode::Store;
+  for (std::size_t p = 0; p < 72; ++p) {
+    const std::size_t kept_seen = std::min<std::size_t>((p + 8) / 8, 8);
+    want_stores += (kept_seen + 4) / 5 + (9 - kept_seen);
+  }
+  CHECK(stores == want_stores);
   // the gallery's kernel (two queries of 8 heads a tile, chunks of 128 keys, 9 of 16 kept):
   // decode steps after 2,047 keys and at the last kept key (1,151 before) and the first past
   // them, prefills of 300 tokens after 1,000 and of 2,048 from the start (not under the

@@ -251,9 +251,10 @@ class PlanCompiler : public tir::StmtVisitor<PlanCompiler> {
     field(n.extent);
     const Interval extent = last_range_;
     op.slot = plan_.registers_++;
-    // the variable's values: [min, min + extent - 1], as far as the bounds know
-    ranges_.push_back(
-        {lo.lo, saturate(static_cast<double>(lo.hi) + static_cast<double>(extent.hi) - 1)});
+    // the variable's values: [min, min + extent - 1], as far as the bounds know (none where
+    // the extent is 0 at most: then [min, min], a range its body's fields can be compiled for)
+    ranges_.push_back({lo.lo, std::max(lo.lo, saturate(static_cast<double>(lo.hi) +
+                                                       static_cast<double>(extent.hi) - 1))});
     const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     if (memoized) op.memo = static_cast<std::uint32_t>(plan_.memos_.size());

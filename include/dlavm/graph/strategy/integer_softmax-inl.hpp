@@ -9,6 +9,7 @@
 #include <dlavm/ne/int_math.hpp>
 #include <dlavm/ne/ops.hpp>
 #include <dlavm/ne/simplify.hpp>
+#include <dlavm/ne/substitute.hpp>
 #include <dlavm/te/ops.hpp>
 #include <dlavm/te/tensor.hpp>
 #include <dlavm/tir/functor.hpp>
@@ -1045,6 +1046,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     te::Buffer kept;
     std::vector<std::array<std::int64_t, 4>> exponential;  // pass 2's chain: each link's form
     bool kept_read = false, kept_allocated = false;
+    std::optional<tir::Stmt> kept_spans;  // pass 3's loop over the kept chunks' spans
     // Chunk c's first row in `kept`, read only where c < kept_count: past the kept chunks the
     // last one's, so that those iterations read the same value (a loop memo's key, as above).
     ne::Expr kept_row(const ne::Expr& c) const {
@@ -1171,10 +1173,12 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // Pass 3's parts `out` (rewritten from `parts`, whose chain is `ch`) starting, in the
     // kept chunks, from the kept exponentials: the chain's kernels after the exponential,
     // and what follows the chain (the store), on the kept rows in place of the buffer the
-    // exponential ends in. False where its chain does not start with pass 2's exponential, or
-    // reads another of its buffers after it.
-    bool read_kept(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
-                   std::vector<tir::Stmt>& out) const {
+    // exponential ends in: in spans before the chunk loop (kept_in_spans) where the loop
+    // starts at 0 (`from_zero`), else in its kept iterations. False where its chain does not
+    // start with pass 2's exponential, or reads another of its buffers after it.
+    bool read_kept(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Var& c,
+                   const std::vector<te::Buffer>& allocated, tir::ForKind kind, bool from_zero,
+                   std::vector<tir::Stmt>& out) {
       const std::size_t n = exponential.size();
       if (ch.links.size() <= n) return false;
       for (std::size_t k = 0; k < n; ++k)
@@ -1187,9 +1191,15 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         for (const auto* call : vta::detail::calls_in(parts[ch.first + k]))
           for (const auto& b : call->buffers)
             if (!b.same_as(e) && among(computed, b)) return false;
+      const std::vector<tir::Stmt> rest(parts.begin() + static_cast<std::ptrdiff_t>(ch.first + n),
+                                        parts.end());
+      if (auto spans = from_zero ? kept_in_spans(rest, e, allocated, c, kind) : std::nullopt) {
+        kept_spans = std::move(*spans);  // (and the chunk loop starts past them: visit_for)
+        return true;
+      }
       std::vector<tir::Stmt> from_kept;
-      for (std::size_t k = ch.first + n; k < parts.size(); ++k) {
-        const auto moved = in_kept(parts[k], e, kept_row(c));
+      for (const auto& st : rest) {
+        const auto moved = in_kept(st, e, kept_row(c));
         if (!moved) return false;
         from_kept.push_back(*moved);
       }
@@ -1200,16 +1210,138 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       }
       return true;
     }
+    // Pass 3's statements `rest` after the exponential (the chain's kernels on `e`, then the
+    // store), over the kept chunks the block sees in spans of chunks rather than one at a
+    // time: their rows are contiguous in `kept`, and so are their keys' probabilities in DRAM,
+    // so that one kernel computes a span and one STORE writes it. A span is as many chunks
+    // as the entries of pass 3's chunk buffers (`allocated`) hold of those it uses: its span
+    // buffers take their place, which is free before pass 3's chunk loop. In place of a chunk loop
+    // whose kept iterations each wrote the chain's micro-ops at rows that move with the chunk
+    // (no two alike for a loop memo to copy), a loop of a few spans; the same micro-ops a
+    // key. Nullopt where the statements are not kernels of one loop level over the chunk's
+    // rows and a store of one row of tiles, or a span would hold one chunk.
+    std::optional<tir::Stmt> kept_in_spans(const std::vector<tir::Stmt>& rest, const te::Buffer& e,
+                                           const std::vector<te::Buffer>& allocated,
+                                           const ne::Var& c, tir::ForKind kind) const {
+      std::vector<te::Buffer> used;  // the chunk buffers `rest` uses besides e
+      for (const auto& st : rest)
+        for (const auto* call : vta::detail::calls_in(st))
+          for (const auto& b : call->buffers)
+            if (!b.same_as(e) && among(allocated, b) && !among(used, b)) used.push_back(b);
+      // the entries of pass 3's chunk buffers, over those a chunk of the used ones takes
+      std::int64_t space = 0, taken = 0;
+      for (const auto& b : allocated) {
+        const auto size = b.size().as_int();
+        if (!size) return std::nullopt;
+        space += *size;
+        if (among(used, b)) taken += *size;
+      }
+      const std::int64_t span = taken > 0 ? space / taken : 0;
+      if (span < 2) return std::nullopt;
+      const std::int64_t span_rows = span * chunk;
+      // the kept rows the block's passes wrote: its first min(kept, seen) chunks, keys alone
+      const ne::Expr total =
+          ne::simplify(ne::min(ne::min(ne::Expr(kept_count), seen) * chunk, keys));
+      const std::int64_t most = (kept_count * chunk + span_rows - 1) / span_rows;
+      const ne::Var g = ne::var(c.name() + ".span", 0, most - 1);
+      const ne::Expr first = ne::simplify(g * span_rows);
+      const ne::Expr rows = ne::simplify(ne::min(ne::Expr(span_rows), total - first));
+      std::vector<te::Buffer> spanned;
+      for (const auto& b : used)
+        spanned.push_back(te::make_buffer(b.name() + ".span", b.dtype(),
+                                          {ne::simplify(b.size() * span)}, b.scope()));
+      const auto i32 = [](const ne::Expr& x) { return te::index_value(ne::simplify(x)); };
+      const ne::Expr chunk_rows = ne::simplify(ne::min(ne::Expr(chunk), keys - c * chunk));
+      // a call with `e` read or written in `kept` at row `first` on (its row argument `at`),
+      // the chunk buffers it uses in their spans' (at the rows they had); null where a row
+      // argument is not one
+      const auto in_span = [&](const te::CallNode& call, std::vector<te::Expr> args,
+                               std::size_t row_at) -> std::optional<te::Expr> {
+        auto buffers = call.buffers;
+        for (std::size_t b = 0; b < buffers.size(); ++b) {
+          for (std::size_t u = 0; u < used.size(); ++u)
+            if (buffers[b].same_as(used[u])) buffers[b] = spanned[u];
+          if (!buffers[b].same_as(e)) continue;
+          const std::size_t at = row_at + b;
+          const auto row = at < args.size() ? vta::detail::index_arg(args[at]) : std::nullopt;
+          if (!row) return std::nullopt;
+          args[at] = i32(*row + first);
+          buffers[b] = kept;
+        }
+        return te::call(call.name, call.dtype(), std::move(args), std::move(buffers));
+      };
+      std::vector<tir::Stmt> body;
+      for (std::size_t k = 0; k < rest.size(); ++k) {
+        const tir::Stmt& st = rest[k];
+        if (const auto* attr = st.as<tir::AttrNode>()) {
+          const auto* seq = attr->body.as<tir::SeqNode>();
+          const auto calls = vta::detail::calls_in(attr->body);
+          if (seq == nullptr || seq->seq.size() != 3 || calls.size() != 3 ||
+              calls[0]->name != vta::intrin::uop_loop_begin ||
+              (calls[1]->name != vta::intrin::alu && calls[1]->name != vta::intrin::gemm_reset))
+            return std::nullopt;
+          const auto extent = vta::detail::index_arg(calls[0]->args[0]);
+          if (!extent || !(extent->as_int() == chunk ||
+                           ne::can_prove(ne::simplify(*extent - chunk_rows) == 0)))
+            return std::nullopt;
+          auto loop_args = calls[0]->args;
+          loop_args[0] = i32(rows);
+          const auto op =
+              in_span(*calls[1], calls[1]->args, calls[1]->name == vta::intrin::alu ? 3 : 0);
+          if (!op) return std::nullopt;
+          body.push_back(tir::make_attr(
+              attr->key, attr->node, attr->value,
+              tir::make_seq({tir::make_evaluate(te::call(calls[0]->name, calls[0]->dtype(),
+                                                         std::move(loop_args), calls[0]->buffers)),
+                             tir::make_evaluate(*op), seq->seq[2]})));
+          continue;
+        }
+        // the store, last: a row of `x` tiles from row args[1] to DRAM element args[2]
+        const auto* eval = st.as<tir::EvaluateNode>();
+        const auto* store = eval != nullptr ? eval->value.as<te::CallNode>() : nullptr;
+        if (k + 1 != rest.size() || store == nullptr || store->name != vta::intrin::store ||
+            store->args.size() != 6 || !store->buffers[0].same_as(e) ||
+            vta::detail::constant_index(store->args[3]) != 1)
+          return std::nullopt;
+        // its keys' probabilities one a DRAM element: a span's at chunk g x span's
+        const auto dram = vta::detail::index_arg(store->args[2]);
+        const auto x = vta::detail::index_arg(store->args[4]);
+        if (!dram || !x ||
+            !(x->as_int() == chunk || ne::can_prove(ne::simplify(*x - chunk_rows) == 0)))
+          return std::nullopt;
+        const ne::Expr at = ne::substitute(*dram, {{c, g * span}});
+        if (!ne::can_prove(ne::simplify(at - ne::substitute(*dram, {{c, 0}}) - first) == 0))
+          return std::nullopt;
+        auto args = store->args;
+        args[2] = i32(at);
+        args[4] = args[5] = i32(rows);
+        const auto moved = in_span(*store, std::move(args), 1);
+        if (!moved) return std::nullopt;
+        body.push_back(tir::make_evaluate(*moved));
+      }
+      tir::Stmt inner = tir::make_seq(body);
+      for (auto it = spanned.rbegin(); it != spanned.rend(); ++it)
+        inner = tir::make_allocate(*it, inner);
+      return tir::make_for(g, ne::Expr(0),
+                           ne::simplify(ne::floordiv(total + (span_rows - 1), span_rows)), kind,
+                           inner);
+    }
     // the block's statements that hold pass 3's chunk loop, with `kept` allocated around them
+    // (and the kept chunks' spans before the loop, where pass 3 computes them so)
     tir::Stmt visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
       tir::Stmt out = tir::StmtMutator<ChunkLoops>::visit_seq(n, s);
       if (!kept.defined() || kept_allocated) return out;
       const auto* seq = out.as<tir::SeqNode>();
       if (seq == nullptr) return out;
-      for (const auto& part : seq->seq)
-        if (const auto* loop = part.as<tir::ForNode>();
+      for (std::size_t k = 0; k < seq->seq.size(); ++k)
+        if (const auto* loop = seq->seq[k].as<tir::ForNode>();
             loop != nullptr && loop->var.id() == chunks.back().id()) {
           kept_allocated = true;
+          if (kept_spans) {
+            auto parts = seq->seq;
+            parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(k), *kept_spans);
+            out = tir::make_seq(parts);
+          }
           return tir::make_allocate(kept, out);
         }
       return out;
@@ -1283,7 +1415,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (kept_count > 0 && pass == sum_pass && pass + 1 < chunks.size()) {
         if (!keep(guarded, chain_of(*body, guarded, c), c, parts)) kept_count = 0;
       } else if (kept_count > 0 && kept.defined() && pass + 1 == chunks.size()) {
-        kept_read = read_kept(guarded, chain_of(*body, guarded, c), c, parts);
+        kept_read = read_kept(guarded, chain_of(*body, guarded, c), n.var, body->allocated,
+                              n.for_kind, n.min.as_int() == 0, parts);
       }
       tir::Stmt inner = tir::make_seq(parts);
       // a chunk the query sees none of: its stored buffer filled with the constant, stored.
@@ -1301,6 +1434,13 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       ++rewritten;
       if (max_pass)
         return body->allocations_around(tir::make_for(n.var, n.min, n.extent, n.for_kind, inner));
+      if (kept_read && kept_spans && pass + 1 == chunks.size()) {
+        // pass 3 past the kept chunks the block sees, which its spans computed (no iteration
+        // left empty: a loop memo records none, and gives up on the loop after a few)
+        const ne::Expr start = ne::simplify(ne::min(ne::Expr(kept_count), seen));
+        return tir::make_for(n.var, start, ne::simplify(n.extent - start), n.for_kind,
+                             body->allocations_around(inner));
+      }
       return tir::make_for(n.var, n.min, n.extent, n.for_kind, body->allocations_around(inner));
     }
   } loops;
