@@ -39803,18 +39803,24 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const auto i32 = [](const ne::Expr& x) { return te::index_value(ne::simplify(x)); };
       const ne::Expr chunk_rows = ne::simplify(ne::min(ne::Expr(chunk), keys - c * chunk));
       // a call with `e` read or written in `kept` at row `first` on (its row argument `at`),
-      // the chunk buffers it uses in their spans' (at the rows they had); null where a row
-      // argument is not one
+      // the chunk buffers it uses in their spans' (from their row 0); null where a row argument
+      // is not one, or a chunk buffer's is not 0. `step`: each on-chip buffer's step a row of
+      // the kernel's loop (a store's 1), which is 1 for the chunk's and 0 for a row of the
+      // block (whose entries the longer loop then reads no more of)
       const auto in_span = [&](const te::CallNode& call, std::vector<te::Expr> args,
-                               std::size_t row_at) -> std::optional<te::Expr> {
+                               std::size_t row_at,
+                               const std::vector<std::int64_t>& step) -> std::optional<te::Expr> {
         auto buffers = call.buffers;
-        for (std::size_t b = 0; b < buffers.size(); ++b) {
+        for (std::size_t b = 0; b < buffers.size() && b < step.size(); ++b) {
+          const std::size_t at = row_at + b;
+          const auto row = at < args.size() ? vta::detail::index_arg(args[at]) : std::nullopt;
+          const bool chunked = buffers[b].same_as(e) || among(used, buffers[b]);
+          if (!row || step[b] != (chunked ? 1 : 0) ||
+              (chunked && !buffers[b].same_as(e) && row->as_int() != 0))
+            return std::nullopt;
           for (std::size_t u = 0; u < used.size(); ++u)
             if (buffers[b].same_as(used[u])) buffers[b] = spanned[u];
           if (!buffers[b].same_as(e)) continue;
-          const std::size_t at = row_at + b;
-          const auto row = at < args.size() ? vta::detail::index_arg(args[at]) : std::nullopt;
-          if (!row) return std::nullopt;
           args[at] = i32(*row + first);
           buffers[b] = kept;
         }
@@ -39834,10 +39840,14 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           if (!extent || !(extent->as_int() == chunk ||
                            ne::can_prove(ne::simplify(*extent - chunk_rows) == 0)))
             return std::nullopt;
+          // the loop's steps a row: the destination's, then the source's
+          std::vector<std::int64_t> steps;
+          for (std::size_t a = 1; a < 3 && a < calls[0]->args.size(); ++a)
+            steps.push_back(vta::detail::constant_index(calls[0]->args[a]).value_or(-1));
           auto loop_args = calls[0]->args;
           loop_args[0] = i32(rows);
           const auto op =
-              in_span(*calls[1], calls[1]->args, calls[1]->name == vta::intrin::alu ? 3 : 0);
+              in_span(*calls[1], calls[1]->args, calls[1]->name == vta::intrin::alu ? 3 : 0, steps);
           if (!op) return std::nullopt;
           body.push_back(tir::make_attr(
               attr->key, attr->node, attr->value,
@@ -39865,7 +39875,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         auto args = store->args;
         args[2] = i32(at);
         args[4] = args[5] = i32(rows);
-        const auto moved = in_span(*store, std::move(args), 1);
+        const auto moved = in_span(*store, std::move(args), 1, {1});
         if (!moved) return std::nullopt;
         body.push_back(tir::make_evaluate(*moved));
       }
