@@ -176,8 +176,9 @@ class IntegerSoftmaxKernel {
   //     before its sum adds them up in place, and pass 3 computes the probabilities there and
   //     stores them, with no load, masks or exponential (36 of its ALU cycles a key at the
   //     gallery's scale). It does so before its chunk loop, for the kept chunks the block
-  //     sees, in spans of as many chunks as it has chunk buffers (whose space a span's
-  //     buffer takes): each stage one kernel over a span's rows and one STORE a span, where
+  //     sees, in spans of as many chunks as its chunk buffers' entries hold of those these
+  //     stages use (a span's buffers take their place): each stage one kernel over a span's
+  //     rows and one STORE a span, where
   //     a chunk took one of each (the gallery's decode step: 25 kept chunks in 5 spans, 200
   //     instructions fewer). Where the keys fit one chunk the lowering has no chunk loop, and
   //     pass 3 computes them again.
