@@ -137,7 +137,8 @@ struct KernelMemo {
 // same calls. An iteration whose keys equal the last one's is recorded: the instruction each
 // call wrote, the pushes its hazards set, the dependency state at its start. A later
 // iteration with the same keys, starting in a state that matches the recorded one up to a
-// renaming of the instructions it can wait on (DepTracker::match), makes the same tokens: it
+// renaming of the instructions it can wait on (DepTracker::match, over the regions the recorded
+// calls' accesses overlap: no other region's hazards reach them), makes the same tokens: it
 // copies the words of the iteration before it (a DRAM address from the body's own call), sets
 // the recorded pushes on the renamed instructions, and tracks its accesses as the calls do.
 // The words, tokens and errors are those the calls write (tests/deploy compares them word
@@ -431,8 +432,7 @@ class Replay {
       for (std::size_t i = 0; i < t.map.size; ++i) t.map.to[i] = deps_.slot(t.map.where[i]);
     } else if (t.armed) {
       t.steady = w_.pending_pops() == t.pops && w_.last_queue() == t.last &&
-                 w_.resident_epoch() == t.epoch &&
-                 deps_.match(t.states, t.covered, t.map, apart ? t.met : ~std::uint64_t{0});
+                 w_.resident_epoch() == t.epoch && deps_.match(t.states, t.covered, t.map, t.met);
       t.armed = t.steady;
     }
     if (t.armed) {
@@ -476,7 +476,7 @@ class Replay {
                 w_.storage().reloc_count() == t.relocs;
       for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.pushed[p] = deps_.covered(p);
       t.met = ~std::uint64_t{0};
-      if (t.apart && deps_.count() <= kMaskedRegions) {
+      if (deps_.count() <= kMaskedRegions) {
         t.met = 0;
         for (std::size_t c = 0; c < t.ncalls && c < t.call_capacity; ++c)
           for (std::size_t a = 0; a < t.calls[c].accesses; ++a)
