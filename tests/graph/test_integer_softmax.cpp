@@ -576,6 +576,18 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
     want_stores += (kept_seen + 4) / 5 + (9 - kept_seen);
   }
   CHECK(stores == want_stores);
+  // pass 2 resets the kept rows a query's chunks take once, before its chunk loop: 8 x min(s,
+  // 8) rows (one reset of 8 rows a kept chunk before). Of the kernels, only that reset runs over
+  // more rows than a span (40): those of the 32 queries with 6 kept chunks or more
+  std::map<std::int64_t, std::size_t> long_resets, want_long;
+  for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
+    if (i.opcode == vta::Opcode::Gemm && i.reset_reg && i.iter_out * i.iter_in > 40)
+      ++long_resets[std::int64_t{i.iter_out} * i.iter_in];
+  for (std::size_t p = 0; p < 72; ++p)
+    if (const auto kept_seen = std::min<std::int64_t>((p + 8) / 8, 8); kept_seen >= 6)
+      ++want_long[8 * kept_seen];
+  CHECK(long_resets == want_long);
+  CHECK(want_long == std::map<std::int64_t, std::size_t>{{48, 8}, {56, 8}, {64, 16}});
   // the gallery's kernel (two queries of 8 heads a tile, chunks of 128 keys, 9 of 16 kept):
   // decode steps after 2,047 keys and at the last kept key (1,151 before) and the first past
   // them, prefills of 300 tokens after 1,000 and of 2,048 from the start (not under the

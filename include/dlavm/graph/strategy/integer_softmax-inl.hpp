@@ -1047,6 +1047,17 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     std::vector<std::array<std::int64_t, 4>> exponential;  // pass 2's chain: each link's form
     bool kept_read = false, kept_allocated = false;
     std::optional<tir::Stmt> kept_spans;  // pass 3's loop over the kept chunks' spans
+    // the reset of the kept rows the block's pass 2 writes, before its chunk loop (keep), and
+    // whether it was put there (visit_seq)
+    std::optional<tir::Stmt> kept_reset;
+    bool hoist_reset = true, kept_reset_placed = false;
+    std::int64_t max_loop = 0;  // a GEMM loop's most iterations (its iter_out field)
+    // The rows of `kept` the block's passes write: its first min(kept, seen) chunks, keys alone
+    // where a chunk's kernels run over the keys it holds (`to_keys`), else whole chunks.
+    ne::Expr kept_rows(bool to_keys) const {
+      const ne::Expr whole = ne::min(ne::Expr(kept_count), seen) * chunk;
+      return ne::simplify(to_keys ? ne::min(whole, keys) : whole);
+    }
     // Chunk c's first row in `kept`, read only where c < kept_count: past the kept chunks the
     // last one's, so that those iterations read the same value (a loop memo's key, as above).
     ne::Expr kept_row(const ne::Expr& c) const {
@@ -1104,17 +1115,46 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           moved(parts[ch.first + *reset], ch.links[*reset], {to}, {to_row}),
           moved(parts[ch.first + *add], ch.links[*add], {to, from}, {to_row, 0})};
     }
+    // Kernel `kernel` (one loop level) with its loop's extent set to `extent`.
+    static tir::Stmt with_extent(const tir::Stmt& kernel, const ne::Expr& extent) {
+      const auto* attr = kernel.as<tir::AttrNode>();
+      const auto& seq = attr->body.as<tir::SeqNode>()->seq;
+      const auto* begin = seq[0].as<tir::EvaluateNode>()->value.as<te::CallNode>();
+      auto args = begin->args;
+      args[0] = te::index_value(ne::simplify(extent));
+      return tir::make_attr(
+          attr->key, attr->node, attr->value,
+          tir::make_seq({tir::make_evaluate(te::call(begin->name, begin->dtype(), std::move(args),
+                                                     begin->buffers)),
+                         seq[1], seq[2]}));
+    }
     // Pass 2's parts `out` (rewritten from `parts`, whose chain is `ch`) with the chain's
     // exponentials copied to `kept` in the kept chunks; false where the chain has no copy.
+    // The copy's reset clears all the rows the block's kept chunks take at once, before the
+    // chunk loop (kept_reset), where its loop runs over a chunk's rows (its keys, or the
+    // whole chunk): one instruction a block rather than one a kept chunk, whose micro-ops, at
+    // rows that move with the chunk, a replay writes call by call. Else each chunk resets its
+    // own rows.
     bool keep(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
               std::vector<tir::Stmt>& out) {
       if (ch.buffers.size() < 2) return false;
       const te::Buffer e = ch.buffers.back();
       const te::Buffer to = te::make_buffer(e.name() + ".kept", e.dtype(),
                                             {ne::simplify(e.size() * kept_count)}, e.scope());
-      const auto copy = copy_rows(parts, ch, e, to, kept_row(c));
+      auto copy = copy_rows(parts, ch, e, to, kept_row(c));
       if (!copy) return false;
       kept = to;
+      const auto* reset = (*copy)[0].as<tir::AttrNode>();
+      const auto calls = vta::detail::calls_in(reset->body);
+      const auto extent = vta::detail::index_arg(calls[0]->args[0]);
+      const ne::Expr chunk_rows = ne::simplify(ne::min(ne::Expr(chunk), keys - c * chunk));
+      const bool whole = extent && extent->as_int() == chunk;
+      if (hoist_reset && kept_count * chunk <= max_loop &&
+          (whole || (extent && ne::can_prove(ne::simplify(*extent - chunk_rows) == 0)))) {
+        kept_reset =
+            with_extent(copy_rows(parts, ch, e, to, ne::Expr(0)).value()[0], kept_rows(!whole));
+        copy->erase(copy->begin());
+      }
       exponential.clear();
       for (const Link& l : ch.links) exponential.push_back(form(l));
       const auto tail = static_cast<std::ptrdiff_t>(parts.size() - ch.end);
@@ -1239,9 +1279,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const std::int64_t span = taken > 0 ? space / taken : 0;
       if (span < 2) return std::nullopt;
       const std::int64_t span_rows = span * chunk;
-      // the kept rows the block's passes wrote: its first min(kept, seen) chunks, keys alone
-      const ne::Expr total =
-          ne::simplify(ne::min(ne::min(ne::Expr(kept_count), seen) * chunk, keys));
+      const ne::Expr total = kept_rows(true);
       const std::int64_t most = (kept_count * chunk + span_rows - 1) / span_rows;
       const ne::Var g = ne::var(c.name() + ".span", 0, most - 1);
       const ne::Expr first = ne::simplify(g * span_rows);
@@ -1343,16 +1381,23 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (!kept.defined() || kept_allocated) return out;
       const auto* seq = out.as<tir::SeqNode>();
       if (seq == nullptr) return out;
+      const auto loop_of = [&](std::size_t k, const ne::Var& v) {
+        const auto* loop = seq->seq[k].as<tir::ForNode>();
+        return loop != nullptr && loop->var.id() == v.id();
+      };
       for (std::size_t k = 0; k < seq->seq.size(); ++k)
-        if (const auto* loop = seq->seq[k].as<tir::ForNode>();
-            loop != nullptr && loop->var.id() == chunks.back().id()) {
+        if (loop_of(k, chunks.back())) {
           kept_allocated = true;
-          if (kept_spans) {
-            auto parts = seq->seq;
-            parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(k), *kept_spans);
-            out = tir::make_seq(parts);
-          }
-          return tir::make_allocate(kept, out);
+          auto parts = seq->seq;
+          if (kept_spans) parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(k), *kept_spans);
+          // the kept rows' reset before pass 2's chunk loop, inside the allocation
+          for (std::size_t j = 0; kept_reset && j < k; ++j)
+            if (loop_of(j, chunks[sum_pass])) {
+              parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(j), *kept_reset);
+              kept_reset_placed = true;
+              break;
+            }
+          return tir::make_allocate(kept, tir::make_seq(parts));
         }
       return out;
     }
@@ -1461,6 +1506,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   loops.lane_masks = detail::softmax_lane_masks(shape_);
   loops.groups = shape_.groups;
   loops.chunk = chunk_;
+  loops.max_loop =
+      (std::int64_t{1}
+       << env_.config.layout().pos(runtime::Form::Gemm, runtime::Field::iter_out).width) -
+      1;
   loops.keys = shape_.keys;
   loops.keys_seen = detail::softmax_visible(shape_, product);
   loops.alu_fill = env_.config.variant.store_reads_out_sram;
@@ -1481,6 +1530,12 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   const auto unvisited = loops;
   tir::PrimFunc out = f;
   out.body = loops.visit(f.body);
+  if (loops.kept_reset && !loops.kept_reset_placed) {
+    // no place for the kept rows' reset beside pass 3's loop: each chunk resets its own
+    loops = unvisited;
+    loops.hoist_reset = false;
+    out.body = loops.visit(f.body);
+  }
   if (loops.kept.defined() && (!loops.kept_read || !loops.kept_allocated)) {
     // pass 3 did not take what pass 2 kept: the passes as they were
     loops = unvisited;

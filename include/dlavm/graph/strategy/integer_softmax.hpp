@@ -172,16 +172,15 @@ class IntegerSoftmaxKernel {
   //     of those keys: the constant loaded whole, one ALU instruction whose outer level's two
   //     iterations apply its rows that change nothing at row 0 and the masks at those keys;
   //   - the whole softmax computes each exponential once in a block's first kept_chunks()
-  //     chunks: pass 2 copies them to a buffer of those chunks (a reset and an ADD a key)
-  //     before its sum adds them up in place, and pass 3 computes the probabilities there and
-  //     stores them, with no load, masks or exponential (36 of its ALU cycles a key at the
-  //     gallery's scale). It does so before its chunk loop, for the kept chunks the block
-  //     sees, in spans of as many chunks as its chunk buffers' entries hold of those these
-  //     stages use (a span's buffers take their place): each stage one kernel over a span's
-  //     rows and one STORE a span, where
-  //     a chunk took one of each (the gallery's decode step: 25 kept chunks in 5 spans, 200
-  //     instructions fewer). Where the keys fit one chunk the lowering has no chunk loop, and
-  //     pass 3 computes them again.
+  //     chunks: pass 2 copies them to a buffer of those chunks (an ADD a key, onto rows reset
+  //     once a block before its chunk loop) before its sum adds them up in place, and pass 3
+  //     computes the probabilities there and stores them, with no load, masks or exponential (36 of
+  //     its ALU cycles a key at the gallery's scale). It does so before its chunk loop, for the
+  //     kept chunks the block sees, in spans of as many chunks as its chunk buffers' entries hold
+  //     of those these stages use (a span's buffers take their place): each stage one kernel over a
+  //     span's rows and one STORE a span, where a chunk took one of each (the gallery's decode
+  //     step: 25 kept chunks in 5 spans, 200 instructions fewer). Where the keys fit one chunk the
+  //     lowering has no chunk loop, and pass 3 computes them again.
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
