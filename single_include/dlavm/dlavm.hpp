@@ -27820,7 +27820,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
     // iteration: printed first to learn which those are, then, if they cannot, printed again
     // as a plain loop whose inner loops may be memoized themselves.
-    const Printed before{out.size(), kernels_, loops_, memos_, used_};
+    const Printed before{out.size(), kernels_, loops_, memos_, used_, constant_sites_};
     memo_.emplace(n.var);
     loop(n, true);
     const bool ok = memo_->scan.ok;
@@ -27831,6 +27831,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     loops_ = before.loops;
     memos_ = before.memos;
     used_ = before.used;
+    constant_sites_ = before.constant_sites;
     plain_ = &n;
     loop(n, false);
   }
@@ -27863,7 +27864,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     }
     // A kernel inside loops is memoized (KernelMemo) on the values of those loops its fields
     // read, computed before it: the body is printed first, to learn which those are.
-    const int site = kernels_;
+    int site = kernels_;
     fmt::memory_buffer outside = std::move(out);
     out = fmt::memory_buffer();
     keys_.assign(loop_ids_.size(), false);
@@ -27887,10 +27888,20 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
         key(names_[loop_ids_[k]]);
         ++count;
       }
+    // A kernel that reads no loop writes the same instruction wherever it is entered: its
+    // site shares the memo of the first site that prints the same kernel (a quotient bit's
+    // kernels, the same in every bit), and writes it again where that one wrote it.
+    if (count == 0) {
+      std::string text(body.data(), body.size());
+      std::erase(text, ' ');
+      if (const auto [it, fresh] = constant_sites_.try_emplace(std::move(text), site); !fresh)
+        site = it->second;
+    }
     // a kernel that a memoized loop's body enters with the values of a loop inside it keeps
     // as many entries as the host's replay plan, so that a copied iteration finds each of them
-    memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}{}> k{}{{}};\n", count,
-                          reads_body_loop_ ? ", dlavm::runtime::kKernelMemoEntries" : "", site);
+    if (site == kernels_ - 1)
+      memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}{}> k{}{{}};\n", count,
+                            reads_body_loop_ ? ", dlavm::runtime::kKernelMemoEntries" : "", site);
     keys_.clear();
     hoisted_.clear();
     line("if (k{}.hit({})) {{", site, keys);
@@ -27969,6 +27980,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     int kernels, loops;
     std::string memos;
     std::vector<bool> used;
+    std::unordered_map<std::string, int> constant_sites;
   };
 
   void loop(const tir::ForNode& n, bool memoized) {
@@ -28205,6 +28217,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::vector<std::string> hoisted_;     // its values that only those loops (and dims) give
   bool reads_body_loop_ = false;         // and whether one of them is inside a memoized loop
   std::string memos_;                    // the kernel sites' memo declarations
+  std::unordered_map<std::string, int> constant_sites_;  // a kernel reading no loop: its first site
   int loops_ = 0, depth_ = 1, kernels_ = 0;
   bool in_kernel_ = false;               // printing a kernel's loops and micro-ops
   bool kernel_ = false;                  // printing a kernel, its instruction included
@@ -38818,8 +38831,13 @@ inline BlockTensor exponential8_stages(SoftmaxStageWriter& w, const BlockTensor&
 // below 2^30 where rem << b would not: t = P - sum; the bit is t >= 0, as m = max(min(t, 0), -1)
 // (0 or -1, the bit minus 1: two ALU immediates, where a shift by 31 would take three); the
 // next P = 2 * (t + sum where m is -1), bit b - 1 of D being 0 (shift >= 11, as both callers
-// pass). R = sum of m_b * 2^b + 2^12 - 1. Ten ALU instructions a bit, two of them the copy m
-// starts from (fifteen when each bit shifted the remainder and the sum anew).
+// pass). R = sum of m_b * 2^b + 2^12 - 1. m needs t in a row of its own (the remainder reads t
+// again): the first bit copies it (a reset and an ADD), each bit after it takes min(u, t) in
+// the row of the bit before's u = m * -sum >= 0, free once that remainder read it (min(min(u,
+// t), 0) = min(t, 0)). Nine ALU instructions a bit after the first, in the same rows bit after
+// bit, so that a replay writes each bit's instructions again rather than encoding them (ten,
+// with the copy a row of its own each bit, before; fifteen when each bit shifted the remainder
+// and the sum anew).
 inline BlockTensor reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& sum,
                                      std::int64_t shift) {
   const auto c = SoftmaxStageWriter::c;
@@ -38828,10 +38846,16 @@ inline BlockTensor reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& s
   const auto neg_sum = w.row("neg_sum", [&](V l) { return sum(0, l) * c(-1); });
   auto partial = w.row("rem", [&](V) { return c(dividend >> top); });
   auto q = w.row("q", [&](V) { return c(0); });
+  std::optional<BlockTensor> back;  // the bit before's u
   for (std::int64_t b = top; b >= 0; --b) {
     const auto tag = [&](const char* what) { return fmt::format("{}{}", what, b); };
     const auto t = w.row(tag("diff"), [&](V l) { return partial(0, l) + neg_sum(0, l); });
-    const auto lo = w.row(tag("neg"), [&](V l) { return te::min(t(0, l), c(0)); });
+    auto first = t;
+    if (back) {
+      const BlockTensor u = *back;
+      first = w.row(tag("diff_min"), [&](V l) { return te::min(u(0, l), t(0, l)); });
+    }
+    const auto lo = w.row(tag("neg"), [&](V l) { return te::min(first(0, l), c(0)); });
     const auto m = w.row(tag("bit"), [&](V l) { return te::max(lo(0, l), c(-1)); });
     if (b < top) q = w.row(tag("q2_"), [&](V l) { return q(0, l) << c(1); });
     q = w.row(tag("q"), [&](V l) { return q(0, l) + m(0, l); });
@@ -38839,6 +38863,7 @@ inline BlockTensor reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& s
     const auto u = w.row(tag("back"), [&](V l) { return m(0, l) * neg_sum(0, l); });
     const auto rest = w.row(tag("rest"), [&](V l) { return t(0, l) + u(0, l); });
     partial = w.row(tag("rem"), [&](V l) { return rest(0, l) << c(1); });
+    back = u;
   }
   return w.row("reciprocal", [&](V l) { return q(0, l) + c((std::int64_t{1} << (top + 1)) - 1); });
 }
@@ -40153,23 +40178,24 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxSh
 namespace detail {
 
 inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
-  // A block's rows, live through its three passes: the 19 one-entry rows the storage pass keeps
+  // A block's rows, live through its three passes: the 9 one-entry rows the storage pass keeps
   // of the max, the exponent's rows, the sum and the division (the max and the sum running
-  // rows, updated a chunk at a time). Inside, the largest pass is the third: the load and four
-  // more chunk buffers (the others computed in place, tir::reuse_inplace). Lane
-  // masks: the mask rows' chunk buffer beside the load. The exponentials alone: three rows of
-  // the block and three chunk buffers in pass 3; the normalization: the division's 14 rows
-  // and two chunk buffers (measured from the lowering, tests/graph).
+  // rows, updated a chunk at a time; each quotient bit in the rows of the bit before). Inside,
+  // the largest pass is the third: the load and four more chunk buffers (the others computed
+  // in place, tir::reuse_inplace). Lane masks: the mask rows' chunk buffer beside the load.
+  // The exponentials alone: three rows of the block and three chunk buffers in pass 3; the
+  // normalization: the division's 4 rows and two chunk buffers (measured from the lowering,
+  // tests/graph).
   SramFootprint f;
   switch (shape.part) {
     case IntegerSoftmaxPart::Whole:
-      f.acc = 19 + 5 * chunk;
+      f.acc = 9 + 5 * chunk;
       break;
     case IntegerSoftmaxPart::Exp:
       f.acc = 3 + 3 * chunk;
       break;
     case IntegerSoftmaxPart::Normalize:
-      f.acc = 14 + 2 * chunk;
+      f.acc = 4 + 2 * chunk;
       break;
   }
   if (detail::softmax_lane_masks(shape)) f.acc += chunk;

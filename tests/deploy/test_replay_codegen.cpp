@@ -6,8 +6,10 @@
 
 #include "cases.hpp"
 #include "replays.hpp"
+#include <algorithm>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace replay_codegen {
@@ -250,6 +252,27 @@ TEST_CASE("the integer softmax's replays copy the iterations of its chunk loops"
   for (const auto& run : {CopyRun{"isoftmax0", 1, 2047, 91}, CopyRun{"isoftmax0", 16, 2032, 720},
                           CopyRun{"isoftmax0", 1, 1151, 47}})
     check_copies(cases, run);
+}
+
+TEST_CASE("kernel sites that read no loop and print the same kernel share one memo") {
+  // The integer softmax's reciprocal computes each quotient bit after the first two in the
+  // rows of the bit before, nine kernels the same in each (and the last bit five of them):
+  // their sites write their instructions again through the first one's memo, at least 9 x 9 +
+  // 5 sites with no memo of their own. (Each of those sites is still checked word for word
+  // above, with the loops copied and without.)
+  const auto cases = deploy_cases::cases();
+  const auto it = std::ranges::find_if(cases, [](const auto& c) { return c.name == "isoftmax0"; });
+  REQUIRE(it != cases.end());
+  const std::string source = vta::replay_source(*it->program, "replay", it->dims);
+  const auto count = [&](std::string_view what) {
+    std::size_t n = 0;
+    for (auto at = source.find(what); at != std::string::npos; at = source.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::size_t memos = count("dlavm::runtime::KernelMemo<"), sites = count(".hit(");
+  CAPTURE(memos);
+  CAPTURE(sites);
+  CHECK(sites >= memos + (9 * 9) + 5);
 }
 
 void check_same(const Written& a, const Written& b) {

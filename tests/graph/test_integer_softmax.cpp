@@ -433,7 +433,7 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
   // stored again with no fill, each STORE right after the one before. Rewritten, each pass fills
   // with -32768 only the last chunk a query sees, causal or not: a softmax of 64 keys that is not
   // causal fills 1 of its 4 chunks. (An accumulator of 128 entries, which the passes all but
-  // fill: rewritten, pass 3 keeps one chunk's exponentials from pass 2, the next test's rewrite,
+  // fill: rewritten, pass 3 keeps two chunks' exponentials from pass 2, the next test's rewrite,
   // a block's first.)
   vta::Config full;
   full.log_acc_buff_size = 13;
@@ -457,7 +457,7 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
                                              .queries = causal ? ne::Expr(products) : 0,
                                              .fixed = fixed};
       const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "sm", epilogue);
-      REQUIRE(kernel.kept_chunks() == 1);
+      REQUIRE(kernel.kept_chunks() == 2);
       auto s = kernel.schedule();
       const auto rewrite = kernel.skip_masked_work(s);
       auto f = vta::lower(s, kernel.args(), env, "sm");
@@ -490,8 +490,8 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
       // quotient bits (a MAX with -1 each, 12 a block). As lowered, a causal pass
       // 2 computes each chunk a query sees whole (16 queries see 1, 2, 3 and 4 chunks), pass 3
       // every chunk; rewritten, both the keys a query sees alone (query p: p + 1 of them), the
-      // rows after them filled, and pass 3 none in the kept first chunk (query p: p + 1 - 16 of
-      // them where that is more than 0; a softmax that is not causal 48 keys).
+      // rows after them filled, and pass 3 none in the two kept first chunks (query p: p + 1 - 32
+      // of them where that is more than 0; a softmax that is not causal 32 keys).
       std::size_t exponent_rows = 0, quotient_bits = 0;
       for (const auto& i : stream) {
         const auto micro_ops = std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
@@ -501,7 +501,7 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
         if (i.alu_opcode == runtime::AluOp::Max && i.imm == -1) quotient_bits += micro_ops;
       }
       const std::size_t want_rows[] = {2 * 64 * 64, 16 * (1 + 2 + 3 + 4) * 16 + 64 * 64,
-                                       64 * 65 / 2 + 48 * 49 / 2, 64 * 64 + 64 * 48};
+                                       64 * 65 / 2 + 32 * 33 / 2, 64 * 64 + 64 * 32};
       CHECK(exponent_rows == want_rows[k]);
       CHECK(quotient_bits == 12 * 64);
     }
@@ -535,27 +535,27 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
   small.log_acc_buff_size = 13;
   const vta::Env env(small);
   std::uint64_t seed = 900;
-  // 72 queries after no keys in chunks of 8 in 128 entries, 8 of the 9 kept (keys 0 to 63): the
+  // 80 queries after no keys in chunks of 8 in 128 entries, 9 of the 10 kept (keys 0 to 71): the
   // exponent's first ALU pass (t = s * -23) runs once for each key a query sees in pass 2, and in
-  // pass 3 only for keys 64 on: 2,628 + 36 micro-ops (5,256 with no chunk kept)
-  const auto products = ne::var("products", 1, 72);
+  // pass 3 only for keys 72 on: 3,240 + 36 micro-ops (6,480 with no chunk kept)
+  const auto products = ne::var("products", 1, 80);
   const graph::IntegerSoftmaxShape shape{.products = products,
                                          .keys = products,
                                          .lanes = 16,
                                          .queries = products,
                                          .fixed = host::integer_exp_for(0.125)};
   const graph::IntegerSoftmaxKernel kernel(env, shape, 8, "sm");
-  REQUIRE(kernel.kept_chunks() == 8);
+  REQUIRE(kernel.kept_chunks() == 9);
   const auto prog = LaneGroupKernel::lower(env, kernel);
-  const ne::Binding bindings[] = {{"products", 72}};
+  const ne::Binding bindings[] = {{"products", 80}};
   vta::SimDevice dev(env.config);
-  auto a = te::NDArray::random(DType::int8(), {72, 72, 1, 1, 16}, 83);
-  te::NDArray r(DType::int8(), {72, 72, 1, 1, 16});
+  auto a = te::NDArray::random(DType::int8(), {80, 80, 1, 1, 16}, 83);
+  te::NDArray r(DType::int8(), {80, 80, 1, 1, 16});
   te::NDArray* arrays[] = {&a, &r};
   CHECK(prog.run(dev, arrays, bindings).result.finished);
-  te::NDArray want(DType::int8(), {72, 72, 1, 1, 16});
-  runtime::integer_softmax(a.data().data(), want.data().data(), 72, 72, 16,
-                           host::integer_exp_for(0.125), 72, false);
+  te::NDArray want(DType::int8(), {80, 80, 1, 1, 16});
+  runtime::integer_softmax(a.data().data(), want.data().data(), 80, 80, 16,
+                           host::integer_exp_for(0.125), 80, false);
   CHECK(r == want);
   const std::vector<std::uint64_t> phys{0x100000, 0x200000};
   std::size_t exponent_rows = 0;
@@ -563,31 +563,31 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
     if (i.opcode == vta::Opcode::Alu && i.use_imm && i.alu_opcode == runtime::AluOp::Mul &&
         i.imm == -23)
       exponent_rows += std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
-  CHECK(exponent_rows == 2628 + 36);
+  CHECK(exponent_rows == 3240 + 36);
   // pass 3 computes the kept chunks a query sees in spans of five (its five chunk buffers,
-  // 40 keys): query p sees s = ceil((p + 1) / 8) chunks, min(s, 8) of them kept, stored in
-  // ceil(min(s, 8) / 5) STOREs; the chunk loop stores each of the 9 - min(s, 8) others once
-  // (computed, or the epilogue of 0 of a chunk it does not see). One STORE a chunk: 648.
+  // 40 keys): query p sees s = ceil((p + 1) / 8) chunks, min(s, 9) of them kept, stored in
+  // ceil(min(s, 9) / 5) STOREs; the chunk loop stores each of the 10 - min(s, 9) others once
+  // (computed, or the epilogue of 0 of a chunk it does not see). One STORE a chunk: 800.
   std::size_t stores = 0, want_stores = 0;
   for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
     stores += i.opcode == vta::Opcode::Store;
-  for (std::size_t p = 0; p < 72; ++p) {
-    const std::size_t kept_seen = std::min<std::size_t>((p + 8) / 8, 8);
-    want_stores += (kept_seen + 4) / 5 + (9 - kept_seen);
+  for (std::size_t p = 0; p < 80; ++p) {
+    const std::size_t kept_seen = std::min<std::size_t>((p + 8) / 8, 9);
+    want_stores += (kept_seen + 4) / 5 + (10 - kept_seen);
   }
   CHECK(stores == want_stores);
   // pass 2 resets the kept rows a query's chunks take once, before its chunk loop: 8 x min(s,
-  // 8) rows (one reset of 8 rows a kept chunk before). Of the kernels, only that reset runs over
-  // more rows than a span (40): those of the 32 queries with 6 kept chunks or more
+  // 9) rows (one reset of 8 rows a kept chunk before). Of the kernels, only that reset runs over
+  // more rows than a span (40): those of the 40 queries with 6 kept chunks or more
   std::map<std::int64_t, std::size_t> long_resets, want_long;
   for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
     if (i.opcode == vta::Opcode::Gemm && i.reset_reg && i.iter_out * i.iter_in > 40)
       ++long_resets[std::int64_t{i.iter_out} * i.iter_in];
-  for (std::size_t p = 0; p < 72; ++p)
-    if (const auto kept_seen = std::min<std::int64_t>((p + 8) / 8, 8); kept_seen >= 6)
+  for (std::size_t p = 0; p < 80; ++p)
+    if (const auto kept_seen = std::min<std::int64_t>((p + 8) / 8, 9); kept_seen >= 6)
       ++want_long[8 * kept_seen];
   CHECK(long_resets == want_long);
-  CHECK(want_long == std::map<std::int64_t, std::size_t>{{48, 8}, {56, 8}, {64, 16}});
+  CHECK(want_long == std::map<std::int64_t, std::size_t>{{48, 8}, {56, 8}, {64, 8}, {72, 16}});
   // the gallery's kernel (two queries of 8 heads a tile, chunks of 128 keys, 9 of 16 kept):
   // decode steps after 2,047 keys and at the last kept key (1,151 before) and the first past
   // them, prefills of 300 tokens after 1,000 and of 2,048 from the start (not under the
@@ -608,20 +608,20 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
             logical,
             {.axis = -2, .scale = 0.125, .causal = true, .queries = host::CausalQueries::Before}));
   }
-  // a constant key count of whole chunks, not causal: loaded with no fill, 8 of 9 chunks kept
+  // a constant key count of whole chunks, not causal: loaded with no fill, 9 of 10 chunks kept
   const graph::IntegerSoftmaxShape whole{
-      .products = 3, .keys = 72, .lanes = 32, .fixed = host::integer_exp_for(0.125)};
+      .products = 3, .keys = 80, .lanes = 32, .fixed = host::integer_exp_for(0.125)};
   const graph::IntegerSoftmaxKernel plain(env, whole, 8, "sm");
-  REQUIRE(plain.kept_chunks() == 8);
+  REQUIRE(plain.kept_chunks() == 9);
   vta::SimDevice plain_dev(env.config);
-  auto b = te::NDArray::random(DType::int8(), {3, 72, 2, 1, 16}, 84);
-  te::NDArray y(DType::int8(), {3, 72, 2, 1, 16});
+  auto b = te::NDArray::random(DType::int8(), {3, 80, 2, 1, 16}, 84);
+  te::NDArray y(DType::int8(), {3, 80, 2, 1, 16});
   te::NDArray* plain_arrays[] = {&b, &y};
   CHECK(LaneGroupKernel::lower(env, plain)
             .run(plain_dev, plain_arrays, std::span<const ne::Binding>{})
             .result.finished);
-  te::NDArray plain_want(DType::int8(), {3, 72, 2, 1, 16});
-  runtime::integer_softmax(b.data().data(), plain_want.data().data(), 3, 72, 32,
+  te::NDArray plain_want(DType::int8(), {3, 80, 2, 1, 16});
+  runtime::integer_softmax(b.data().data(), plain_want.data().data(), 3, 80, 32,
                            host::integer_exp_for(0.125), 0, false);
   CHECK(y == plain_want);
 }
@@ -807,7 +807,7 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
         CHECK(graph::footprint(env, shape, chunk).acc == peak);
       }
   // the default chunk for 2048 keys, not causal: 64, whose chunk buffers leave room for 26 of
-  // the 32 chunks' exponentials kept (128 keeps 10 of 16, 256 2 of 8; 512 keys would need 2,579
+  // the 32 chunks' exponentials kept (128 keeps 10 of 16, 256 2 of 8; 512 keys would need 2,569
   // entries), also the fastest on the cycle model (173,912 cycles; 128: 182,441; 256: 209,810).
   const graph::IntegerSoftmaxShape wide{.products = 1, .keys = 2048, .lanes = 16};
   const auto space = graph::knob_space(env, wide);
@@ -824,7 +824,7 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
           std::vector<std::int64_t>{chosen});
   }
   CHECK(*space.check(std::vector<std::int64_t>{512}) ==
-        "a chunk of 512 keys needs 2579 accumulator entries for its passes' buffers, it has 2048");
+        "a chunk of 512 keys needs 2569 accumulator entries for its passes' buffers, it has 2048");
   CHECK(*space.check(std::vector<std::int64_t>{24}) ==
         "a chunk of 24 keys is not a power of two of at least 2");
   CHECK_THROWS_WITH_AS(graph::IntegerSoftmaxKernel(
@@ -843,25 +843,27 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
   // y1, y (7) or, of an int8 exponential, e_r, y0, y (3). A block: the exponent's max_t, z_offset,
   // bias, top (4); the reciprocal's neg_sum, partial remainder and q (3), 12 quotient bits of
   // 4 stages (the difference, its sign as 0 or -1 in two, q) and 11 of 4 more (q shifted, the
-  // sum added back, the remainder shifted), the ones added to q (96), and its halves (4); a
-  // normalization's floor of the sum (1). A reduction over k keys: k - 1.
+  // sum added back, the remainder shifted) and 11 of one more (after the first, the minimum of
+  // the difference and the bit before's sum added back, where the sign starts), the ones added
+  // to q (107), and its halves (4); a normalization's floor of the sum (1). A reduction over k
+  // keys: k - 1.
   const auto fixed = host::integer_exp_for(0.125);
   REQUIRE(graph::fewest_fraction_bits(fixed).frac_bits == 7);
   for (const std::int64_t k : {1, 2, 64, 1000}) {
     CAPTURE(k);
     const auto whole = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, fixed, k);
-    CHECK(whole.alu_uops == 23 * k + 2 * (k - 1) + 104);
+    CHECK(whole.alu_uops == 23 * k + 2 * (k - 1) + 115);
     CHECK(whole.acc_load_bytes == 16 * k);
     CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Exp, fixed, k).alu_uops ==
           14 * k + (k - 1) + 4);
     CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, k).alu_uops ==
-          3 * k + (k - 1) + 97);
+          3 * k + (k - 1) + 108);
   }
   // a multiplier with fraction bits left past 7 shifts t first: one stage more a key
   const auto odd = host::integer_exp_for(0.3);
   REQUIRE(graph::fewest_fraction_bits(odd).frac_bits > 7);
   CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, odd, 10).alu_uops ==
-        24 * 10 + 2 * 9 + 104);
+        24 * 10 + 2 * 9 + 115);
   CHECK_THROWS_WITH_AS(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, fixed, 0),
                        "softmax_floor: a block of 0 keys; it needs 1 at least", dlavm::ValueError);
 
@@ -1030,7 +1032,7 @@ TEST_CASE("integer softmax placement: what stays on the host says why") {
           ->groups;
   REQUIRE(few.size() == 1);
   CHECK(few[0].note ==
-        "no chunk of keys fits: a chunk of 2 keys needs 29 accumulator entries for its passes' "
+        "no chunk of keys fits: a chunk of 2 keys needs 19 accumulator entries for its passes' "
         "buffers, it has 16");
 }
 

@@ -117,7 +117,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
     // iteration: printed first to learn which those are, then, if they cannot, printed again
     // as a plain loop whose inner loops may be memoized themselves.
-    const Printed before{out.size(), kernels_, loops_, memos_, used_};
+    const Printed before{out.size(), kernels_, loops_, memos_, used_, constant_sites_};
     memo_.emplace(n.var);
     loop(n, true);
     const bool ok = memo_->scan.ok;
@@ -128,6 +128,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     loops_ = before.loops;
     memos_ = before.memos;
     used_ = before.used;
+    constant_sites_ = before.constant_sites;
     plain_ = &n;
     loop(n, false);
   }
@@ -160,7 +161,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     }
     // A kernel inside loops is memoized (KernelMemo) on the values of those loops its fields
     // read, computed before it: the body is printed first, to learn which those are.
-    const int site = kernels_;
+    int site = kernels_;
     fmt::memory_buffer outside = std::move(out);
     out = fmt::memory_buffer();
     keys_.assign(loop_ids_.size(), false);
@@ -184,10 +185,20 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
         key(names_[loop_ids_[k]]);
         ++count;
       }
+    // A kernel that reads no loop writes the same instruction wherever it is entered: its
+    // site shares the memo of the first site that prints the same kernel (a quotient bit's
+    // kernels, the same in every bit), and writes it again where that one wrote it.
+    if (count == 0) {
+      std::string text(body.data(), body.size());
+      std::erase(text, ' ');
+      if (const auto [it, fresh] = constant_sites_.try_emplace(std::move(text), site); !fresh)
+        site = it->second;
+    }
     // a kernel that a memoized loop's body enters with the values of a loop inside it keeps
     // as many entries as the host's replay plan, so that a copied iteration finds each of them
-    memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}{}> k{}{{}};\n", count,
-                          reads_body_loop_ ? ", dlavm::runtime::kKernelMemoEntries" : "", site);
+    if (site == kernels_ - 1)
+      memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}{}> k{}{{}};\n", count,
+                            reads_body_loop_ ? ", dlavm::runtime::kKernelMemoEntries" : "", site);
     keys_.clear();
     hoisted_.clear();
     line("if (k{}.hit({})) {{", site, keys);
@@ -266,6 +277,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     int kernels, loops;
     std::string memos;
     std::vector<bool> used;
+    std::unordered_map<std::string, int> constant_sites;
   };
 
   void loop(const tir::ForNode& n, bool memoized) {
@@ -502,6 +514,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::vector<std::string> hoisted_;     // its values that only those loops (and dims) give
   bool reads_body_loop_ = false;         // and whether one of them is inside a memoized loop
   std::string memos_;                    // the kernel sites' memo declarations
+  std::unordered_map<std::string, int> constant_sites_;  // a kernel reading no loop: its first site
   int loops_ = 0, depth_ = 1, kernels_ = 0;
   bool in_kernel_ = false;               // printing a kernel's loops and micro-ops
   bool kernel_ = false;                  // printing a kernel, its instruction included

@@ -268,8 +268,13 @@ inline BlockTensor exponential8_stages(SoftmaxStageWriter& w, const BlockTensor&
 // below 2^30 where rem << b would not: t = P - sum; the bit is t >= 0, as m = max(min(t, 0), -1)
 // (0 or -1, the bit minus 1: two ALU immediates, where a shift by 31 would take three); the
 // next P = 2 * (t + sum where m is -1), bit b - 1 of D being 0 (shift >= 11, as both callers
-// pass). R = sum of m_b * 2^b + 2^12 - 1. Ten ALU instructions a bit, two of them the copy m
-// starts from (fifteen when each bit shifted the remainder and the sum anew).
+// pass). R = sum of m_b * 2^b + 2^12 - 1. m needs t in a row of its own (the remainder reads t
+// again): the first bit copies it (a reset and an ADD), each bit after it takes min(u, t) in
+// the row of the bit before's u = m * -sum >= 0, free once that remainder read it (min(min(u,
+// t), 0) = min(t, 0)). Nine ALU instructions a bit after the first, in the same rows bit after
+// bit, so that a replay writes each bit's instructions again rather than encoding them (ten,
+// with the copy a row of its own each bit, before; fifteen when each bit shifted the remainder
+// and the sum anew).
 inline BlockTensor reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& sum,
                                      std::int64_t shift) {
   const auto c = SoftmaxStageWriter::c;
@@ -278,10 +283,16 @@ inline BlockTensor reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& s
   const auto neg_sum = w.row("neg_sum", [&](V l) { return sum(0, l) * c(-1); });
   auto partial = w.row("rem", [&](V) { return c(dividend >> top); });
   auto q = w.row("q", [&](V) { return c(0); });
+  std::optional<BlockTensor> back;  // the bit before's u
   for (std::int64_t b = top; b >= 0; --b) {
     const auto tag = [&](const char* what) { return fmt::format("{}{}", what, b); };
     const auto t = w.row(tag("diff"), [&](V l) { return partial(0, l) + neg_sum(0, l); });
-    const auto lo = w.row(tag("neg"), [&](V l) { return te::min(t(0, l), c(0)); });
+    auto first = t;
+    if (back) {
+      const BlockTensor u = *back;
+      first = w.row(tag("diff_min"), [&](V l) { return te::min(u(0, l), t(0, l)); });
+    }
+    const auto lo = w.row(tag("neg"), [&](V l) { return te::min(first(0, l), c(0)); });
     const auto m = w.row(tag("bit"), [&](V l) { return te::max(lo(0, l), c(-1)); });
     if (b < top) q = w.row(tag("q2_"), [&](V l) { return q(0, l) << c(1); });
     q = w.row(tag("q"), [&](V l) { return q(0, l) + m(0, l); });
@@ -289,6 +300,7 @@ inline BlockTensor reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& s
     const auto u = w.row(tag("back"), [&](V l) { return m(0, l) * neg_sum(0, l); });
     const auto rest = w.row(tag("rest"), [&](V l) { return t(0, l) + u(0, l); });
     partial = w.row(tag("rem"), [&](V l) { return rest(0, l) << c(1); });
+    back = u;
   }
   return w.row("reciprocal", [&](V l) { return q(0, l) + c((std::int64_t{1} << (top + 1)) - 1); });
 }
@@ -1603,23 +1615,24 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxSh
 namespace detail {
 
 inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
-  // A block's rows, live through its three passes: the 19 one-entry rows the storage pass keeps
+  // A block's rows, live through its three passes: the 9 one-entry rows the storage pass keeps
   // of the max, the exponent's rows, the sum and the division (the max and the sum running
-  // rows, updated a chunk at a time). Inside, the largest pass is the third: the load and four
-  // more chunk buffers (the others computed in place, tir::reuse_inplace). Lane
-  // masks: the mask rows' chunk buffer beside the load. The exponentials alone: three rows of
-  // the block and three chunk buffers in pass 3; the normalization: the division's 14 rows
-  // and two chunk buffers (measured from the lowering, tests/graph).
+  // rows, updated a chunk at a time; each quotient bit in the rows of the bit before). Inside,
+  // the largest pass is the third: the load and four more chunk buffers (the others computed
+  // in place, tir::reuse_inplace). Lane masks: the mask rows' chunk buffer beside the load.
+  // The exponentials alone: three rows of the block and three chunk buffers in pass 3; the
+  // normalization: the division's 4 rows and two chunk buffers (measured from the lowering,
+  // tests/graph).
   SramFootprint f;
   switch (shape.part) {
     case IntegerSoftmaxPart::Whole:
-      f.acc = 19 + 5 * chunk;
+      f.acc = 9 + 5 * chunk;
       break;
     case IntegerSoftmaxPart::Exp:
       f.acc = 3 + 3 * chunk;
       break;
     case IntegerSoftmaxPart::Normalize:
-      f.acc = 14 + 2 * chunk;
+      f.acc = 4 + 2 * chunk;
       break;
   }
   if (detail::softmax_lane_masks(shape)) f.acc += chunk;
