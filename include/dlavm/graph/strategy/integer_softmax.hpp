@@ -16,7 +16,8 @@
 // Every tile-by-tile multiply and shift reads its second operand from a tile whose lanes fit
 // what the hardware takes from it (VTA's compute module uses the low 8 bits of a multiplier
 // and the low LOG_ACC_WIDTH bits of a shift amount, the functional simulator the whole value):
-// multipliers r in [0, 127], a quotient bit, R's halves in [0, 63]; shift amounts in [0, 15].
+// multipliers r in [0, 127] and R's halves in [0, 63] (the division adds the sum back by a
+// MAX, not a multiply by the quotient bit); shift amounts in [0, 15].
 // The max and the sum over a constant number of keys halve the block level by level, one ALU
 // instruction per level over the entries that remain (its micro-ops write distinct entries, so
 // no micro-op reads an entry the one before it wrote); over a symbolic number they are window
