@@ -626,6 +626,30 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
   CHECK(y == plain_want);
 }
 
+TEST_CASE("integer softmax kernel: a sum past 2^30 divides as the host does") {
+  // 4,100 equal scores: every exponential is the maximum's, 2^18, and the sum 4,100 x 2^18 is
+  // past 2^30: the division's sum added back, -max(m << 31, -sum), is the sum itself, and R is
+  // 0, as the host's. (A cap at 2^30, m << 30, would give the same bits: past 2^30 every
+  // quotient bit is 0 and a smaller remainder keeps it so; m << 15, planted, fails the other
+  // cases.)
+  const vta::Env env;
+  const graph::IntegerSoftmaxShape shape{
+      .products = 1, .keys = 4100, .lanes = 16, .fixed = host::integer_exp_for(0.125)};
+  const graph::IntegerSoftmaxKernel kernel(env, shape, 64, "sm");
+  vta::SimDevice dev(env.config);
+  te::NDArray a(DType::int8(), {1, 4100, 1, 1, 16});
+  for (std::size_t i = 0; i < a.data().size(); ++i) a.data()[i] = 5;
+  te::NDArray r(DType::int8(), {1, 4100, 1, 1, 16});
+  te::NDArray* arrays[] = {&a, &r};
+  CHECK(LaneGroupKernel::lower(env, kernel)
+            .run(dev, arrays, std::span<const ne::Binding>{})
+            .result.finished);
+  te::NDArray want(DType::int8(), {1, 4100, 1, 1, 16});
+  runtime::integer_softmax(a.data().data(), want.data().data(), 1, 4100, 16,
+                           host::integer_exp_for(0.125), 0, false);
+  CHECK(r == want);
+}
+
 TEST_CASE("integer softmax: the multiplier's factors of two leave the exponent's bits") {
   // Every fixed point host::integer_exp_for gives, over every x = s - max of int8 scores: the
   // device's fixed point (graph::fewest_fraction_bits) gives the same z and r, so the

@@ -268,7 +268,7 @@ inline BlockTensor exponential8_stages(SoftmaxStageWriter& w, const BlockTensor&
 // below 2^30 where rem << b would not: t = P - sum; the bit is t >= 0, as m = max(min(t, 0), -1)
 // (0 or -1, the bit minus 1: two ALU immediates, where a shift by 31 would take three); the
 // next P = 2 * (t + sum where m is -1), bit b - 1 of D being 0 (shift >= 11, as both callers
-// pass). R = sum of m_b * 2^b + 2^12 - 1. u = m * -sum is -max(m << 30, -sum) (sum < 2^30):
+// pass). R = sum of m_b * 2^b + 2^12 - 1. u = m * -sum is -max(m << 31, -sum) (sum < 2^31):
 // no multiply by a tile, whose multiplier the hardware takes from its low 8 bits. m needs t in
 // a row of its own (the remainder reads t again): the first bit copies it (a reset and an
 // ADD), each bit after it takes min(u, t) in the row of the bit before's u >= 0, free once
@@ -298,9 +298,9 @@ inline BlockTensor reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& s
     q = w.row(tag("q"), [&](V l) { return q(0, l) + m(0, l); });
     if (b == 0) break;  // the last remainder is not needed
     // u = m x -sum with no multiply by a tile (the hardware's multiplier would be -sum's low
-    // 8 bits): m shifted to 0 or -2^30, its max with -sum (above -2^30), negated
+    // 8 bits): m shifted to 0 or -2^31, its max with -sum (above -2^31), negated
     const auto m_up = w.row(tag("bit_up"), [&](V l) { return m(0, l) << c(15); });
-    const auto m_far = w.row(tag("bit_far"), [&](V l) { return m_up(0, l) << c(15); });
+    const auto m_far = w.row(tag("bit_far"), [&](V l) { return m_up(0, l) << c(16); });
     const auto neg_u =
         w.row(tag("neg_back"), [&](V l) { return te::max(m_far(0, l), neg_sum(0, l)); });
     const auto u = w.row(tag("back"), [&](V l) { return neg_u(0, l) * c(-1); });
