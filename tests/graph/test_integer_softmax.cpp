@@ -517,6 +517,26 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
   }
 }
 
+// A kernel of constant dims, not causal, at the scale of 1/8, run on the simulator over packed
+// scores [products, keys, lane tiles, 1, 16]: it finishes, and its probabilities are the host
+// kernel's.
+void check_static_kernel(const vta::Env& env, const graph::IntegerSoftmaxKernel& kernel,
+                         const te::NDArray& scores) {
+  const auto& shape = scores.shape();
+  const std::int64_t products = shape[0], keys = shape[1], lanes = shape[2] * 16;
+  vta::SimDevice dev(env.config);
+  te::NDArray a = scores;
+  te::NDArray r(DType::int8(), shape);
+  te::NDArray* arrays[] = {&a, &r};
+  CHECK(LaneGroupKernel::lower(env, kernel)
+            .run(dev, arrays, std::span<const ne::Binding>{})
+            .result.finished);
+  te::NDArray want(DType::int8(), shape);
+  runtime::integer_softmax(a.data().data(), want.data().data(), products, keys, lanes,
+                           host::integer_exp_for(0.125), 0, false);
+  CHECK(r == want);
+}
+
 TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, bit-exact") {
   // The whole softmax computes each exponential once in the chunks whose exponentials the
   // accumulator holds beside the passes' buffers (kept_chunks): pass 3 starts from those pass 2
@@ -613,17 +633,7 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
       .products = 3, .keys = 80, .lanes = 32, .fixed = host::integer_exp_for(0.125)};
   const graph::IntegerSoftmaxKernel plain(env, whole, 8, "sm");
   REQUIRE(plain.kept_chunks() == 9);
-  vta::SimDevice plain_dev(env.config);
-  auto b = te::NDArray::random(DType::int8(), {3, 80, 2, 1, 16}, 84);
-  te::NDArray y(DType::int8(), {3, 80, 2, 1, 16});
-  te::NDArray* plain_arrays[] = {&b, &y};
-  CHECK(LaneGroupKernel::lower(env, plain)
-            .run(plain_dev, plain_arrays, std::span<const ne::Binding>{})
-            .result.finished);
-  te::NDArray plain_want(DType::int8(), {3, 80, 2, 1, 16});
-  runtime::integer_softmax(b.data().data(), plain_want.data().data(), 3, 80, 32,
-                           host::integer_exp_for(0.125), 0, false);
-  CHECK(y == plain_want);
+  check_static_kernel(env, plain, te::NDArray::random(DType::int8(), {3, 80, 2, 1, 16}, 84));
 }
 
 TEST_CASE("integer softmax kernel: a sum past 2^30 divides as the host does") {
@@ -636,18 +646,9 @@ TEST_CASE("integer softmax kernel: a sum past 2^30 divides as the host does") {
   const graph::IntegerSoftmaxShape shape{
       .products = 1, .keys = 4100, .lanes = 16, .fixed = host::integer_exp_for(0.125)};
   const graph::IntegerSoftmaxKernel kernel(env, shape, 64, "sm");
-  vta::SimDevice dev(env.config);
   te::NDArray a(DType::int8(), {1, 4100, 1, 1, 16});
-  for (std::size_t i = 0; i < a.data().size(); ++i) a.data()[i] = 5;
-  te::NDArray r(DType::int8(), {1, 4100, 1, 1, 16});
-  te::NDArray* arrays[] = {&a, &r};
-  CHECK(LaneGroupKernel::lower(env, kernel)
-            .run(dev, arrays, std::span<const ne::Binding>{})
-            .result.finished);
-  te::NDArray want(DType::int8(), {1, 4100, 1, 1, 16});
-  runtime::integer_softmax(a.data().data(), want.data().data(), 1, 4100, 16,
-                           host::integer_exp_for(0.125), 0, false);
-  CHECK(r == want);
+  for (auto& v : a.data()) v = 5;
+  check_static_kernel(env, kernel, a);
 }
 
 TEST_CASE("integer softmax: the multiplier's factors of two leave the exponent's bits") {
