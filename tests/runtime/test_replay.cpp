@@ -564,6 +564,34 @@ TEST_CASE("runtime replay: a hazard on an instruction already covered by a push 
   CHECK_NOTHROW(vta::check_hazards(vta::Config{}, rig.stream()));
 }
 
+TEST_CASE("runtime replay: a compute access checked once until a store or load, then again") {
+  // ALUs on accumulator region 0 (rows 0-15) and a store from region 1 (rows 8-23, which
+  // overlaps it): the tracker marks the ALU's region settled after its first check, and the
+  // store must unsettle it, so that the ALU after the store waits for it (WAR) and the one
+  // after that, with nothing tracked between, takes no token
+  Rig rig({{MemId::Acc, 0, 16}, {MemId::Acc, 8, 24}});
+  Replay& r = rig.replay;
+  const auto add_one = [&]() {
+    r.kernel_begin();
+    r.loop_begin(16, 1, 1, 0);
+    r.push(0, 0, 0);
+    return r.alu(rt::AluOp::Add, true, 1, 0, 0);
+  };
+  REQUIRE(add_one());                                     // #0 LOAD UOP, #1 ALU
+  REQUIRE(add_one());                                     // #2 ALU: settled, no token
+  REQUIRE(r.store(1, 8, 0, 0, 1, 16, rt::kDenseStride));  // #3 STORE: waits for #2 (RAW)
+  REQUIRE(add_one());                                     // #4 ALU: waits for #3 (WAR)
+  REQUIRE(add_one());                                     // #5 ALU: no token
+  REQUIRE(rig.size() == 6);
+  CHECK(rig.at(2).push_next_dep);
+  CHECK(rig.at(3).pop_prev_dep);
+  CHECK(rig.at(3).push_prev_dep);
+  CHECK(rig.at(4).pop_next_dep);
+  CHECK_FALSE(rig.at(5).pop_next_dep);
+  for (std::size_t i : {1, 2}) CHECK_FALSE((rig.at(i).pop_next_dep || rig.at(i).pop_prev_dep));
+  CHECK_NOTHROW(vta::check_hazards(vta::Config{}, rig.stream()));
+}
+
 TEST_CASE("runtime replay: again writes a kernel with its accesses, reloading its micro-ops") {
   Rig rig({{MemId::Inp, 0, 16}, {MemId::Acc, 0, 16}, {MemId::Wgt, 0, 4}, {MemId::Acc, 16, 32}}, 64,
           16);  // a 16-entry micro-op SRAM

@@ -704,6 +704,9 @@ class StreamWriter {
 struct RegionState {
   std::int64_t writer = -1;
   Queue writer_queue = Queue::Compute;
+  // (a time shortcut, DepTracker::settled) 2 x (loads and stores tracked + 1), plus 1 for a
+  // write, when a compute access here last found each of its hazards covered; 0: never
+  std::uint32_t settled = 0;
   std::int64_t reader[3] = {-1, -1, -1};
   std::uint64_t overlaps = 0;  // the regions it overlaps (bit r: region r), up to 64 regions
 };
@@ -802,12 +805,15 @@ class DepTracker {
                                                             : overlap_mask(regions_, count_, r);
     }
     for (auto& c : covered_) c = -1;
+    if constexpr (kTimeShortcuts) foreign_ = 0;
   }
 
   // Before the instruction of module `q` that performs `accesses`: pushes on the producers of
   // its hazards, a pop pending on the writer for q's next instruction.
   template <class Writer>
   constexpr bool before(Writer& w, Queue q, const RegionAccess* accesses, std::size_t n) {
+    if constexpr (kTimeShortcuts)
+      if (q == Queue::Compute && settled(accesses, n)) return true;
     std::int64_t need[3] = {-1, -1, -1};
     // an in-place ALU's read of the region it writes meets a subset of the write's hazards
     if (kTimeShortcuts && n == 2 && accesses[1].region == accesses[0].region && accesses[0].write)
@@ -844,6 +850,8 @@ class DepTracker {
       if (log_ != nullptr) log_->add(need[m], q, static_cast<std::int64_t>(w.size()));
       covered = need[m];
     }
+    if constexpr (kTimeShortcuts)
+      if (q == Queue::Compute) settle(accesses, n);
     return true;
   }
 
@@ -857,7 +865,11 @@ class DepTracker {
   constexpr const RegionState* states() const { return states_; }
   static constexpr std::size_t kPairs = 9;
   constexpr std::int64_t covered(std::size_t pair) const { return covered_[pair]; }
-  constexpr void set_covered(std::size_t pair, std::int64_t at) { covered_[pair] = at; }
+  constexpr void set_covered(std::size_t pair, std::int64_t at) {
+    if constexpr (kTimeShortcuts)
+      if (at < covered_[pair]) ++foreign_;  // a hazard covered before may not be now
+    covered_[pair] = at;
+  }
   constexpr void log_pushes(PushLog* log) { log_ = log; }
   // The index in slot `where` (IndexMap): 4 * region + 0 its writer, 1 + m the reader of m.
   constexpr std::int64_t slot(std::uint32_t where) const {
@@ -924,6 +936,8 @@ class DepTracker {
 
   // After writing: instruction `index`, of module q, performed `accesses`.
   constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n) {
+    if constexpr (kTimeShortcuts)
+      if (q != Queue::Compute) ++foreign_;
     for (std::size_t i = 0; i < n; ++i) {
       RegionState& s = states_[accesses[i].region];
       if (accesses[i].write) {
@@ -943,12 +957,37 @@ class DepTracker {
     if (at > n) n = at;
   }
 
+  // A compute instruction waits on loads and stores alone (its own module runs in order), and
+  // only a load or store tracked since (after) adds a hazard: a compute write resets its
+  // region's readers, a read adds a compute reader. So where none was tracked since the same
+  // accesses (a write covers a read) found every hazard covered, none is new: the ALU runs of
+  // a softmax's division, all on the compute module, are checked once a region.
+  constexpr std::uint32_t settled_mark(bool write) const { return (2 * (foreign_ + 1)) + write; }
+  constexpr bool settled(const RegionAccess* accesses, std::size_t n) const {
+    if (foreign_ >= kSettleLimit) return false;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t s = states_[accesses[i].region].settled;
+      if (s < settled_mark(accesses[i].write) || s > settled_mark(true)) return false;
+    }
+    return true;
+  }
+  constexpr void settle(const RegionAccess* accesses, std::size_t n) {
+    if (foreign_ >= kSettleLimit) return;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint32_t& s = states_[accesses[i].region].settled;
+      const std::uint32_t mark = settled_mark(accesses[i].write);
+      if (s < mark || s > settled_mark(true)) s = mark;  // a write's mark stays for a read
+    }
+  }
+  static constexpr std::uint32_t kSettleLimit = std::uint32_t{1} << 30;  // 2 x (it + 1) fits
+
   const SramRegion* regions_;
   RegionState* states_;
   std::size_t count_;
   std::int64_t covered_[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
   std::int64_t unordered_ = -1;
   PushLog* log_ = nullptr;
+  std::uint32_t foreign_ = 0;  // loads and stores tracked (settled), and covers moved back
 };
 
 // A stored kernel (its first micro-op word and size) or a resident one (its micro-op buffer
