@@ -8,6 +8,7 @@
 #include "replays.hpp"
 #include <algorithm>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,7 +47,8 @@ const Entry entries[] = {REPLAYS_FOR_EACH(REPLAY_ENTRY)};
 // The compiled replay's stream, or nothing where it fails; `copied`: its loop iterations
 // written by copying (runtime::LoopMemo), `whole`: of them, without the body's calls.
 std::optional<vta::Stream> compiled(const Entry& e, const std::vector<std::int64_t>& dims,
-                                    std::size_t& copied, std::size_t& whole) {
+                                    std::size_t& copied, std::size_t& whole,
+                                    std::uint64_t* replaced = nullptr) {
   Storage st;
   StreamWriter<Storage> w({}, replays::kUopDepth, st);
   std::vector<runtime::RegionState> states(e.region_count);
@@ -58,6 +60,7 @@ std::optional<vta::Stream> compiled(const Entry& e, const std::vector<std::int64
   const bool ok = e.replay(r, dims.data());
   copied = r.copied();
   whole = r.copied_whole();
+  if (replaced != nullptr) *replaced = r.replaced();
   if (!ok || !w.finish()) return std::nullopt;
   return st.stream;
 }
@@ -193,12 +196,14 @@ TEST_CASE("generated replays write Program::instantiate's words for every dim va
   for (const auto& c : statics) check_case(c, entries[k++]);
 }
 
-// A case's replay at (token, last) equals Program::instantiate's words and copies at least
-// `copies` loop iterations.
+// A case's replay at (token, last) equals Program::instantiate's words, copies at least
+// `copies` loop iterations and replaces at most `replaced` kernel memo entries (each a kernel
+// encoded again).
 struct CopyRun {
   const char* name;
   std::int64_t token, last;
-  std::size_t copies;  // at least
+  std::size_t copies;                          // at least
+  std::uint64_t replaced = ~std::uint64_t{0};  // at most
 };
 void check_copies(const std::vector<deploy_cases::Case>& cases, const CopyRun& run) {
   CAPTURE(run.name);
@@ -208,7 +213,8 @@ void check_copies(const std::vector<deploy_cases::Case>& cases, const CopyRun& r
   while (k < cases.size() && cases[k].name != run.name) ++k;
   REQUIRE(k < cases.size());
   std::size_t copied = 0, whole = 0;
-  const auto mine = compiled(entries[k], {run.token, run.last}, copied, whole);
+  std::uint64_t replaced = 0;
+  const auto mine = compiled(entries[k], {run.token, run.last}, copied, whole, &replaced);
   REQUIRE(mine.has_value());
   std::vector<std::uint64_t> phys;
   for (std::size_t p = 0; p < cases[k].program->func().params.size(); ++p)
@@ -218,8 +224,9 @@ void check_copies(const std::vector<deploy_cases::Case>& cases, const CopyRun& r
   bindings.push_back({cases[k].dims[1], run.last});
   CHECK(cases[k].program->instantiate(bindings, phys).insns == mine->insns);
   MESSAGE(std::string(run.name), " at (", run.token, ", ", run.last, "): ", copied,
-          " iterations copied");
+          " iterations copied, ", replaced, " memo entries replaced");
   CHECK(copied >= run.copies);
+  CHECK(replaced <= run.replaced);
 }
 
 TEST_CASE("attention's replays copy the iterations of their head loops") {
@@ -246,15 +253,19 @@ TEST_CASE("the integer softmax's replays copy the iterations of its chunk loops"
   // tokens, 8 blocks of them, 288; after 1,151 positions, 18 chunks all kept, the max's 16.
   // (Unclamped, every iteration read its chunk's rows: none.) The sum's copy of each kept
   // chunk's exponentials, to rows that move with the chunk, is marked vta.replay_apart: the
-  // statements before and after it are memoized apart and copied in the kept chunks too, 91,
-  // 720 and 47 copies (without the mark, the counts above).
+  // statements before and after it are memoized apart and copied in the kept chunks too, 92,
+  // 728 and 47 copies (without the mark, the counts above). The kernel memo entries replaced:
+  // 51, 695 and 29, the probabilities' exponentials finding the sum's (856 at 16 tokens where
+  // each site keeps its own memo, 1,052 where the two branches of the probabilities' chunk
+  // loop share one too, each replacing the other's entry: see below).
   const auto cases = deploy_cases::cases();
-  for (const auto& run : {CopyRun{"isoftmax0", 1, 2047, 91}, CopyRun{"isoftmax0", 16, 2032, 720},
-                          CopyRun{"isoftmax0", 1, 1151, 47}})
+  for (const auto& run :
+       {CopyRun{"isoftmax0", 1, 2047, 92, 51}, CopyRun{"isoftmax0", 16, 2032, 728, 695},
+        CopyRun{"isoftmax0", 1, 1151, 47, 29}})
     check_copies(cases, run);
 }
 
-TEST_CASE("kernel sites that read no loop and print the same kernel share one memo") {
+TEST_CASE("kernel sites that print the same kernel from the same keys share one memo") {
   // The integer softmax's reciprocal computes each quotient bit after the first two in the
   // rows of the bit before, twelve kernels the same in each (and the last bit five of them):
   // their sites write their instructions again through the first one's memo, at least 12 x 9
@@ -273,6 +284,16 @@ TEST_CASE("kernel sites that read no loop and print the same kernel share one me
   CAPTURE(memos);
   CAPTURE(sites);
   CHECK(sites >= memos + (12 * 9) + 5);
+  // Sites with keys share too where they print the same kernel from the same keys in other
+  // loops: the probabilities' pass computes each chunk's exponential as the sum's pass did,
+  // and enters the sum's memos with its own keys (`kA.hit(kB_0)`, the keys of site B). Not
+  // two sites in the same loop: its other branch keeps memos of its own.
+  std::size_t keyed = 0;
+  const std::regex hit(R"(k(\d+)\.hit\(k(\d+)_)");
+  for (std::sregex_iterator m(source.begin(), source.end(), hit), end; m != end; ++m)
+    if ((*m)[1] != (*m)[2]) ++keyed;
+  MESSAGE(keyed, " sites with keys share another site's memo");
+  CHECK(keyed >= 20);
 }
 
 void check_same(const Written& a, const Written& b) {

@@ -275,6 +275,8 @@ class Replay {
   // (on by default; off, every iteration is written by its calls, to compare with).
   constexpr std::size_t copied() const { return copied_; }
   constexpr std::size_t copied_whole() const { return copied_whole_; }  // of them, without calls
+  // The kernel memo entries replaced (KernelMemo::enter): each a kernel encoded again.
+  constexpr std::uint64_t replaced() const { return memo_replaced_; }
   constexpr void copy_loops(bool on) { copy_loops_ = on; }
 
   constexpr bool load(MemId mem, std::uint32_t region, std::int64_t sram, std::size_t param,

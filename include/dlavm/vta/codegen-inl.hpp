@@ -117,7 +117,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
     // iteration: printed first to learn which those are, then, if they cannot, printed again
     // as a plain loop whose inner loops may be memoized themselves.
-    const Printed before{out.size(), kernels_, loops_, memos_, used_, constant_sites_};
+    const Printed before{out.size(), kernels_, loops_, memos_, used_, shared_sites_};
     memo_.emplace(n.var);
     loop(n, true);
     const bool ok = memo_->scan.ok;
@@ -128,7 +128,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     loops_ = before.loops;
     memos_ = before.memos;
     used_ = before.used;
-    constant_sites_ = before.constant_sites;
+    shared_sites_ = before.shared_sites;
     plain_ = &n;
     loop(n, false);
   }
@@ -185,14 +185,31 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
         key(names_[loop_ids_[k]]);
         ++count;
       }
-    // A kernel that reads no loop writes the same instruction wherever it is entered: its
-    // site shares the memo of the first site that prints the same kernel (a quotient bit's
-    // kernels, the same in every bit), and writes it again where that one wrote it.
-    if (count == 0) {
-      std::string text(body.data(), body.size());
-      std::erase(text, ' ');
-      if (const auto [it, fresh] = constant_sites_.try_emplace(std::move(text), site); !fresh)
-        site = it->second;
+    // Sites that print the same kernel from the same keys write the same instruction for the
+    // same key values (the regions an instruction accesses are its call's, not the memo's):
+    // such a site shares the memo of the first one, and writes the kernel again where that
+    // one wrote it for those values (a quotient bit's kernels, the same in every bit; a
+    // chunk's exponential in the sum's pass and again in the probabilities'). Keys that are
+    // loop variables print as their names, so only sites in the same loops share those.
+    {
+      std::string text(body.data(), kernel_call_at_);
+      const std::string own = fmt::format("k{}_", site);
+      for (auto at = text.find(own); at != std::string::npos; at = text.find(own, at + 2))
+        text.replace(at, own.size(), "k_");
+      std::string key_names = keys;
+      for (auto at = key_names.find(own); at != std::string::npos; at = key_names.find(own, at + 2))
+        key_names.replace(at, own.size(), "k_");
+      text += fmt::format("|{}|{}|{}|{}", kernel_shape_, count, reads_body_loop_, key_names);
+      std::erase(text, ' ');  // (sites at other depths indent alike)
+      // (not two sites with keys in the same loop, which one iteration may enter with
+      // other values each: each would replace the entry the other finds, and a loop's
+      // copies stop where an entry is replaced)
+      const std::uint64_t innermost = loop_ids_.back();
+      auto& [first, loops] = shared_sites_.try_emplace(std::move(text), site).first->second;
+      if (count == 0 || std::find(loops.begin(), loops.end(), innermost) == loops.end()) {
+        site = first;
+        loops.push_back(innermost);
+      }
     }
     // a kernel that a memoized loop's body enters with the values of a loop inside it keeps
     // as many entries as the host's replay plan, so that a copied iteration finds each of them
@@ -271,13 +288,19 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
 
  private:
+  // The first site that printed a kernel from its keys, and the loops around the sites that
+  // share its memo (each the innermost around its site).
+  struct SharedSite {
+    int first = 0;
+    std::vector<std::uint64_t> loops;
+  };
   // What printing a loop as memoized changed, to print it again as a plain loop.
   struct Printed {
     std::size_t out;
     int kernels, loops;
     std::string memos;
     std::vector<bool> used;
-    std::unordered_map<std::string, int> constant_sites;
+    std::unordered_map<std::string, SharedSite> shared_sites;
   };
 
   void loop(const tir::ForNode& n, bool memoized) {
@@ -492,6 +515,12 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     in_kernel_ = true;
     visit(n.body);
     in_kernel_ = false;
+    // what the memo's entry holds: the micro-ops and loops printed so far, and the call's
+    // operation without its regions
+    kernel_call_at_ = out.size();
+    kernel_shape_ = c.name == intrin::alu ? fmt::format("alu {} {} {}", value(c.args[0]),
+                                                        value(c.args[1]), value(c.args[2]))
+                                          : c.name;
     if (c.name == intrin::alu) {
       line("if (!r.alu(dlavm::runtime::AluOp({}), {} != 0, {}, {}u, {}u)) return false;",
            value(c.args[0]), value(c.args[1]), value(c.args[2]), region(c.buffers[0]),
@@ -514,7 +543,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::vector<std::string> hoisted_;     // its values that only those loops (and dims) give
   bool reads_body_loop_ = false;         // and whether one of them is inside a memoized loop
   std::string memos_;                    // the kernel sites' memo declarations
-  std::unordered_map<std::string, int> constant_sites_;  // a kernel reading no loop: its first site
+  std::unordered_map<std::string, SharedSite> shared_sites_;  // by a kernel and its keys
+  std::size_t kernel_call_at_ = 0;  // where the kernel printed last printed its call
+  std::string kernel_shape_;        // and that call's operation
   int loops_ = 0, depth_ = 1, kernels_ = 0;
   bool in_kernel_ = false;               // printing a kernel's loops and micro-ops
   bool kernel_ = false;                  // printing a kernel, its instruction included
