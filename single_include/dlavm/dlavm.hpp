@@ -15529,8 +15529,8 @@ class StreamWriter {
 struct RegionState {
   std::int64_t writer = -1;
   Queue writer_queue = Queue::Compute;
-  // (a time shortcut, DepTracker::settled) 2 x (loads and stores tracked + 1), plus 1 for a
-  // write, when a compute access here last found each of its hazards covered; 0: never
+  // (a time shortcut, DepTracker::settled) the tracker's mark, plus 1 for a write, when a
+  // compute access here last found each of its hazards covered; 0: never
   std::uint32_t settled = 0;
   std::int64_t reader[3] = {-1, -1, -1};
   std::uint64_t overlaps = 0;  // the regions it overlaps (bit r: region r), up to 64 regions
@@ -15630,54 +15630,18 @@ class DepTracker {
                                                             : overlap_mask(regions_, count_, r);
     }
     for (auto& c : covered_) c = -1;
-    if constexpr (kTimeShortcuts) foreign_ = 0;
+    if constexpr (kTimeShortcuts) mark_ = 2;
   }
 
   // Before the instruction of module `q` that performs `accesses`: pushes on the producers of
   // its hazards, a pop pending on the writer for q's next instruction.
+  // (The settled check is inlined where it is called: most compute accesses pass it.)
   template <class Writer>
-  constexpr bool before(Writer& w, Queue q, const RegionAccess* accesses, std::size_t n) {
+  DLAVM_RUNTIME_INLINE constexpr bool before(Writer& w, Queue q, const RegionAccess* accesses,
+                                             std::size_t n) {
     if constexpr (kTimeShortcuts)
       if (q == Queue::Compute && settled(accesses, n)) return true;
-    std::int64_t need[3] = {-1, -1, -1};
-    // an in-place ALU's read of the region it writes meets a subset of the write's hazards
-    if (kTimeShortcuts && n == 2 && accesses[1].region == accesses[0].region && accesses[0].write)
-      n = 1;
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto hazard = [&](const RegionState& s) {
-        if (s.writer >= 0 && s.writer_queue != q) raise(need, s.writer_queue, s.writer);
-        if (accesses[i].write)
-          for (int m = 0; m < 3; ++m)
-            if (s.reader[m] >= 0 && m != static_cast<int>(q) - 1)
-              raise(need, static_cast<Queue>(m + 1), s.reader[m]);
-      };
-      if (count_ <= kMaskedRegions) {  // the overlapping regions, from the bit set
-        for (std::uint64_t m = states_[accesses[i].region].overlaps; m != 0; m &= m - 1)
-          hazard(states_[lowest_bit(m)]);
-      } else {
-        const SramRegion& mine = regions_[accesses[i].region];
-        for (std::size_t r = 0; r < count_; ++r)
-          if (regions_[r].overlaps(mine)) hazard(states_[r]);
-      }
-    }
-    for (int m = 0; m < 3; ++m) {
-      if (need[m] < 0) continue;
-      const auto from = static_cast<Queue>(m + 1);
-      // load and store never share a memory, so no hazard joins them; one would be a bug
-      if ((from == Queue::Load && q == Queue::Store) ||
-          (from == Queue::Store && q == Queue::Load)) {
-        unordered_ = need[m];
-        return w.dep_pop(from, q);  // fails: NotNeighbours
-      }
-      std::int64_t& covered = covered_[(m * 3) + static_cast<int>(q) - 1];
-      if (need[m] <= covered) continue;
-      if (!w.set_push(static_cast<std::size_t>(need[m]), q) || !w.dep_pop(from, q)) return false;
-      if (log_ != nullptr) log_->add(need[m], q, static_cast<std::int64_t>(w.size()));
-      covered = need[m];
-    }
-    if constexpr (kTimeShortcuts)
-      if (q == Queue::Compute) settle(accesses, n);
-    return true;
+    return check(w, q, accesses, n);
   }
 
   // The conflicting instruction when before() failed on modules that share no token queue.
@@ -15692,7 +15656,7 @@ class DepTracker {
   constexpr std::int64_t covered(std::size_t pair) const { return covered_[pair]; }
   constexpr void set_covered(std::size_t pair, std::int64_t at) {
     if constexpr (kTimeShortcuts)
-      if (at < covered_[pair]) ++foreign_;  // a hazard covered before may not be now
+      if (at < covered_[pair]) unsettle();  // a hazard covered before may not be now
     covered_[pair] = at;
   }
   constexpr void log_pushes(PushLog* log) { log_ = log; }
@@ -15762,7 +15726,7 @@ class DepTracker {
   // After writing: instruction `index`, of module q, performed `accesses`.
   constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n) {
     if constexpr (kTimeShortcuts)
-      if (q != Queue::Compute) ++foreign_;
+      if (q != Queue::Compute) unsettle();
     for (std::size_t i = 0; i < n; ++i) {
       RegionState& s = states_[accesses[i].region];
       if (accesses[i].write) {
@@ -15777,6 +15741,50 @@ class DepTracker {
   }
 
  private:
+  // before()'s hazards, region by region.
+  template <class Writer>
+  constexpr bool check(Writer& w, Queue q, const RegionAccess* accesses, std::size_t n) {
+    std::int64_t need[3] = {-1, -1, -1};
+    // an in-place ALU's read of the region it writes meets a subset of the write's hazards
+    if (kTimeShortcuts && n == 2 && accesses[1].region == accesses[0].region && accesses[0].write)
+      n = 1;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto hazard = [&](const RegionState& s) {
+        if (s.writer >= 0 && s.writer_queue != q) raise(need, s.writer_queue, s.writer);
+        if (accesses[i].write)
+          for (int m = 0; m < 3; ++m)
+            if (s.reader[m] >= 0 && m != static_cast<int>(q) - 1)
+              raise(need, static_cast<Queue>(m + 1), s.reader[m]);
+      };
+      if (count_ <= kMaskedRegions) {  // the overlapping regions, from the bit set
+        for (std::uint64_t m = states_[accesses[i].region].overlaps; m != 0; m &= m - 1)
+          hazard(states_[lowest_bit(m)]);
+      } else {
+        const SramRegion& mine = regions_[accesses[i].region];
+        for (std::size_t r = 0; r < count_; ++r)
+          if (regions_[r].overlaps(mine)) hazard(states_[r]);
+      }
+    }
+    for (int m = 0; m < 3; ++m) {
+      if (need[m] < 0) continue;
+      const auto from = static_cast<Queue>(m + 1);
+      // load and store never share a memory, so no hazard joins them; one would be a bug
+      if ((from == Queue::Load && q == Queue::Store) ||
+          (from == Queue::Store && q == Queue::Load)) {
+        unordered_ = need[m];
+        return w.dep_pop(from, q);  // fails: NotNeighbours
+      }
+      std::int64_t& covered = covered_[(m * 3) + static_cast<int>(q) - 1];
+      if (need[m] <= covered) continue;
+      if (!w.set_push(static_cast<std::size_t>(need[m]), q) || !w.dep_pop(from, q)) return false;
+      if (log_ != nullptr) log_->add(need[m], q, static_cast<std::int64_t>(w.size()));
+      covered = need[m];
+    }
+    if constexpr (kTimeShortcuts)
+      if (q == Queue::Compute) settle(accesses, n);
+    return true;
+  }
+
   static constexpr void raise(std::int64_t* need, Queue from, std::int64_t at) {
     auto& n = need[static_cast<int>(from) - 1];
     if (at > n) n = at;
@@ -15787,24 +15795,25 @@ class DepTracker {
   // region's readers, a read adds a compute reader. So where none was tracked since the same
   // accesses (a write covers a read) found every hazard covered, none is new: the ALU runs of
   // a softmax's division, all on the compute module, are checked once a region.
-  constexpr std::uint32_t settled_mark(bool write) const { return (2 * (foreign_ + 1)) + write; }
+  // (a region's mark less mark_: 1 for a write, 0 for a read; unsigned, so older marks are
+  // more; where the marks would wrap, none is kept)
   constexpr bool settled(const RegionAccess* accesses, std::size_t n) const {
-    if (foreign_ >= kSettleLimit) return false;
+    if (mark_ >= kMarkLimit) return false;
     for (std::size_t i = 0; i < n; ++i) {
-      const std::uint32_t s = states_[accesses[i].region].settled;
-      if (s < settled_mark(accesses[i].write) || s > settled_mark(true)) return false;
+      const std::uint32_t since = states_[accesses[i].region].settled - mark_;
+      if (since > 1 || since < static_cast<std::uint32_t>(accesses[i].write)) return false;
     }
     return true;
   }
   constexpr void settle(const RegionAccess* accesses, std::size_t n) {
-    if (foreign_ >= kSettleLimit) return;
+    if (mark_ >= kMarkLimit) return;
     for (std::size_t i = 0; i < n; ++i) {
       std::uint32_t& s = states_[accesses[i].region].settled;
-      const std::uint32_t mark = settled_mark(accesses[i].write);
-      if (s < mark || s > settled_mark(true)) s = mark;  // a write's mark stays for a read
+      if (s - mark_ > 1 || accesses[i].write) s = mark_ + accesses[i].write;  // a write's stays
     }
   }
-  static constexpr std::uint32_t kSettleLimit = std::uint32_t{1} << 30;  // 2 x (it + 1) fits
+  constexpr void unsettle() { mark_ += mark_ < kMarkLimit ? 2 : 0; }  // (it stops there)
+  static constexpr std::uint32_t kMarkLimit = ~std::uint32_t{0} - 1;
 
   const SramRegion* regions_;
   RegionState* states_;
@@ -15812,7 +15821,8 @@ class DepTracker {
   std::int64_t covered_[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
   std::int64_t unordered_ = -1;
   PushLog* log_ = nullptr;
-  std::uint32_t foreign_ = 0;  // loads and stores tracked (settled), and covers moved back
+  // (settled) 2 x (the loads and stores tracked, and the covers moved back, + 1)
+  std::uint32_t mark_ = 2;
 };
 
 // A stored kernel (its first micro-op word and size) or a resident one (its micro-op buffer
