@@ -15727,17 +15727,15 @@ class DepTracker {
   constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n) {
     if constexpr (kTimeShortcuts)
       if (q != Queue::Compute) unsettle();
-    for (std::size_t i = 0; i < n; ++i) {
-      RegionState& s = states_[accesses[i].region];
-      if (accesses[i].write) {
-        // later accesses wait for this write, which itself waited for the earlier readers
-        s.writer = index;
-        s.writer_queue = q;
-        s.reader[0] = s.reader[1] = s.reader[2] = -1;
-      } else {
-        s.reader[static_cast<int>(q) - 1] = index;
-      }
-    }
+    for (std::size_t i = 0; i < n; ++i) track(q, index, accesses[i]);
+  }
+  // ... but for those in `passing` (bit i: access i), whose regions a whole copied iteration's
+  // later calls set again (LoopCall::passing; a time shortcut).
+  constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n,
+                       unsigned passing) {
+    if (q != Queue::Compute) unsettle();
+    for (std::size_t i = 0; i < n; ++i)
+      if (((passing >> i) & 1U) == 0) track(q, index, accesses[i]);
   }
 
  private:
@@ -15785,6 +15783,17 @@ class DepTracker {
     return true;
   }
 
+  constexpr void track(Queue q, std::int64_t index, const RegionAccess& access) {
+    RegionState& s = states_[access.region];
+    if (access.write) {
+      // later accesses wait for this write, which itself waited for the earlier readers
+      s.writer = index;
+      s.writer_queue = q;
+      s.reader[0] = s.reader[1] = s.reader[2] = -1;
+    } else {
+      s.reader[static_cast<int>(q) - 1] = index;
+    }
+  }
   static constexpr void raise(std::int64_t* need, Queue from, std::int64_t at) {
     auto& n = need[static_cast<int>(from) - 1];
     if (at > n) n = at;
@@ -16144,6 +16153,10 @@ struct LoopCall {
   Queue queue = Queue::Compute;
   std::uint8_t accesses = 0;
   bool transfer = false;
+  // (a time shortcut) bit a: a later call of the iteration writes access a's region, or reads
+  // it from the same module after it, so that a whole copy need not track access a
+  // (DepTracker::after's `passing`): the region's state at the iteration's end is another's
+  std::uint8_t passing = 0;
   RegionAccess access[3] = {};
   std::int64_t step = 0;
   std::uint64_t word = 0;  // its module and accesses as the replay's call ring holds them, or 0
@@ -16190,6 +16203,24 @@ struct LoopTape {
   constexpr void reset() {
     have_keys = armed = stepped = steady = false;
     failures = 0;
+  }
+  // The recorded calls' passing accesses: backward, a write passes where a later call writes
+  // its region, a read where one writes it or reads it from the same module (regions as bits,
+  // where `masked`, at most kMaskedRegions; else every access is tracked).
+  constexpr void mark_passing(bool masked) {
+    std::uint64_t written = 0, read[3] = {0, 0, 0};
+    for (std::size_t c = ncalls < call_capacity ? ncalls : call_capacity; c-- > 0;) {
+      LoopCall& call = calls[c];
+      call.passing = 0;
+      if (!masked) continue;
+      auto& reads = read[static_cast<int>(call.queue) - 1];
+      for (std::size_t a = call.accesses; a-- > 0;) {
+        const std::uint64_t bit = std::uint64_t{1} << call.access[a].region;
+        if ((written & bit) != 0 || (!call.access[a].write && (reads & bit) != 0))
+          call.passing = static_cast<std::uint8_t>(call.passing | (1U << a));
+        (call.access[a].write ? written : reads) |= bit;
+      }
+    }
   }
   // Whether the iteration's keys equal the last iteration's (keeping them for the next).
   template <class... K>
@@ -16478,6 +16509,8 @@ class Replay {
       }
       t.recorded = t.from = t.start;
       t.length = length;
+      if constexpr (kTimeShortcuts)
+        if (t.armed) t.mark_passing(deps_.count() <= kMaskedRegions);
       return ended(t);
     }
     if (mode != Mode::Copy) return ok() && ended(t);
@@ -16531,7 +16564,10 @@ class Replay {
           static_cast<std::int64_t>(get_field(w_.storage().insn(from), dram)) + call.step;
       ++t.word;
       if (!w_.repeat(from, call.transfer, moved)) return unwind(t);
-      deps_.after(call.queue, t.start + call.at, call.access, call.accesses);
+      if constexpr (kTimeShortcuts)
+        deps_.after(call.queue, t.start + call.at, call.access, call.accesses, call.passing);
+      else
+        deps_.after(call.queue, t.start + call.at, call.access, call.accesses);
       if (log_calls_)
         note_call(kTimeShortcuts && call.word != 0
                       ? call.word

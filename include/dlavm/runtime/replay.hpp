@@ -152,6 +152,10 @@ struct LoopCall {
   Queue queue = Queue::Compute;
   std::uint8_t accesses = 0;
   bool transfer = false;
+  // (a time shortcut) bit a: a later call of the iteration writes access a's region, or reads
+  // it from the same module after it, so that a whole copy need not track access a
+  // (DepTracker::after's `passing`): the region's state at the iteration's end is another's
+  std::uint8_t passing = 0;
   RegionAccess access[3] = {};
   std::int64_t step = 0;
   std::uint64_t word = 0;  // its module and accesses as the replay's call ring holds them, or 0
@@ -198,6 +202,24 @@ struct LoopTape {
   constexpr void reset() {
     have_keys = armed = stepped = steady = false;
     failures = 0;
+  }
+  // The recorded calls' passing accesses: backward, a write passes where a later call writes
+  // its region, a read where one writes it or reads it from the same module (regions as bits,
+  // where `masked`, at most kMaskedRegions; else every access is tracked).
+  constexpr void mark_passing(bool masked) {
+    std::uint64_t written = 0, read[3] = {0, 0, 0};
+    for (std::size_t c = ncalls < call_capacity ? ncalls : call_capacity; c-- > 0;) {
+      LoopCall& call = calls[c];
+      call.passing = 0;
+      if (!masked) continue;
+      auto& reads = read[static_cast<int>(call.queue) - 1];
+      for (std::size_t a = call.accesses; a-- > 0;) {
+        const std::uint64_t bit = std::uint64_t{1} << call.access[a].region;
+        if ((written & bit) != 0 || (!call.access[a].write && (reads & bit) != 0))
+          call.passing = static_cast<std::uint8_t>(call.passing | (1U << a));
+        (call.access[a].write ? written : reads) |= bit;
+      }
+    }
   }
   // Whether the iteration's keys equal the last iteration's (keeping them for the next).
   template <class... K>
@@ -486,6 +508,8 @@ class Replay {
       }
       t.recorded = t.from = t.start;
       t.length = length;
+      if constexpr (kTimeShortcuts)
+        if (t.armed) t.mark_passing(deps_.count() <= kMaskedRegions);
       return ended(t);
     }
     if (mode != Mode::Copy) return ok() && ended(t);
@@ -539,7 +563,10 @@ class Replay {
           static_cast<std::int64_t>(get_field(w_.storage().insn(from), dram)) + call.step;
       ++t.word;
       if (!w_.repeat(from, call.transfer, moved)) return unwind(t);
-      deps_.after(call.queue, t.start + call.at, call.access, call.accesses);
+      if constexpr (kTimeShortcuts)
+        deps_.after(call.queue, t.start + call.at, call.access, call.accesses, call.passing);
+      else
+        deps_.after(call.queue, t.start + call.at, call.access, call.accesses);
       if (log_calls_)
         note_call(kTimeShortcuts && call.word != 0
                       ? call.word

@@ -902,17 +902,15 @@ class DepTracker {
   constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n) {
     if constexpr (kTimeShortcuts)
       if (q != Queue::Compute) unsettle();
-    for (std::size_t i = 0; i < n; ++i) {
-      RegionState& s = states_[accesses[i].region];
-      if (accesses[i].write) {
-        // later accesses wait for this write, which itself waited for the earlier readers
-        s.writer = index;
-        s.writer_queue = q;
-        s.reader[0] = s.reader[1] = s.reader[2] = -1;
-      } else {
-        s.reader[static_cast<int>(q) - 1] = index;
-      }
-    }
+    for (std::size_t i = 0; i < n; ++i) track(q, index, accesses[i]);
+  }
+  // ... but for those in `passing` (bit i: access i), whose regions a whole copied iteration's
+  // later calls set again (LoopCall::passing; a time shortcut).
+  constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n,
+                       unsigned passing) {
+    if (q != Queue::Compute) unsettle();
+    for (std::size_t i = 0; i < n; ++i)
+      if (((passing >> i) & 1U) == 0) track(q, index, accesses[i]);
   }
 
  private:
@@ -960,6 +958,17 @@ class DepTracker {
     return true;
   }
 
+  constexpr void track(Queue q, std::int64_t index, const RegionAccess& access) {
+    RegionState& s = states_[access.region];
+    if (access.write) {
+      // later accesses wait for this write, which itself waited for the earlier readers
+      s.writer = index;
+      s.writer_queue = q;
+      s.reader[0] = s.reader[1] = s.reader[2] = -1;
+    } else {
+      s.reader[static_cast<int>(q) - 1] = index;
+    }
+  }
   static constexpr void raise(std::int64_t* need, Queue from, std::int64_t at) {
     auto& n = need[static_cast<int>(from) - 1];
     if (at > n) n = at;
