@@ -16176,6 +16176,7 @@ struct LoopTape {
   bool armed = false;            // an iteration is recorded, and the last one is it or its copy
   bool stepped = false;          // a copy measured the DRAM steps of the recorded calls
   bool steady = false;           // a copy matched: the next ones start as the recorded one did
+  std::uint32_t wholes = 0;      // its whole copies since it was recorded
   int failures = 0;              // iterations recorded since reset()
   std::uint64_t replaced = 0;    // kernel memo entries replaced when the last iteration began
   bool replaced_inside = false;  // the last iteration replaced one
@@ -16465,6 +16466,10 @@ class Replay {
       t.cursor = 0;
       t.word = 0;
       if (affine && t.stepped) {
+        // (the passing accesses marked at a recorded iteration's second whole copy: marking
+        // costs about what a copy saves, and many loops are recorded, few copied whole)
+        if constexpr (kTimeShortcuts)
+          if (++t.wholes == 2) t.mark_passing(deps_.count() <= kMaskedRegions);
         copy_whole(t);
         return false;
       }
@@ -16481,6 +16486,7 @@ class Replay {
     t.relocs = w_.storage().reloc_count();
     t.epoch = w_.resident_epoch();
     t.ncalls = 0;
+    t.wholes = 0;
     t.log.size = 0;
     t.log.overflow = false;
     t.start = size;
@@ -16509,8 +16515,6 @@ class Replay {
       }
       t.recorded = t.from = t.start;
       t.length = length;
-      if constexpr (kTimeShortcuts)
-        if (t.armed) t.mark_passing(deps_.count() <= kMaskedRegions);
       return ended(t);
     }
     if (mode != Mode::Copy) return ok() && ended(t);
@@ -16676,7 +16680,10 @@ class Replay {
         call.accesses = static_cast<std::uint8_t>(n);
         for (std::size_t a = 0; a < n; ++a) call.access[a] = accesses[a];
         // (0, no word, where no call was logged then: its copies compute it; at -Os all do)
-        if constexpr (kTimeShortcuts) call.word = word;
+        if constexpr (kTimeShortcuts) {
+          call.word = word;
+          call.passing = 0;  // each access tracked until the tape's second whole copy
+        }
       }
       ++t.ncalls;  // counted past the capacity: such an iteration is not copied
     }
