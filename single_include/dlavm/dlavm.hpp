@@ -27990,23 +27990,19 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     // loop variables print as their names, so only sites in the same loops share those.
     {
       std::string text(body.data(), kernel_call_at_);
-      const std::string own = fmt::format("k{}_", site);
+      text += fmt::format("|{}|{}|{}|{}", kernel_shape_, count, reads_body_loop_, keys);
+      const std::string own = fmt::format("k{}_", site);  // the site's own key names
       for (auto at = text.find(own); at != std::string::npos; at = text.find(own, at + 2))
         text.replace(at, own.size(), "k_");
-      std::string key_names = keys;
-      for (auto at = key_names.find(own); at != std::string::npos; at = key_names.find(own, at + 2))
-        key_names.replace(at, own.size(), "k_");
-      text += fmt::format("|{}|{}|{}|{}", kernel_shape_, count, reads_body_loop_, key_names);
       std::erase(text, ' ');  // (sites at other depths indent alike)
       // (not two sites with keys in the same loop, which one iteration may enter with
       // other values each: each would replace the entry the other finds, and a loop's
       // copies stop where an entry is replaced)
       const std::uint64_t innermost = loop_ids_.back();
       auto& [first, loops] = shared_sites_.try_emplace(std::move(text), site).first->second;
-      if (count == 0 || std::find(loops.begin(), loops.end(), innermost) == loops.end()) {
-        site = first;
-        loops.push_back(innermost);
-      }
+      const bool met = std::find(loops.begin(), loops.end(), innermost) != loops.end();
+      if (count == 0 || !met) site = first;
+      if (!met) loops.push_back(innermost);
     }
     // a kernel that a memoized loop's body enters with the values of a loop inside it keeps
     // as many entries as the host's replay plan, so that a copied iteration finds each of them
