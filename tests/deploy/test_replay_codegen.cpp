@@ -265,21 +265,27 @@ TEST_CASE("the integer softmax's replays copy the iterations of its chunk loops"
     check_copies(cases, run);
 }
 
+// The integer softmax's generated replay, and how often a text occurs in it.
+std::string isoftmax_replay() {
+  const auto cases = deploy_cases::cases();
+  const auto it = std::ranges::find_if(cases, [](const auto& c) { return c.name == "isoftmax0"; });
+  REQUIRE(it != cases.end());
+  return vta::replay_source(*it->program, "replay", it->dims);
+}
+std::size_t occurrences(const std::string& source, std::string_view what) {
+  std::size_t n = 0;
+  for (auto at = source.find(what); at != std::string::npos; at = source.find(what, at + 1)) ++n;
+  return n;
+}
+
 TEST_CASE("kernel sites that print the same kernel from the same keys share one memo") {
   // The integer softmax's reciprocal computes each quotient bit after the first two in the
   // rows of the bit before, twelve kernels the same in each (and the last bit five of them):
   // their sites write their instructions again through the first one's memo, at least 12 x 9
   // + 5 sites with no memo of their own. (Each of those sites is still checked word for word
   // above, with the loops copied and without.)
-  const auto cases = deploy_cases::cases();
-  const auto it = std::ranges::find_if(cases, [](const auto& c) { return c.name == "isoftmax0"; });
-  REQUIRE(it != cases.end());
-  const std::string source = vta::replay_source(*it->program, "replay", it->dims);
-  const auto count = [&](std::string_view what) {
-    std::size_t n = 0;
-    for (auto at = source.find(what); at != std::string::npos; at = source.find(what, at + 1)) ++n;
-    return n;
-  };
+  const std::string source = isoftmax_replay();
+  const auto count = [&](std::string_view what) { return occurrences(source, what); };
   const std::size_t memos = count("dlavm::runtime::KernelMemo<"), sites = count(".hit(");
   CAPTURE(memos);
   CAPTURE(sites);
@@ -294,6 +300,25 @@ TEST_CASE("kernel sites that print the same kernel from the same keys share one 
     if ((*m)[1] != (*m)[2]) ++keyed;
   MESSAGE(keyed, " sites with keys share another site's memo");
   CHECK(keyed >= 20);
+}
+
+TEST_CASE("kernel sites of constants write the images the codegen encoded") {
+  // The integer softmax's kernels whose loops and micro-ops are constants (the reciprocal's
+  // bits, the chunks' reductions) are encoded when the replay is printed: each site passes
+  // its image (runtime::KernelImage) where it would collect micro-ops and encode them, and
+  // sites of the same kernel share one. (Their words are checked above against the host's,
+  // and a static program's at compile time below.)
+  const std::string source = isoftmax_replay();
+  const auto count = [&](std::string_view what) { return occurrences(source, what); };
+  const std::size_t sites = count("_image(replay_kernels["), calls = count("r.kernel_begin();"),
+                    images = count("dlavm::runtime::Opcode(");
+  CAPTURE(sites);
+  CAPTURE(calls);
+  CAPTURE(images);
+  CHECK(sites >= 150);
+  CHECK(images >= 20);
+  CHECK(images * 2 <= sites);  // (82 for 203 sites)
+  CHECK(calls < sites);        // the keyed kernels still collect their micro-ops
 }
 
 void check_same(const Written& a, const Written& b) {

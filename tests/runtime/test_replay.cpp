@@ -1,15 +1,16 @@
 // runtime/replay.hpp where tests/deploy/test_replay_codegen.cpp (generated replays against
 // Program::instantiate) does not reach:
 //   - random replays (loads with padding and offsets, GEMMs, resets, ALUs, stores, kernels
-//     written again) over overlapping regions: vta::check_hazards, an independent race and
-//     deadlock detector (vector clocks over the token queues), proves every stream orders its
-//     conflicting accesses; the same replay with over 64 regions (the tracker's other path)
-//     writes the same words;
+//     written again, or by their images) over overlapping regions: vta::check_hazards, an
+//     independent race and deadlock detector (vector clocks over the token queues), proves every
+//     stream orders its conflicting accesses; the same replay with over 64 regions (the tracker's
+//     other path) writes the same words;
 //   - hand-derived token flags: regions that do not overlap, the two arms of one condition
 //     (which share SRAM without meeting), ACC_8BIT in the accumulator's bank, a hazard covered
 //     by an earlier push, `again` with its accesses, a kernel's micro-ops reloaded;
 //   - every error: EmptyTransfer, Misaligned (power-of-two and other element sizes),
-//     LoopShape, UopsFull / KernelTooLarge from the op buffer, a load-store hazard
+//     LoopShape, UopsFull / KernelTooLarge from the op buffer (and a kernel's image from the
+//     storage and the SRAM), a load-store hazard
 //     (NotNeighbours, unordered()); kernels with no iteration or no micro-op write nothing;
 //   - loop memos: random loops whose iterations are copied write the words of the same calls
 //     made one by one (and order their hazards); an iteration that makes other calls than
@@ -98,7 +99,9 @@ struct Saved {
 
 class RandomReplay {
  public:
-  explicit RandomReplay(std::uint64_t seed) : rng_(seed) {}
+  // `images`: each kernel written by its image (KernelImage, encoded by a writer of its own,
+  // as vta::replay_source encodes a kernel of constants) instead of by its calls
+  explicit RandomReplay(std::uint64_t seed, bool images = false) : rng_(seed), images_(images) {}
 
   // Writes `n` random steps into `r` (the same steps for the same seed).
   void run(Rig& rig, int n) {
@@ -166,21 +169,39 @@ class RandomReplay {
     const bool loop = rng_() % 2 == 0;
     if (loop) r.loop_begin(extent, fd, fs, fw);
     const int nops = static_cast<int>(pick(1, 4));
+    std::vector<rt::UopOp> ops;
     for (int i = 0; i < nops; ++i) {
       const i64 d = in(acc, loop ? fd : 0);
       const i64 s = kind == 2 ? in(src, loop ? fs : 0) : in(inp, loop ? fs : 0);
-      r.push(d, s, kind == 2 ? 0 : in(wgt, loop ? fw : 0));
+      ops.push_back({d, s, kind == 2 ? 0 : in(wgt, loop ? fw : 0)});
+      r.push(ops.back().dst, ops.back().src, ops.back().wgt);
     }
+    // the kernel's image: encoded by a writer of its own
+    const rt::KernelLoop loops[] = {{extent, fd, fs, fw}};
+    auto st = std::make_unique<Storage>();
+    Writer encoder(rt::IsaLayout::default_layout(), 8192, *st);
+    rt::KernelImage image;
+    const auto encoded = [&](bool written) {
+      REQUIRE(written);
+      image = {encoder.last_kernel().word, encoder.last_kernel().opcode, encoder.last_kernel().size,
+               st->uops() + encoder.last_kernel().dram};
+      return true;
+    };
     Saved s;
     bool ok = false;
     if (kind == 2) {
       const bool imm = rng_() % 2 == 0;
       const auto op = static_cast<rt::AluOp>(rng_() % 5);
       const i64 value = imm ? pick(-5, 5) : 0;
-      ok = r.alu(op, imm, value, acc, src);
+      ok = images_ &&
+                   encoded(encoder.alu(loops, loop ? 1 : 0, ops.data(), ops.size(), op, imm, value))
+               ? r.alu_image(image, acc, src)
+               : r.alu(op, imm, value, acc, src);
       s.accesses = {{acc, true}, {src, false}};
     } else {
-      ok = r.gemm(kind == 1, acc, inp, wgt);
+      ok = images_ && encoded(encoder.gemm(loops, loop ? 1 : 0, ops.data(), ops.size(), kind == 1))
+               ? r.gemm_image(image, kind == 1, acc, inp, wgt)
+               : r.gemm(kind == 1, acc, inp, wgt);
       s.accesses = {{acc, true}};
       if (kind == 0) s.accesses.insert(s.accesses.end(), {{inp, false}, {wgt, false}});
     }
@@ -190,6 +211,7 @@ class RandomReplay {
   }
 
   std::mt19937_64 rng_;
+  bool images_ = false;
 };
 
 TEST_CASE("runtime replay: random replays order every hazard (check_hazards), any region count") {
@@ -218,6 +240,11 @@ TEST_CASE("runtime replay: random replays order every hazard (check_hazards), an
     Rig given(masked);
     RandomReplay(static_cast<std::uint64_t>(seed)).run(given, 60);
     CHECK(given.stream().insns == s.insns);
+    // each kernel by its image: the same words and micro-ops
+    Rig imaged(kRegions);
+    RandomReplay(static_cast<std::uint64_t>(seed), true).run(imaged, 60);
+    CHECK(imaged.stream().insns == s.insns);
+    CHECK(imaged.stream().uops == s.uops);
   }
   MESSAGE(insns, " instructions of random replays free of races");
   // the detector does fail: the last random stream without its tokens races or deadlocks
@@ -735,6 +762,19 @@ TEST_CASE("runtime replay: each error is the writer's, and nothing more is writt
     CHECK_FALSE(r.alu(rt::AluOp::Add, false, 0, 1, 1));
     check_error(rig.w.error(), Status::KernelTooLarge, Opcode::Alu, Field::count, 4);
     rig.w.clear_error();
+    // a kernel's image: past the SRAM, the same error; past the op buffer, none (an image
+    // collects no micro-op); past the storage's micro-ops, UopsFull
+    const std::vector<std::uint32_t> words(5000, 0);
+    CHECK_FALSE(r.alu_image(rt::KernelImage{{}, Opcode::Alu, 4, words.data()}, 1, 1));
+    check_error(rig.w.error(), Status::KernelTooLarge, Opcode::Alu, Field::count, 4);
+    rig.w.clear_error();
+    CHECK(r.gemm_image(rt::KernelImage{{}, Opcode::Gemm, 3, words.data()}, false, 1, 0, 2));
+    CHECK(rig.size() == 2);  // a LOAD UOP and the GEMM
+    Rig roomy(regions, 2, 8192);
+    CHECK_FALSE(roomy.replay.gemm_image(rt::KernelImage{{}, Opcode::Gemm, 5000, words.data()}, true,
+                                        1, 0, 0));
+    check_error(roomy.w.error(), Status::UopsFull, Opcode::Gemm, Field::count, 0);
+    CHECK(roomy.size() == 0);
     r.kernel_begin();
     r.loop_begin(2, 1, 1, 0);
     r.loop_begin(2, 1, 1, 0);
@@ -743,7 +783,8 @@ TEST_CASE("runtime replay: each error is the writer's, and nothing more is writt
     check_error(rig.w.error(), Status::LoopShape, Opcode::Finish, Field::count, 3);
     r.push(0, 0, 0);
     CHECK_FALSE(r.gemm(false, 1, 0, 2));  // the writer has failed: nothing more
-    CHECK(rig.size() == 0);
+    CHECK_FALSE(r.alu_image(rt::KernelImage{{}, Opcode::Alu, 1, words.data()}, 1, 1));
+    CHECK(rig.size() == 2);
   }
   SUBCASE("a hazard between load and store, which share no token queue") {
     Rig rig(regions);

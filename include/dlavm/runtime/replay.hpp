@@ -368,6 +368,20 @@ class Replay {
            w_.gemm(loops_, nloops_, ops_.data, nops_, reset) && after(Queue::Compute, accesses, n);
   }
 
+  // A kernel site whose loops and micro-ops are constants, by the image vta::replay_source
+  // encoded (runtime::KernelImage), with alu()'s and gemm()'s accesses.
+  template <class Image>
+  constexpr bool alu_image(const Image& k, std::uint32_t dst, std::uint32_t src) {
+    const RegionAccess accesses[] = {{dst, true}, {src, false}};
+    return image(k, accesses, 2);
+  }
+  template <class Image>
+  constexpr bool gemm_image(const Image& k, bool reset, std::uint32_t acc, std::uint32_t inp,
+                            std::uint32_t wgt) {
+    const RegionAccess accesses[] = {{acc, true}, {inp, false}, {wgt, false}};
+    return image(k, accesses, reset ? 1 : 3);
+  }
+
   // A kernel written before in this stream (its writer's last_kernel() then), again, with
   // the accesses it made then (GEMM: acc written, inp and wgt read; reset: acc; ALU: dst
   // written, src read): what a replay that enters a kernel with the same values writes,
@@ -657,6 +671,12 @@ class Replay {
     f.opcode = op;
     f.memory_type = mem;
     return w_.fail(Status::Misaligned, f, Field::dram_base, static_cast<std::int64_t>(phys));
+  }
+  template <class Image>
+  constexpr bool image(const Image& k, const RegionAccess* accesses, std::size_t n) {
+    if (mode_ == Mode::Copy) return diverged(k.opcode);
+    return deps_.before(w_, Queue::Compute, accesses, n) && w_.image(k) &&
+           after(Queue::Compute, accesses, n);
   }
   constexpr bool fits(Opcode op) {
     if (nops_ <= ops_.capacity) return true;

@@ -92,6 +92,16 @@ struct WrittenKernel {
   std::uint32_t epoch = 0, sram = 0;
 };
 
+// A GEMM or ALU kernel encoded when its replay was generated (vta::replay_source encodes each
+// kernel whose loops and micro-ops are constants): its word as WrittenKernel's and its
+// micro-ops' words, which StreamWriter::image stores and makes resident as it would encoded.
+struct KernelImage {
+  InsnWord word{};
+  Opcode opcode = Opcode::Gemm;
+  std::uint32_t size = 0;               // micro-ops
+  const std::uint32_t* uops = nullptr;  // their words
+};
+
 // An on-chip region: a memory and a range of entries [begin, end); ACC_8BIT is the
 // accumulator's memory. `arm`: 0, or the arm of a condition on the dims alone that the region
 // lives in (2k - 1 the then arm of the program's k-th such condition, 2k its else arm). The
@@ -261,6 +271,21 @@ class StreamWriter {
     } else {
       return append_kernel(FormOfOpcode{}, w, k.opcode, begin, k.size);
     }
+  }
+
+  // A kernel's image (vta::replay_source checked its fields when it encoded them). (A
+  // template: a firmware whose replays have no image compiles none of it.)
+  template <class Image>
+  constexpr bool image(const Image& k) {
+    if (!ok()) return false;
+    if (k.size > uop_depth_)
+      return fail_field(Status::KernelTooLarge, k.opcode, Field::count, k.size);
+    std::uint32_t dram = 0;
+    if (!store_kernel(k.opcode, k.uops, k.size, dram)) return false;
+    last_kernel_ = {k.word, k.opcode, dram, k.size};
+    if (!make_resident(k.opcode, dram, k.size, last_kernel_.sram)) return false;
+    last_kernel_.epoch = resident_epoch_;
+    return again(last_kernel_);  // (resident now: its word alone, with shortcuts)
   }
 
   // Instruction `from` of this stream appended again as it is (a loop iteration copied from

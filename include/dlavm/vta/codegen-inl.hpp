@@ -106,7 +106,8 @@ struct MemoLoop {
 // tests/deploy compares their words for every dim value of its programs.
 class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
  public:
-  ReplayPrinter(const Program& p, std::span<const std::string> dims) : prog_(p), dims_(dims) {}
+  ReplayPrinter(const Program& p, std::string_view function, std::span<const std::string> dims)
+      : prog_(p), function_(function), dims_(dims) {}
 
   fmt::memory_buffer out;
 
@@ -117,7 +118,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
     // iteration: printed first to learn which those are, then, if they cannot, printed again
     // as a plain loop whose inner loops may be memoized themselves.
-    const Printed before{out.size(), kernels_, loops_, memos_, used_, shared_sites_};
+    const Printed before{out.size(), kernels_,      loops_,        memos_,
+                         used_,      shared_sites_, images_.size()};
     memo_.emplace(n.var);
     loop(n, true);
     const bool ok = memo_->scan.ok;
@@ -129,6 +131,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     memos_ = before.memos;
     used_ = before.used;
     shared_sites_ = before.shared_sites;
+    images_.resize(before.images);
     plain_ = &n;
     loop(n, false);
   }
@@ -239,14 +242,21 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (in_kernel_) {
       if (name == intrin::uop_loop_begin) {
         line("r.loop_begin({}, {}, {}, {});", value(a[0]), value(a[1]), value(a[2]), value(a[3]));
+        loops_of_image_.push_back({constant(a[0]), constant(a[1]), constant(a[2]), constant(a[3])});
       } else if (name == intrin::uop_loop_end) {
       } else if (name == intrin::gemm) {
         line("r.push({}, {}, {});", offset(call->buffers[0], a[0]), offset(call->buffers[1], a[1]),
              offset(call->buffers[2], a[2]));
+        ops_of_image_.push_back({constant_offset(call->buffers[0], a[0]),
+                                 constant_offset(call->buffers[1], a[1]),
+                                 constant_offset(call->buffers[2], a[2])});
       } else if (name == intrin::gemm_reset) {
         line("r.push({}, 0, 0);", offset(call->buffers[0], a[0]));
+        ops_of_image_.push_back({constant_offset(call->buffers[0], a[0]), 0, 0});
       } else if (name == intrin::alu) {
         line("r.push({}, {}, 0);", offset(call->buffers[0], a[3]), offset(call->buffers[1], a[4]));
+        ops_of_image_.push_back(
+            {constant_offset(call->buffers[0], a[3]), constant_offset(call->buffers[1], a[4]), 0});
       } else {
         raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
       }
@@ -282,6 +292,26 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
         s += fmt::format("  const std::int64_t d{} = dims[{}];  // {}\n", k, k, dims_[k]);
     return s + memos_;
   }
+  // The kernels encoded as images, at namespace scope before the function: their micro-ops'
+  // words, then `{function}_kernels`, which the sites index.
+  std::string images() const {
+    if (images_.empty()) return {};
+    std::string uops, kernels;
+    std::size_t at = 0;
+    for (const auto& k : images_) {
+      for (const auto u : k.uops) uops += fmt::format("{:#x}u, ", u);
+      kernels += fmt::format(
+          "    {{{{{{{:#x}ULL, {:#x}ULL}}}}, dlavm::runtime::Opcode({}), {}, "
+          "{}_kernel_uops + {}}},\n",
+          k.word.word[0], k.word.word[1], static_cast<int>(k.opcode), k.uops.size(), function_, at);
+      at += k.uops.size();
+    }
+    return fmt::format(
+        "// The kernels whose loops and micro-ops are constants, encoded (runtime::KernelImage).\n"
+        "inline constexpr std::uint32_t {}_kernel_uops[] = {{{}}};\n"
+        "inline constexpr dlavm::runtime::KernelImage {}_kernels[] = {{\n{}}};\n",
+        function_, uops, function_, kernels);
+  }
 
  private:
   // The first site that printed a kernel from its keys, and the loops around the sites that
@@ -297,6 +327,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     std::string memos;
     std::vector<bool> used;
     std::unordered_map<std::string, SharedSite> shared_sites;
+    std::size_t images;
   };
 
   void loop(const tir::ForNode& n, bool memoized) {
@@ -501,16 +532,83 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       return fmt::format("{}", it->second.base + c->value);
     return fmt::format("{} + {}", it->second.base, value(e));
   }
+  // A kernel field's value where it is a constant; else 0, and the kernel is no image.
+  std::int64_t constant(const te::Expr& e) {
+    if (const auto* c = e.as<te::IntImmNode>()) return c->value;
+    if (const auto* i = e.as<te::IndexNode>())
+      if (const auto* c = i->index.as<ne::IntImmNode>()) return c->value;
+    constant_ = false;
+    return 0;
+  }
+  std::int64_t constant_offset(const te::Buffer& b, const te::Expr& e) {
+    const auto it = prog_.sram().find(b.get());  // (offset() raised where there is none)
+    return it->second.base + constant(e);
+  }
+  // The kernel just visited as the runtime's writer encodes it, and its index in images_ (an
+  // equal image's): none where a field is no constant, its loops have no iteration, or the
+  // writer fails (the site's calls report that when they run).
+  std::optional<std::size_t> encode(const te::CallNode& c) {
+    if (!constant_ || ops_of_image_.empty() || loops_of_image_.size() > 2) return std::nullopt;
+    for (const auto& l : loops_of_image_)
+      if (l.extent < 1) return std::nullopt;
+    const bool alu = c.name == intrin::alu;
+    const std::int64_t op = alu ? constant(c.args[0]) : 0, use_imm = alu ? constant(c.args[1]) : 0,
+                       imm = alu ? constant(c.args[2]) : 0;
+    if (!constant_) return std::nullopt;
+    const Config& config = prog_.env().config;
+    const std::size_t n = ops_of_image_.size();
+    std::vector<runtime::InsnWord> insns(2);
+    std::vector<std::uint32_t> uops(n), relocs(2), index(runtime::KernelTables::index_size(1, 1));
+    std::vector<runtime::KernelSlot> stored(1), resident(1);
+    runtime::SpanStorage storage(insns.data(), insns.size(), uops.data(), uops.size(),
+                                 relocs.data(),
+                                 {stored.data(), resident.data(), index.data(), 1, 1});
+    runtime::StreamWriter<runtime::SpanStorage> w(config.layout(), config.uop_depth(), storage);
+    const bool ok =
+        alu ? w.alu(loops_of_image_.data(), loops_of_image_.size(), ops_of_image_.data(), n,
+                    static_cast<runtime::AluOp>(op), use_imm != 0, imm)
+            : w.gemm(loops_of_image_.data(), loops_of_image_.size(), ops_of_image_.data(), n,
+                     c.name == intrin::gemm_reset);
+    if (!ok) return std::nullopt;
+    const runtime::WrittenKernel& k = w.last_kernel();
+    Image image{k.word, k.opcode, {storage.uops() + k.dram, storage.uops() + k.dram + k.size}};
+    const auto it = std::find(images_.begin(), images_.end(), image);
+    if (it != images_.end()) return static_cast<std::size_t>(it - images_.begin());
+    images_.push_back(std::move(image));
+    return images_.size() - 1;
+  }
+
   std::uint32_t region(const te::Buffer& b) const { return prog_.region_of(b.get()); }
   std::size_t param(const te::Buffer& b) const { return prog_.param_index(b.get()); }
 
   // A micro-op kernel's statements: its loops and micro-ops collected, then its instruction.
   void kernel(const tir::AttrNode& n, const te::CallNode& c) {
+    const std::size_t begin = out.size();
     line("r.kernel_begin();");
     kernel_ = true;
     in_kernel_ = true;
+    constant_ = true;
+    loops_of_image_.clear();
+    ops_of_image_.clear();
     visit(n.body);
     in_kernel_ = false;
+    // a kernel of constants is encoded now: its site passes the image, with its regions
+    if (const auto image = encode(c)) {
+      out.resize(begin);
+      kernel_call_at_ = out.size();
+      kernel_shape_ = fmt::format("image {}", *image);
+      const auto name = fmt::format("{}_kernels[{}]", function_, *image);
+      if (c.name == intrin::alu)
+        line("if (!r.alu_image({}, {}u, {}u)) return false;", name, region(c.buffers[0]),
+             region(c.buffers[1]));
+      else if (c.name == intrin::gemm_reset)
+        line("if (!r.gemm_image({}, true, {}u, 0u, 0u)) return false;", name, region(c.buffers[0]));
+      else
+        line("if (!r.gemm_image({}, false, {}u, {}u, {}u)) return false;", name,
+             region(c.buffers[0]), region(c.buffers[1]), region(c.buffers[2]));
+      kernel_ = false;
+      return;
+    }
     // what the memo's entry holds: the micro-ops and loops printed so far, and the call's
     // operation without its regions
     kernel_call_at_ = out.size();
@@ -530,7 +628,16 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     kernel_ = false;
   }
 
+  // A kernel encoded as runtime::KernelImage prints it.
+  struct Image {
+    runtime::InsnWord word;
+    runtime::Opcode opcode;
+    std::vector<std::uint32_t> uops;
+    bool operator==(const Image&) const = default;
+  };
+
   const Program& prog_;
+  std::string_view function_;
   std::span<const std::string> dims_;
   std::vector<bool> used_;
   std::unordered_map<std::uint64_t, std::string> names_;
@@ -543,10 +650,14 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::size_t kernel_call_at_ = 0;  // where the kernel printed last printed its call
   std::string kernel_shape_;        // and that call's operation
   int loops_ = 0, depth_ = 1, kernels_ = 0;
-  bool in_kernel_ = false;               // printing a kernel's loops and micro-ops
-  bool kernel_ = false;                  // printing a kernel, its instruction included
-  bool dram_ = false;                    // printing a transfer's DRAM offset
-  std::optional<MemoLoop> memo_;         // the loop being memoized
+  bool in_kernel_ = false;  // printing a kernel's loops and micro-ops
+  bool kernel_ = false;     // printing a kernel, its instruction included
+  bool dram_ = false;       // printing a transfer's DRAM offset
+  bool constant_ = false;   // the kernel being printed has constant fields alone
+  std::vector<runtime::KernelLoop> loops_of_image_;  // its loops and micro-ops, if so
+  std::vector<runtime::UopOp> ops_of_image_;
+  std::vector<Image> images_;     // the kernels encoded, in the order their sites first printed
+  std::optional<MemoLoop> memo_;  // the loop being memoized
   const tir::ForNode* plain_ = nullptr;  // the loop printed again, not memoized
 };
 
@@ -610,19 +721,21 @@ DLAVM_INLINE std::string config_source(const Config& c) {
 
 DLAVM_INLINE std::string replay_source(const Program& p, std::string_view function,
                                        std::span<const std::string> dims) {
-  detail::ReplayPrinter printer(p, dims);
+  detail::ReplayPrinter printer(p, function, dims);
   printer.visit(p.func().body);
-  return fmt::format(
-      "// The replay of VTA program '{}' ({} on-chip regions, kernels of at most {} micro-ops).\n"
-      "template <class Storage, class Layout>\n"
-      "constexpr bool {}(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* dims) "
-      "{{\n"
-      "  (void)dims;\n"
-      "{}{}"
-      "  return r.ok();\n"
-      "}}\n",
-      p.name(), p.regions().size(), p.max_kernel_ops(), function, printer.prologue(),
-      fmt::to_string(printer.out));
+  return printer.images() + fmt::format(
+                                "// The replay of VTA program '{}' ({} on-chip regions, kernels of "
+                                "at most {} micro-ops).\n"
+                                "template <class Storage, class Layout>\n"
+                                "constexpr bool {}(dlavm::runtime::Replay<Storage, Layout>& r, "
+                                "const std::int64_t* dims) "
+                                "{{\n"
+                                "  (void)dims;\n"
+                                "{}{}"
+                                "  return r.ok();\n"
+                                "}}\n",
+                                p.name(), p.regions().size(), p.max_kernel_ops(), function,
+                                printer.prologue(), fmt::to_string(printer.out));
 }
 
 }  // namespace dlavm::vta

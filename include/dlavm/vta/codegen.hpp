@@ -10,7 +10,10 @@
 // (tests/deploy checks them for many dim values). A micro-op kernel inside loops is memoized
 // (runtime::KernelMemo) on the values of those loops its fields read, computed before it:
 // entered again with the same values, it writes its instruction again without collecting and
-// encoding its micro-ops, as the host's replay plan does. An outermost loop (of three
+// encoding its micro-ops, as the host's replay plan does. A kernel of constants (loops,
+// micro-ops, operation) is encoded as the code is printed: `<name>_kernels`, a table of
+// runtime::KernelImage before the function, holds its words, and its site passes its image
+// (Replay::alu_image, gemm_image). An outermost loop (of three
 // iterations or more) whose body reads its variable only in values computable at the top of an
 // iteration and in DRAM offsets is memoized on those values (runtime::LoopMemo): iterations
 // like the one before are copied, whole when every DRAM offset is affine in the variable. A
