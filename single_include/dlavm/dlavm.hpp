@@ -28063,15 +28063,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     keys_.clear();
     hoisted_.clear();
     line("if (k{}.hit({})) {{", site, keys);
-    if (c.name == intrin::alu)
-      line("  if (!r.alu_again(k{}, {}u, {}u)) return false;", site, region(c.buffers[0]),
-           region(c.buffers[1]));
-    else if (c.name == intrin::gemm_reset)
-      line("  if (!r.gemm_again(k{}, true, {}u, 0u, 0u)) return false;", site,
-           region(c.buffers[0]));
-    else
-      line("  if (!r.gemm_again(k{}, false, {}u, {}u, {}u)) return false;", site,
-           region(c.buffers[0]), region(c.buffers[1]), region(c.buffers[2]));
+    line("  if (!r.{}_again(k{}, {})) return false;", c.name == intrin::alu ? "alu" : "gemm", site,
+         accesses(c));
     line("}} else {{");
     line("  k{}.enter(r{}{});", site, keys.empty() ? "" : ", ", keys);
     out.append(body.data(), body.data() + body.size());
@@ -28424,6 +28417,15 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
 
   std::uint32_t region(const te::Buffer& b) const { return prog_.region_of(b.get()); }
+  // A kernel's regions as its again and image calls take them: ALU dst, src; GEMM reset,
+  // acc, inp, wgt (a reset's inp and wgt 0).
+  std::string accesses(const te::CallNode& c) const {
+    if (c.name == intrin::alu)
+      return fmt::format("{}u, {}u", region(c.buffers[0]), region(c.buffers[1]));
+    if (c.name == intrin::gemm_reset) return fmt::format("true, {}u, 0u, 0u", region(c.buffers[0]));
+    return fmt::format("false, {}u, {}u, {}u", region(c.buffers[0]), region(c.buffers[1]),
+                       region(c.buffers[2]));
+  }
   std::size_t param(const te::Buffer& b) const { return prog_.param_index(b.get()); }
 
   // A micro-op kernel's statements: its loops and micro-ops collected, then its instruction.
@@ -28442,15 +28444,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       out.resize(begin);
       kernel_call_at_ = out.size();
       kernel_shape_ = fmt::format("image {}", *image);
-      const auto name = fmt::format("{}_kernels[{}]", function_, *image);
-      if (c.name == intrin::alu)
-        line("if (!r.alu_image({}, {}u, {}u)) return false;", name, region(c.buffers[0]),
-             region(c.buffers[1]));
-      else if (c.name == intrin::gemm_reset)
-        line("if (!r.gemm_image({}, true, {}u, 0u, 0u)) return false;", name, region(c.buffers[0]));
-      else
-        line("if (!r.gemm_image({}, false, {}u, {}u, {}u)) return false;", name,
-             region(c.buffers[0]), region(c.buffers[1]), region(c.buffers[2]));
+      line("if (!r.{}_image({}_kernels[{}], {})) return false;",
+           c.name == intrin::alu ? "alu" : "gemm", function_, *image, accesses(c));
       kernel_ = false;
       return;
     }
@@ -28568,19 +28563,20 @@ DLAVM_INLINE std::string replay_source(const Program& p, std::string_view functi
                                        std::span<const std::string> dims) {
   detail::ReplayPrinter printer(p, function, dims);
   printer.visit(p.func().body);
-  return printer.images() + fmt::format(
-                                "// The replay of VTA program '{}' ({} on-chip regions, kernels of "
-                                "at most {} micro-ops).\n"
-                                "template <class Storage, class Layout>\n"
-                                "constexpr bool {}(dlavm::runtime::Replay<Storage, Layout>& r, "
-                                "const std::int64_t* dims) "
-                                "{{\n"
-                                "  (void)dims;\n"
-                                "{}{}"
-                                "  return r.ok();\n"
-                                "}}\n",
-                                p.name(), p.regions().size(), p.max_kernel_ops(), function,
-                                printer.prologue(), fmt::to_string(printer.out));
+  const std::string images = printer.images();  // (before the function, which names them)
+  return images +
+         fmt::format(
+             "// The replay of VTA program '{}' ({} on-chip regions, kernels of at most {} "
+             "micro-ops).\n"
+             "template <class Storage, class Layout>\n"
+             "constexpr bool {}(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* "
+             "dims) {{\n"
+             "  (void)dims;\n"
+             "{}{}"
+             "  return r.ok();\n"
+             "}}\n",
+             p.name(), p.regions().size(), p.max_kernel_ops(), function, printer.prologue(),
+             fmt::to_string(printer.out));
 }
 
 }  // namespace dlavm::vta
