@@ -10739,7 +10739,7 @@ constexpr std::int64_t field_limit(int width) {
 // known when the code compiles (StaticLayout) puts each field with a constant shift, mask and
 // bound; and whether the writer and the replay take the shortcuts that save time at a cost in
 // code (a kernel written again where it was resident, an in-place ALU's read not checked for
-// hazards its write already met, a copied call's ring word kept). Neither at -Os, where one copy
+// hazards its write already met). Neither at -Os, where one copy
 // for every form and no shortcut keep the runtime's ARM text within its 16 KiB. (Objects built
 // at -Os and at other levels then differ in the writer's code, not in what it writes, as with
 // DLAVM_RUNTIME_INLINE.)
@@ -15712,6 +15712,7 @@ class DepTracker {
     // live for one, the same module's instruction, renamed (once)
     const auto same = [&](std::int64_t was, int was_m, std::int64_t now, int now_m, unsigned mask,
                           std::uint32_t slot) {
+      if (was < 0 && now < 0) return true;  // (most reader slots: no instruction then or now)
       bool any = false;
       for (int to = 0; to < 3; ++to) {
         if (((mask >> to) & 1U) == 0) continue;
@@ -15917,6 +15918,14 @@ class SpanStorage {
   constexpr bool push_insn(const InsnWord& w) {
     if (insns_n_ == insn_cap_) return false;
     insns_[insns_n_++] = w;
+    return true;
+  }
+  // The n instructions from `from` (from + n <= insn_count()) appended again, or false, none
+  // appended, where they do not all fit.
+  constexpr bool repeat_insns(std::size_t from, std::size_t n) {
+    if (n > insn_cap_ - insns_n_) return false;
+    for (std::size_t i = 0; i < n; ++i) insns_[insns_n_ + i] = insns_[from + i];
+    insns_n_ += n;
     return true;
   }
   constexpr std::size_t uop_count() const { return uops_n_; }
@@ -16184,7 +16193,6 @@ struct LoopCall {
   std::uint8_t passing = 0;
   RegionAccess access[3] = {};
   std::int64_t step = 0;
-  std::uint64_t word = 0;  // its module and accesses as the replay's call ring holds them, or 0
 };
 
 struct LoopTape {
@@ -16509,8 +16517,7 @@ class Replay {
         // costs about what a copy saves, and many loops are recorded, few copied whole)
         if constexpr (kTimeShortcuts)
           if (++t.wholes == 2) t.mark_passing(deps_.count() <= kMaskedRegions);
-        copy_whole(t);
-        return false;
+        if (copy_whole(t)) return false;
       }
       mode_ = Mode::Copy;
       return true;
@@ -16594,31 +16601,43 @@ class Replay {
     return true;
   }
 
-  // A whole iteration copied without its calls: each word of the iteration before, a
-  // transfer's DRAM address moved by its step, and the calls' accesses tracked.
+  // A whole iteration copied without its calls: the words of the iteration before, each
+  // transfer's DRAM address moved by its step, and the calls' accesses tracked. False, nothing
+  // written, where a moved address or the words would not fit: the calls then copy their words
+  // one by one (Mode::Copy) and fail where they would have.
   constexpr bool copy_whole(LoopTape& t) {
     const FieldPos dram = w_.layout().pos(Form::Mem, Field::dram_base);
+    const auto moved = [&](const LoopCall& call, std::int64_t base) {
+      const InsnWord& word = w_.storage().insn(static_cast<std::size_t>(base + call.at));
+      return static_cast<std::int64_t>(get_field(word, dram)) + call.step;
+    };
+    for (std::size_t c = 0; c < t.ncalls; ++c) {
+      if (!t.calls[c].transfer) continue;
+      const std::int64_t to = moved(t.calls[c], t.from);
+      if (to < 0 || to > field_limit(dram.width)) return false;
+    }
+    if (!w_.storage().repeat_insns(static_cast<std::size_t>(t.from),
+                                   static_cast<std::size_t>(t.length)))
+      return false;
     for (std::size_t c = 0; c < t.ncalls; ++c) {
       const LoopCall& call = t.calls[c];
-      for (; t.word < call.at; ++t.word)
-        if (!w_.repeat(static_cast<std::size_t>(t.from + t.word), false, 0)) return unwind(t);
-      const auto from = static_cast<std::size_t>(t.from + call.at);
-      const auto moved =
-          static_cast<std::int64_t>(get_field(w_.storage().insn(from), dram)) + call.step;
-      ++t.word;
-      if (!w_.repeat(from, call.transfer, moved)) return unwind(t);
+      if (call.transfer)
+        set_field(w_.storage().insn(static_cast<std::size_t>(t.start + call.at)), dram,
+                  static_cast<std::uint64_t>(moved(call, t.start)));
       if constexpr (kTimeShortcuts)
         deps_.after(call.queue, t.start + call.at, call.access, call.accesses, call.passing);
       else
         deps_.after(call.queue, t.start + call.at, call.access, call.accesses);
-      if (log_calls_)
-        note_call(kTimeShortcuts && call.word != 0
-                      ? call.word
-                      : call_word(call.queue, call.access, call.accesses));
     }
+    // the calls' accesses as one ring word: the recorded iteration's first instruction, which
+    // names its calls (a stream's instructions are never rewritten, and two tapes' recorded
+    // iterations never start at the same one), module bits 0 (no call's)
+    if (log_calls_) note_call(static_cast<std::uint64_t>(t.recorded) << 2);
     t.cursor = t.ncalls;
+    t.word = t.length;
     ++copied_whole_;
-    return finish_copy(t);
+    finish_copy(t);  // (its error, if any, is the writer's: iteration_end returns it)
+    return true;
   }
 
   // Copying an iteration: the words the recorded call wrote (pops' no-ops, then its
@@ -16714,8 +16733,7 @@ class Replay {
   constexpr bool after(Queue q, const RegionAccess* accesses, std::size_t n) {
     const auto index = static_cast<std::int64_t>(w_.size()) - 1;
     deps_.after(q, index, accesses, n);
-    const std::uint64_t word = log_calls_ ? call_word(q, accesses, n) : 0;
-    if (log_calls_) note_call(word);
+    if (log_calls_) note_call(call_word(q, accesses, n));
     if (mode_ == Mode::Record) {
       LoopTape& t = *tape_;
       if (t.ncalls < t.call_capacity) {
@@ -16724,11 +16742,8 @@ class Replay {
         call.queue = q;
         call.accesses = static_cast<std::uint8_t>(n);
         for (std::size_t a = 0; a < n; ++a) call.access[a] = accesses[a];
-        // (0, no word, where no call was logged then: its copies compute it; at -Os all do)
-        if constexpr (kTimeShortcuts) {
-          call.word = word;
+        if constexpr (kTimeShortcuts)
           call.passing = 0;  // each access tracked until the tape's second whole copy
-        }
       }
       ++t.ncalls;  // counted past the capacity: such an iteration is not copied
     }
@@ -16751,8 +16766,9 @@ class Replay {
   std::uint64_t memo_replaced_ = 0;
   bool copy_loops_ = true;
   // once a part of a loop's body began (iteration_begin's `apart`), the last kCallRing calls'
-  // accesses (note_call), the calls since, and one past the last call whose accesses no word
-  // holds (a region past 2^12); replays with no parts log nothing
+  // accesses (note_call; a whole copied iteration's calls as one word), the words noted since,
+  // and one past the last call whose accesses no word holds (a region past 2^12); replays with
+  // no parts log nothing
   bool log_calls_ = false;
   static constexpr std::uint64_t kCallRing = 128;
   std::uint64_t calls_ = 0, unworded_ = 0;
@@ -19959,6 +19975,13 @@ class HostStreamStorage {
   InsnWord& insn(std::size_t i) { return stream.insns[i]; }
   bool push_insn(const InsnWord& w) {
     stream.insns.push_back(w);
+    return true;
+  }
+  bool repeat_insns(std::size_t from, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const InsnWord w = stream.insns[from + i];  // (push_back may move the words)
+      stream.insns.push_back(w);
+    }
     return true;
   }
   std::size_t uop_count() const { return stream.uops.size(); }

@@ -361,6 +361,21 @@ TEST_CASE("copied loop iterations fail where their calls fail: storage full, DRA
       failed += copied.error.status == runtime::Status::FieldRange;
       copies += copied.copied;
     }
+    // one parameter at a time `below` 16-byte elements under 2^32, so that the first address
+    // out of range falls in a recorded, a matched or a would-be whole copied iteration (the
+    // first parameter of mlp0 from 516 to 771 below, the last from 1,031 to 1,542: a whole copy
+    // checks its moved addresses before it writes a word, and leaves the failure to the calls)
+    for (std::size_t k = 0; k < e.params; ++k)
+      for (std::uint64_t below = 1; below < 2048; below += 7) {
+        CAPTURE(k);
+        CAPTURE(below);
+        std::vector<std::uint64_t> phys_k = phys;
+        phys_k[k] = ((std::uint64_t{1} << 32) - below) * 16;
+        const auto copied = firmware(e, dims, 100000, phys_k, true);
+        check_same(copied, firmware(e, dims, 100000, phys_k, false));
+        failed += copied.error.status == runtime::Status::FieldRange;
+        copies += copied.copied;
+      }
   }
   MESSAGE(copies, " iterations copied before the failures, ", failed, " DRAM ranges exceeded");
   CHECK(copies > 0);

@@ -158,7 +158,6 @@ struct LoopCall {
   std::uint8_t passing = 0;
   RegionAccess access[3] = {};
   std::int64_t step = 0;
-  std::uint64_t word = 0;  // its module and accesses as the replay's call ring holds them, or 0
 };
 
 struct LoopTape {
@@ -483,8 +482,7 @@ class Replay {
         // costs about what a copy saves, and many loops are recorded, few copied whole)
         if constexpr (kTimeShortcuts)
           if (++t.wholes == 2) t.mark_passing(deps_.count() <= kMaskedRegions);
-        copy_whole(t);
-        return false;
+        if (copy_whole(t)) return false;
       }
       mode_ = Mode::Copy;
       return true;
@@ -568,31 +566,43 @@ class Replay {
     return true;
   }
 
-  // A whole iteration copied without its calls: each word of the iteration before, a
-  // transfer's DRAM address moved by its step, and the calls' accesses tracked.
+  // A whole iteration copied without its calls: the words of the iteration before, each
+  // transfer's DRAM address moved by its step, and the calls' accesses tracked. False, nothing
+  // written, where a moved address or the words would not fit: the calls then copy their words
+  // one by one (Mode::Copy) and fail where they would have.
   constexpr bool copy_whole(LoopTape& t) {
     const FieldPos dram = w_.layout().pos(Form::Mem, Field::dram_base);
+    const auto moved = [&](const LoopCall& call, std::int64_t base) {
+      const InsnWord& word = w_.storage().insn(static_cast<std::size_t>(base + call.at));
+      return static_cast<std::int64_t>(get_field(word, dram)) + call.step;
+    };
+    for (std::size_t c = 0; c < t.ncalls; ++c) {
+      if (!t.calls[c].transfer) continue;
+      const std::int64_t to = moved(t.calls[c], t.from);
+      if (to < 0 || to > field_limit(dram.width)) return false;
+    }
+    if (!w_.storage().repeat_insns(static_cast<std::size_t>(t.from),
+                                   static_cast<std::size_t>(t.length)))
+      return false;
     for (std::size_t c = 0; c < t.ncalls; ++c) {
       const LoopCall& call = t.calls[c];
-      for (; t.word < call.at; ++t.word)
-        if (!w_.repeat(static_cast<std::size_t>(t.from + t.word), false, 0)) return unwind(t);
-      const auto from = static_cast<std::size_t>(t.from + call.at);
-      const auto moved =
-          static_cast<std::int64_t>(get_field(w_.storage().insn(from), dram)) + call.step;
-      ++t.word;
-      if (!w_.repeat(from, call.transfer, moved)) return unwind(t);
+      if (call.transfer)
+        set_field(w_.storage().insn(static_cast<std::size_t>(t.start + call.at)), dram,
+                  static_cast<std::uint64_t>(moved(call, t.start)));
       if constexpr (kTimeShortcuts)
         deps_.after(call.queue, t.start + call.at, call.access, call.accesses, call.passing);
       else
         deps_.after(call.queue, t.start + call.at, call.access, call.accesses);
-      if (log_calls_)
-        note_call(kTimeShortcuts && call.word != 0
-                      ? call.word
-                      : call_word(call.queue, call.access, call.accesses));
     }
+    // the calls' accesses as one ring word: the recorded iteration's first instruction, which
+    // names its calls (a stream's instructions are never rewritten, and two tapes' recorded
+    // iterations never start at the same one), module bits 0 (no call's)
+    if (log_calls_) note_call(static_cast<std::uint64_t>(t.recorded) << 2);
     t.cursor = t.ncalls;
+    t.word = t.length;
     ++copied_whole_;
-    return finish_copy(t);
+    finish_copy(t);  // (its error, if any, is the writer's: iteration_end returns it)
+    return true;
   }
 
   // Copying an iteration: the words the recorded call wrote (pops' no-ops, then its
@@ -688,8 +698,7 @@ class Replay {
   constexpr bool after(Queue q, const RegionAccess* accesses, std::size_t n) {
     const auto index = static_cast<std::int64_t>(w_.size()) - 1;
     deps_.after(q, index, accesses, n);
-    const std::uint64_t word = log_calls_ ? call_word(q, accesses, n) : 0;
-    if (log_calls_) note_call(word);
+    if (log_calls_) note_call(call_word(q, accesses, n));
     if (mode_ == Mode::Record) {
       LoopTape& t = *tape_;
       if (t.ncalls < t.call_capacity) {
@@ -698,11 +707,8 @@ class Replay {
         call.queue = q;
         call.accesses = static_cast<std::uint8_t>(n);
         for (std::size_t a = 0; a < n; ++a) call.access[a] = accesses[a];
-        // (0, no word, where no call was logged then: its copies compute it; at -Os all do)
-        if constexpr (kTimeShortcuts) {
-          call.word = word;
+        if constexpr (kTimeShortcuts)
           call.passing = 0;  // each access tracked until the tape's second whole copy
-        }
       }
       ++t.ncalls;  // counted past the capacity: such an iteration is not copied
     }
@@ -725,8 +731,9 @@ class Replay {
   std::uint64_t memo_replaced_ = 0;
   bool copy_loops_ = true;
   // once a part of a loop's body began (iteration_begin's `apart`), the last kCallRing calls'
-  // accesses (note_call), the calls since, and one past the last call whose accesses no word
-  // holds (a region past 2^12); replays with no parts log nothing
+  // accesses (note_call; a whole copied iteration's calls as one word), the words noted since,
+  // and one past the last call whose accesses no word holds (a region past 2^12); replays with
+  // no parts log nothing
   bool log_calls_ = false;
   static constexpr std::uint64_t kCallRing = 128;
   std::uint64_t calls_ = 0, unworded_ = 0;

@@ -887,6 +887,7 @@ class DepTracker {
     // live for one, the same module's instruction, renamed (once)
     const auto same = [&](std::int64_t was, int was_m, std::int64_t now, int now_m, unsigned mask,
                           std::uint32_t slot) {
+      if (was < 0 && now < 0) return true;  // (most reader slots: no instruction then or now)
       bool any = false;
       for (int to = 0; to < 3; ++to) {
         if (((mask >> to) & 1U) == 0) continue;
@@ -1092,6 +1093,14 @@ class SpanStorage {
   constexpr bool push_insn(const InsnWord& w) {
     if (insns_n_ == insn_cap_) return false;
     insns_[insns_n_++] = w;
+    return true;
+  }
+  // The n instructions from `from` (from + n <= insn_count()) appended again, or false, none
+  // appended, where they do not all fit.
+  constexpr bool repeat_insns(std::size_t from, std::size_t n) {
+    if (n > insn_cap_ - insns_n_) return false;
+    for (std::size_t i = 0; i < n; ++i) insns_[insns_n_ + i] = insns_[from + i];
+    insns_n_ += n;
     return true;
   }
   constexpr std::size_t uop_count() const { return uops_n_; }

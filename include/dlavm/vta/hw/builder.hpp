@@ -97,6 +97,13 @@ class HostStreamStorage {
     stream.insns.push_back(w);
     return true;
   }
+  bool repeat_insns(std::size_t from, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const InsnWord w = stream.insns[from + i];  // (push_back may move the words)
+      stream.insns.push_back(w);
+    }
+    return true;
+  }
   std::size_t uop_count() const { return stream.uops.size(); }
   bool push_uops(const std::uint32_t* w, std::size_t n) {
     stream.uops.insert(stream.uops.end(), w, w + n);
