@@ -10739,8 +10739,8 @@ constexpr std::int64_t field_limit(int width) {
 // known when the code compiles (StaticLayout) puts each field with a constant shift, mask and
 // bound; and whether the writer and the replay take the shortcuts that save time at a cost in
 // code (a kernel written again where it was resident, an in-place ALU's read not checked for
-// hazards its write already met). Neither at -Os, where one copy
-// for every form and no shortcut keep the runtime's ARM text within its 16 KiB. (Objects built
+// hazards its write already met). Neither at -Os, where one copy for every form and no
+// shortcut keep the runtime's ARM text within its 16 KiB. (Objects built
 // at -Os and at other levels then differ in the writer's code, not in what it writes, as with
 // DLAVM_RUNTIME_INLINE.)
 #ifdef __OPTIMIZE_SIZE__
@@ -16461,8 +16461,9 @@ class Replay {
   // starts as the recorded one did; else recorded when another follows
   // (`more`); else written by its calls alone. Whether the body must run: not when the
   // iteration was copied whole, which an `affine` loop's is (its DRAM offsets move by the
-  // same step every iteration) once a copy measured the steps; then, or when the copy failed,
-  // iteration_end only returns ok().
+  // same step every iteration) once a copy measured the steps, unless a word would not fit
+  // (then the body's calls copy it); then, or when the copy failed, iteration_end only
+  // returns ok().
   // `apart`: the tape memoizes a part of a loop's body, other calls written between its
   // iterations (a statement whose calls differ from one iteration to the next: vta.replay_apart
   // in the lowered program). Each copy then matches the dependency state anew (the calls
@@ -16611,6 +16612,8 @@ class Replay {
       const InsnWord& word = w_.storage().insn(static_cast<std::size_t>(base + call.at));
       return static_cast<std::int64_t>(get_field(word, dram)) + call.step;
     };
+    // (the bound of StreamWriter::repeat's check, from the layout: a writer member for it
+    // cost 26 bytes of the runtime's ARM text, which is at its budget)
     for (std::size_t c = 0; c < t.ncalls; ++c) {
       if (!t.calls[c].transfer) continue;
       const std::int64_t to = moved(t.calls[c], t.from);

@@ -576,8 +576,8 @@ constexpr std::int64_t field_limit(int width) {
 // known when the code compiles (StaticLayout) puts each field with a constant shift, mask and
 // bound; and whether the writer and the replay take the shortcuts that save time at a cost in
 // code (a kernel written again where it was resident, an in-place ALU's read not checked for
-// hazards its write already met). Neither at -Os, where one copy
-// for every form and no shortcut keep the runtime's ARM text within its 16 KiB. (Objects built
+// hazards its write already met). Neither at -Os, where one copy for every form and no
+// shortcut keep the runtime's ARM text within its 16 KiB. (Objects built
 // at -Os and at other levels then differ in the writer's code, not in what it writes, as with
 // DLAVM_RUNTIME_INLINE.)
 #ifdef __OPTIMIZE_SIZE__
