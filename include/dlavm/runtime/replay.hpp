@@ -198,6 +198,10 @@ struct LoopTape {
   std::int64_t start = 0;  // of the iteration being recorded or copied
   std::size_t cursor = 0;  // copying: the next call
   std::int64_t word = 0;   // copying: the next word, from `start`
+  // (a time shortcut) the calls a whole copy visits once mark_passing ran: in order, those
+  // with a transfer, of a module other than compute, or with an access that is not passing
+  std::uint16_t* visited = nullptr;
+  std::size_t nvisited = 0;
 
   constexpr void reset() {
     have_keys = armed = stepped = steady = false;
@@ -205,7 +209,8 @@ struct LoopTape {
   }
   // The recorded calls' passing accesses: backward, a write passes where a later call writes
   // its region, a read where one writes it or reads it from the same module (regions as bits,
-  // where `masked`, at most kMaskedRegions; else every access is tracked).
+  // where `masked`, at most kMaskedRegions; else every access is tracked); then the calls a
+  // whole copy visits.
   constexpr void mark_passing(bool masked) {
     std::uint64_t written = 0, read[3] = {0, 0, 0};
     for (std::size_t c = ncalls < call_capacity ? ncalls : call_capacity; c-- > 0;) {
@@ -219,6 +224,13 @@ struct LoopTape {
           call.passing = static_cast<std::uint8_t>(call.passing | (1U << a));
         (call.access[a].write ? written : reads) |= bit;
       }
+    }
+    nvisited = 0;
+    for (std::size_t c = 0; c < ncalls && c < call_capacity; ++c) {
+      const LoopCall& call = calls[c];
+      const unsigned tracked = ((1U << call.accesses) - 1U) & ~unsigned{call.passing};
+      if (call.transfer || call.queue != Queue::Compute || tracked != 0)
+        visited[nvisited++] = static_cast<std::uint16_t>(c);
     }
   }
   // Whether the iteration's keys equal the last iteration's (keeping them for the next).
@@ -254,6 +266,7 @@ struct LoopMemo : LoopTape {
     map.module = map_module;
     map.where = map_where;
     map.capacity = 4 * Regions;
+    visited = visit_array;
   }
   LoopMemo(const LoopMemo&) = delete;
   LoopMemo& operator=(const LoopMemo&) = delete;
@@ -266,6 +279,8 @@ struct LoopMemo : LoopTape {
   std::int64_t map_from[(4 * Regions) + 1] = {}, map_to[(4 * Regions) + 1] = {};
   std::uint8_t map_module[(4 * Regions) + 1] = {};
   std::uint32_t map_where[(4 * Regions) + 1] = {};
+  static_assert(Calls < 65536, "a call's index fits LoopTape::visited");
+  std::uint16_t visit_array[kTimeShortcuts ? Calls + 1 : 1] = {};
 };
 
 template <class Storage, class Layout = DynamicLayout>
@@ -579,16 +594,22 @@ class Replay {
     };
     // (the bound of StreamWriter::repeat's check, from the layout: a writer member for it
     // cost 26 bytes of the runtime's ARM text, which is at its budget)
-    for (std::size_t c = 0; c < t.ncalls; ++c) {
-      if (!t.calls[c].transfer) continue;
-      const std::int64_t to = moved(t.calls[c], t.from);
+    // (from the second whole copy on, the calls with a transfer or a tracked access alone)
+    const bool listed = kTimeShortcuts && t.wholes >= 2;
+    const std::size_t visits = listed ? t.nvisited : t.ncalls;
+    const auto visit = [&](std::size_t k) -> const LoopCall& {
+      return t.calls[listed ? t.visited[k] : k];
+    };
+    for (std::size_t k = 0; k < visits; ++k) {
+      if (!visit(k).transfer) continue;
+      const std::int64_t to = moved(visit(k), t.from);
       if (to < 0 || to > field_limit(dram.width)) return false;
     }
     if (!w_.storage().repeat_insns(static_cast<std::size_t>(t.from),
                                    static_cast<std::size_t>(t.length)))
       return false;
-    for (std::size_t c = 0; c < t.ncalls; ++c) {
-      const LoopCall& call = t.calls[c];
+    for (std::size_t k = 0; k < visits; ++k) {
+      const LoopCall& call = visit(k);
       if (call.transfer)
         set_field(w_.storage().insn(static_cast<std::size_t>(t.start + call.at)), dram,
                   static_cast<std::uint64_t>(moved(call, t.start)));

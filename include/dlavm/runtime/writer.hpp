@@ -1099,8 +1099,17 @@ class SpanStorage {
   // appended, where they do not all fit.
   constexpr bool repeat_insns(std::size_t from, std::size_t n) {
     if (n > insn_cap_ - insns_n_) return false;
-    for (std::size_t i = 0; i < n; ++i) insns_[insns_n_ + i] = insns_[from + i];
+    const InsnWord* src = insns_ + from;
+    InsnWord* dst = insns_ + insns_n_;
     insns_n_ += n;
+#if defined(__GNUC__)  // and Clang: a memcpy, where the words are not copied by the compiler
+    // (the compiler cannot tell the ranges apart, so its loop copies a word at a time)
+    if (!__builtin_is_constant_evaluated()) {
+      __builtin_memcpy(dst, src, n * sizeof(InsnWord));
+      return true;
+    }
+#endif
+    for (std::size_t i = 0; i < n; ++i) dst[i] = src[i];
     return true;
   }
   constexpr std::size_t uop_count() const { return uops_n_; }

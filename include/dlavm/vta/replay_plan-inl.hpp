@@ -736,6 +736,7 @@ struct ReplayWorkspace {
     std::vector<runtime::RegionState> states;
     std::vector<std::uint8_t> map_module;
     std::vector<std::uint32_t> map_where;
+    std::vector<std::uint16_t> visited;
     runtime::LoopTape tape;
     // for a StreamTape: where the iteration before began and ended (its entries, its words),
     // whether there was one, and where this one began and whether it was copied whole
@@ -752,6 +753,7 @@ struct ReplayWorkspace {
       map_to.resize((4 * regions) + 1);
       map_module.resize((4 * regions) + 1);
       map_where.resize((4 * regions) + 1);
+      visited.resize(m.calls + 1);
       tape = runtime::LoopTape{};
       tape.keys = keys.data();
       tape.key_capacity = m.keys;
@@ -766,6 +768,7 @@ struct ReplayWorkspace {
       tape.map.module = map_module.data();
       tape.map.where = map_where.data();
       tape.map.capacity = 4 * regions;
+      tape.visited = visited.data();
     }
   };
   std::vector<std::int64_t> regs;
