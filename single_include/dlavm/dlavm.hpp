@@ -25287,21 +25287,23 @@ struct LoopMemoScan {
     return k == nullptr || k->value >= 3;  // fewer: one runs, one is recorded, none copied
   }
 
+  // A loop's largest iteration count (`extent` over the dims' ranges), or -1 where it has
+  // no bound.
+  static std::int64_t largest_count(const ne::Expr& extent) {
+    if (const auto* k = extent.as<ne::IntImmNode>()) return std::max<std::int64_t>(k->value, 0);
+    if (const auto b = ne::bounds(extent); b.max < ne::detail::int64_max)
+      return std::max<std::int64_t>(b.max, 0);
+    return -1;
+  }
+
   // A loop `v` of `extent` iterations opened in the body (in a kernel or not); close() with
   // the `repeat` before it when it closes.
   void open(const ne::Var& v, const ne::Expr& extent, bool in_kernel) {
     (in_kernel ? kernel_loops : inner).push_back(v.id());
     inside.push_back(v);
     if (in_kernel) return;
-    std::int64_t most = 0;  // its largest count
-    if (const auto* k = extent.as<ne::IntImmNode>()) {
-      most = std::max<std::int64_t>(k->value, 0);
-    } else if (const auto b = ne::bounds(extent); b.max < ne::detail::int64_max) {
-      most = std::max<std::int64_t>(b.max, 0);
-    } else {
-      most = kMore;  // no bound
-    }
-    repeat = std::min(repeat * std::min(most, kMore), kMore);
+    const std::int64_t most = largest_count(extent);
+    repeat = std::min(repeat * (most < 0 ? kMore : std::min(most, kMore)), kMore);
   }
   void close(std::int64_t before) { repeat = before; }
 
@@ -27849,7 +27851,10 @@ constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t siz
 // iteration and in DRAM offsets is memoized on those values (runtime::LoopMemo): iterations
 // like the one before are copied, whole when every DRAM offset is affine in the variable. A
 // kernel its body enters with the values of a loop inside it keeps the host plan's
-// runtime::kKernelMemoEntries entries (one elsewhere), so that a copy finds each kernel again.
+// runtime::kKernelMemoEntries entries, so that a copy finds each kernel again; one keyed on the
+// innermost loop around it, a loop inside another of kKernelMemoEntries iterations at most
+// (ne::bounds of its count), an entry per iteration, so that the loop entered again finds
+// each kernel again; others one.
 // The memos' arrays (the calls of an iteration at the dims' largest values, at most 384: 27 KiB
 // with 15 regions) are on the stack, declared with the loop. It needs only
 // <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
@@ -28073,7 +28078,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     out = fmt::memory_buffer();
     keys_.assign(loop_ids_.size(), false);
     hoisted_.clear();
-    reads_body_loop_ = false;
+    reads_body_loop_ = reads_innermost_ = false;
     ++depth_;
     kernel(n, c);
     --depth_;
@@ -28115,10 +28120,21 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       if (!met) loops.push_back(innermost);
     }
     // a kernel that a memoized loop's body enters with the values of a loop inside it keeps
-    // as many entries as the host's replay plan, so that a copied iteration finds each of them
-    if (site == kernels_ - 1)
-      memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}{}> k{}{{}};\n", count,
-                            reads_body_loop_ ? ", dlavm::runtime::kKernelMemoEntries" : "", site);
+    // as many entries as the host's replay plan, so that a copied iteration finds each of them;
+    // one whose keys read the innermost loop around it, of kKernelMemoEntries iterations at
+    // most, an entry per iteration, so that the loop entered again (in the next iteration of
+    // a loop around it) finds each of them
+    if (site == kernels_ - 1) {
+      std::string entries;
+      if (reads_body_loop_) {
+        entries = ", dlavm::runtime::kKernelMemoEntries";
+      } else if (const std::int64_t most = loop_counts_.back();
+                 reads_innermost_ && loop_ids_.size() > 1 && most > 1 &&
+                 most <= static_cast<std::int64_t>(runtime::kKernelMemoEntries)) {
+        entries = fmt::format(", {}", most);
+      }
+      memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}{}> k{}{{}};\n", count, entries, site);
+    }
     keys_.clear();
     hoisted_.clear();
     line("if (k{}.hit({})) {{", site, keys);
@@ -28238,7 +28254,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
          extent);
     ++depth_;
-    if (!in_kernel_) loop_ids_.push_back(n.var.id());
+    if (!in_kernel_) {
+      loop_ids_.push_back(n.var.id());
+      loop_counts_.push_back(LoopMemoScan::largest_count(n.extent));
+    }
     const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     const auto parts = memoized ? apart_parts(n.body) : std::vector<std::vector<tir::Stmt>>{};
@@ -28262,7 +28281,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       line("if (!r.iteration_end(lm)) return false;");
     }
     if (memo_) memo_->scan.close(repeat);
-    if (!in_kernel_) loop_ids_.pop_back();
+    if (!in_kernel_) {
+      loop_ids_.pop_back();
+      loop_counts_.pop_back();
+    }
     --depth_;
     line("}}");
     names_.erase(n.var.id());
@@ -28374,6 +28396,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
           if (loop_ids_[k] == v.id) {
             outer.push_back(k);
             around = true;
+            reads_innermost_ = reads_innermost_ || k + 1 == loop_ids_.size();
             reads_body_loop_ = reads_body_loop_ || (memo_ && memo_->scan.opened_inside(v.id));
           }
         inner = inner || !around;
@@ -28540,11 +28563,13 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::span<const std::string> dims_;
   std::vector<bool> used_;
   std::unordered_map<std::uint64_t, std::string> names_;
-  std::vector<std::uint64_t> loop_ids_;  // the loops open outside any kernel, outermost first
-  std::vector<bool> keys_;               // which of them the kernel being printed reads
-  std::vector<std::string> hoisted_;     // its values that only those loops (and dims) give
-  bool reads_body_loop_ = false;         // and whether one of them is inside a memoized loop
-  std::string memos_;                    // the kernel sites' memo declarations
+  std::vector<std::uint64_t> loop_ids_;    // the loops open outside any kernel, outermost first
+  std::vector<std::int64_t> loop_counts_;  // their largest iteration counts (-1: no bound)
+  std::vector<bool> keys_;                 // which of them the kernel being printed reads
+  std::vector<std::string> hoisted_;       // its values that only those loops (and dims) give
+  bool reads_body_loop_ = false;           // and whether one of them is inside a memoized loop,
+  bool reads_innermost_ = false;           // or the innermost
+  std::string memos_;                      // the kernel sites' memo declarations
   std::unordered_map<std::string, SharedSite> shared_sites_;  // by a kernel and its keys
   std::size_t kernel_call_at_ = 0;  // where the kernel printed last printed its call
   std::string kernel_shape_;        // and that call's operation

@@ -8,6 +8,7 @@
 #include "replays.hpp"
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <regex>
 #include <string>
 #include <string_view>
@@ -255,13 +256,16 @@ TEST_CASE("the integer softmax's replays copy the iterations of its chunk loops"
   // chunk's exponentials, to rows that move with the chunk, is marked vta.replay_apart: the
   // statements before and after it are memoized apart and copied in the kept chunks too, 92,
   // 728 and 47 copies (without the mark, the counts above). The kernel memo entries replaced:
-  // 51, 695 and 29, the probabilities' exponentials finding the sum's (856 at 16 tokens where
-  // each site keeps its own memo, 1,052 where the two branches of the probabilities' chunk
-  // loop share one too, each replacing the other's entry: see below).
+  // 24, 416 and 17, the probabilities' exponentials finding the sum's, and the normalization's
+  // kernels, keyed on the block of rows its loop stores (5 blocks at most), keeping an entry
+  // per block, found again by the next tile of queries (51, 695 and 29 where they keep one;
+  // with one, 856 at 16 tokens where each site keeps its own memo, and 1,052 where the two
+  // branches of the probabilities' chunk loop share one too, each replacing the other's entry:
+  // see below).
   const auto cases = deploy_cases::cases();
   for (const auto& run :
-       {CopyRun{"isoftmax0", 1, 2047, 92, 51}, CopyRun{"isoftmax0", 16, 2032, 728, 695},
-        CopyRun{"isoftmax0", 1, 1151, 47, 29}})
+       {CopyRun{"isoftmax0", 1, 2047, 92, 24}, CopyRun{"isoftmax0", 16, 2032, 728, 416},
+        CopyRun{"isoftmax0", 1, 1151, 47, 17}})
     check_copies(cases, run);
 }
 
@@ -300,6 +304,23 @@ TEST_CASE("kernel sites that print the same kernel from the same keys share one 
     if ((*m)[1] != (*m)[2]) ++keyed;
   MESSAGE(keyed, " sites with keys share another site's memo");
   CHECK(keyed >= 20);
+}
+
+TEST_CASE("kernel sites keyed on a short loop inside another keep an entry per iteration") {
+  // The integer softmax's normalization stores a tile's probabilities in blocks of 384 rows,
+  // at most 5 of them (ne::bounds of its loop's count over the dims' ranges), its kernels
+  // keyed on the block: each keeps 5 entries, one per block, so that the next tile of queries
+  // (the loop around) finds them all. A loop of more iterations than kKernelMemoEntries, or
+  // one with no loop around it, keeps one entry per kernel (the chunks' loops: 32 chunks).
+  const std::string source = isoftmax_replay();
+  std::map<std::string, std::size_t> memos;  // by their entries, as printed
+  const std::regex memo(R"(KernelMemo<\d+(?:, ([^>]+))?>)");
+  for (std::sregex_iterator m(source.begin(), source.end(), memo), end; m != end; ++m)
+    ++memos[(*m)[1].matched ? (*m)[1].str() : "1"];
+  for (const auto& [entries, n] : memos) MESSAGE(n, " kernel memos of ", entries, " entries");
+  CHECK(memos["5"] >= 9);
+  for (const auto& [entries, n] : memos)
+    CHECK((entries == "1" || entries == "5" || entries == "dlavm::runtime::kKernelMemoEntries"));
 }
 
 TEST_CASE("kernel sites of constants write the images the codegen encoded") {

@@ -169,7 +169,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     out = fmt::memory_buffer();
     keys_.assign(loop_ids_.size(), false);
     hoisted_.clear();
-    reads_body_loop_ = false;
+    reads_body_loop_ = reads_innermost_ = false;
     ++depth_;
     kernel(n, c);
     --depth_;
@@ -211,10 +211,21 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       if (!met) loops.push_back(innermost);
     }
     // a kernel that a memoized loop's body enters with the values of a loop inside it keeps
-    // as many entries as the host's replay plan, so that a copied iteration finds each of them
-    if (site == kernels_ - 1)
-      memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}{}> k{}{{}};\n", count,
-                            reads_body_loop_ ? ", dlavm::runtime::kKernelMemoEntries" : "", site);
+    // as many entries as the host's replay plan, so that a copied iteration finds each of them;
+    // one whose keys read the innermost loop around it, of kKernelMemoEntries iterations at
+    // most, an entry per iteration, so that the loop entered again (in the next iteration of
+    // a loop around it) finds each of them
+    if (site == kernels_ - 1) {
+      std::string entries;
+      if (reads_body_loop_) {
+        entries = ", dlavm::runtime::kKernelMemoEntries";
+      } else if (const std::int64_t most = loop_counts_.back();
+                 reads_innermost_ && loop_ids_.size() > 1 && most > 1 &&
+                 most <= static_cast<std::int64_t>(runtime::kKernelMemoEntries)) {
+        entries = fmt::format(", {}", most);
+      }
+      memos_ += fmt::format("  dlavm::runtime::KernelMemo<{}{}> k{}{{}};\n", count, entries, site);
+    }
     keys_.clear();
     hoisted_.clear();
     line("if (k{}.hit({})) {{", site, keys);
@@ -334,7 +345,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
          extent);
     ++depth_;
-    if (!in_kernel_) loop_ids_.push_back(n.var.id());
+    if (!in_kernel_) {
+      loop_ids_.push_back(n.var.id());
+      loop_counts_.push_back(LoopMemoScan::largest_count(n.extent));
+    }
     const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     const auto parts = memoized ? apart_parts(n.body) : std::vector<std::vector<tir::Stmt>>{};
@@ -358,7 +372,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       line("if (!r.iteration_end(lm)) return false;");
     }
     if (memo_) memo_->scan.close(repeat);
-    if (!in_kernel_) loop_ids_.pop_back();
+    if (!in_kernel_) {
+      loop_ids_.pop_back();
+      loop_counts_.pop_back();
+    }
     --depth_;
     line("}}");
     names_.erase(n.var.id());
@@ -470,6 +487,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
           if (loop_ids_[k] == v.id) {
             outer.push_back(k);
             around = true;
+            reads_innermost_ = reads_innermost_ || k + 1 == loop_ids_.size();
             reads_body_loop_ = reads_body_loop_ || (memo_ && memo_->scan.opened_inside(v.id));
           }
         inner = inner || !around;
@@ -636,11 +654,13 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::span<const std::string> dims_;
   std::vector<bool> used_;
   std::unordered_map<std::uint64_t, std::string> names_;
-  std::vector<std::uint64_t> loop_ids_;  // the loops open outside any kernel, outermost first
-  std::vector<bool> keys_;               // which of them the kernel being printed reads
-  std::vector<std::string> hoisted_;     // its values that only those loops (and dims) give
-  bool reads_body_loop_ = false;         // and whether one of them is inside a memoized loop
-  std::string memos_;                    // the kernel sites' memo declarations
+  std::vector<std::uint64_t> loop_ids_;    // the loops open outside any kernel, outermost first
+  std::vector<std::int64_t> loop_counts_;  // their largest iteration counts (-1: no bound)
+  std::vector<bool> keys_;                 // which of them the kernel being printed reads
+  std::vector<std::string> hoisted_;       // its values that only those loops (and dims) give
+  bool reads_body_loop_ = false;           // and whether one of them is inside a memoized loop,
+  bool reads_innermost_ = false;           // or the innermost
+  std::string memos_;                      // the kernel sites' memo declarations
   std::unordered_map<std::string, SharedSite> shared_sites_;  // by a kernel and its keys
   std::size_t kernel_call_at_ = 0;  // where the kernel printed last printed its call
   std::string kernel_shape_;        // and that call's operation

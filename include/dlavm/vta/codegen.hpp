@@ -18,7 +18,10 @@
 // iteration and in DRAM offsets is memoized on those values (runtime::LoopMemo): iterations
 // like the one before are copied, whole when every DRAM offset is affine in the variable. A
 // kernel its body enters with the values of a loop inside it keeps the host plan's
-// runtime::kKernelMemoEntries entries (one elsewhere), so that a copy finds each kernel again.
+// runtime::kKernelMemoEntries entries, so that a copy finds each kernel again; one keyed on the
+// innermost loop around it, a loop inside another of kKernelMemoEntries iterations at most
+// (ne::bounds of its count), an entry per iteration, so that the loop entered again finds
+// each kernel again; others one.
 // The memos' arrays (the calls of an iteration at the dims' largest values, at most 384: 27 KiB
 // with 15 regions) are on the stack, declared with the loop. It needs only
 // <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant

@@ -49,21 +49,23 @@ struct LoopMemoScan {
     return k == nullptr || k->value >= 3;  // fewer: one runs, one is recorded, none copied
   }
 
+  // A loop's largest iteration count (`extent` over the dims' ranges), or -1 where it has
+  // no bound.
+  static std::int64_t largest_count(const ne::Expr& extent) {
+    if (const auto* k = extent.as<ne::IntImmNode>()) return std::max<std::int64_t>(k->value, 0);
+    if (const auto b = ne::bounds(extent); b.max < ne::detail::int64_max)
+      return std::max<std::int64_t>(b.max, 0);
+    return -1;
+  }
+
   // A loop `v` of `extent` iterations opened in the body (in a kernel or not); close() with
   // the `repeat` before it when it closes.
   void open(const ne::Var& v, const ne::Expr& extent, bool in_kernel) {
     (in_kernel ? kernel_loops : inner).push_back(v.id());
     inside.push_back(v);
     if (in_kernel) return;
-    std::int64_t most = 0;  // its largest count
-    if (const auto* k = extent.as<ne::IntImmNode>()) {
-      most = std::max<std::int64_t>(k->value, 0);
-    } else if (const auto b = ne::bounds(extent); b.max < ne::detail::int64_max) {
-      most = std::max<std::int64_t>(b.max, 0);
-    } else {
-      most = kMore;  // no bound
-    }
-    repeat = std::min(repeat * std::min(most, kMore), kMore);
+    const std::int64_t most = largest_count(extent);
+    repeat = std::min(repeat * (most < 0 ? kMore : std::min(most, kMore)), kMore);
   }
   void close(std::int64_t before) { repeat = before; }
 
