@@ -592,17 +592,18 @@ class Replay {
       const InsnWord& word = w_.storage().insn(static_cast<std::size_t>(base + call.at));
       return static_cast<std::int64_t>(get_field(word, dram)) + call.step;
     };
-    // (the bound of StreamWriter::repeat's check, from the layout: a writer member for it
-    // cost 26 bytes of the runtime's ARM text, which is at its budget)
-    // (from the second whole copy on, the calls with a transfer or a tracked access alone)
+    // (from the second whole copy on, the calls mark_passing listed alone: LoopTape::visited)
     const bool listed = kTimeShortcuts && t.wholes >= 2;
     const std::size_t visits = listed ? t.nvisited : t.ncalls;
     const auto visit = [&](std::size_t k) -> const LoopCall& {
       return t.calls[listed ? t.visited[k] : k];
     };
     for (std::size_t k = 0; k < visits; ++k) {
-      if (!visit(k).transfer) continue;
-      const std::int64_t to = moved(visit(k), t.from);
+      const LoopCall& call = visit(k);
+      if (!call.transfer) continue;
+      // (the bound of StreamWriter::repeat's check, from the layout: a writer member for it
+      // cost 26 bytes of the runtime's ARM text, which is at its budget)
+      const std::int64_t to = moved(call, t.from);
       if (to < 0 || to > field_limit(dram.width)) return false;
     }
     if (!w_.storage().repeat_insns(static_cast<std::size_t>(t.from),
