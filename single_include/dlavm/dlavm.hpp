@@ -15113,12 +15113,13 @@ class StreamWriter {
     return again(last_kernel_);  // (resident now: its word alone, with shortcuts)
   }
 
-  // Instruction `from` of this stream appended again as it is (a loop iteration copied from
-  // the one before it: Replay::iteration_begin), with its DRAM address set to `dram` if
-  // `patch`: the dependency flags are copied, no pending pop is taken.
-  constexpr bool repeat(std::size_t from, bool patch, std::int64_t dram) {
+  // An instruction of this stream (`from`) appended again as it is (a loop iteration copied
+  // from the one before it: Replay::iteration_begin), or one a loop memo kept of the iteration
+  // it recorded, with its DRAM address set to `dram` if `patch`: the dependency flags are
+  // copied, no pending pop is taken.
+  constexpr bool repeat(const InsnWord& from, bool patch, std::int64_t dram) {
     if (!ok()) return false;
-    InsnWord w = s_.insn(from);
+    InsnWord w = from;
     const FieldPos at = layout().pos(Form::Mem, Field::dram_base);
     const auto op = static_cast<Opcode>(get_field(w, layout().pos(Form::Mem, Field::opcode)));
     if (patch) {
@@ -16067,6 +16068,7 @@ class FixedStorage : public SpanStorage {
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace dlavm::runtime {
 
@@ -16246,10 +16248,34 @@ struct LoopTape {
   // with a transfer, of a module other than compute, or with an access that is not passing
   std::uint16_t* visited = nullptr;
   std::size_t nvisited = 0;
+  // (a time shortcut) a loop reached again (enter(), in a loop around it) copies an iteration
+  // like the one it recorded from that one's words as they ended (`kept` of them in
+  // `snapshot`: later calls set pushes on the stream's), where its keys are that one's
+  // (`recorded_keys`) and it starts as that one did (`entering`: none did yet); `entry`: the
+  // copy under way is such a one; `keeps`: this entry keeps what it records for the next
+  InsnWord* snapshot = nullptr;
+  std::size_t snapshot_capacity = 0;
+  std::int64_t* recorded_keys = nullptr;
+  std::size_t kept = 0;
+  bool entering = false, entry = false, keeps = false;
 
   constexpr void reset() {
     have_keys = armed = stepped = steady = false;
     failures = 0;
+  }
+  // The loop reached (vta::replay_source declares the memo of a loop inside a loop outside
+  // both, so that it outlives each entry): the tape forgets the iterations before but the one
+  // it recorded, which an iteration like it copies (Replay::iteration_begin), and the DRAM
+  // steps its copies measured where `steps_kept` (no step reads a loop around it). `again`:
+  // the loop may be reached once more (a loop around it has iterations left), so that this
+  // entry keeps what it records for the next.
+  constexpr void enter(bool steps_kept, bool again) {
+    const bool kept_steps = stepped && steps_kept;
+    reset();
+    stepped = kept_steps;
+    begins = 0;
+    entering = kTimeShortcuts && kept > 0;
+    keeps = again;
   }
   // The recorded calls' passing accesses: backward, a write passes where a later call writes
   // its region, a read where one writes it or reads it from the same module (regions as bits,
@@ -16277,6 +16303,13 @@ struct LoopTape {
         visited[nvisited++] = static_cast<std::uint16_t>(c);
     }
   }
+  // Whether the keys of the iteration just begun (`keys`) are the recorded one's (`kept`).
+  constexpr bool recorded_keys_same() const {
+    if (kept == 0 || !have_keys) return false;
+    for (std::size_t i = 0; i < key_capacity; ++i)
+      if (keys[i] != recorded_keys[i]) return false;
+    return true;
+  }
   // Whether the iteration's keys equal the last iteration's (keeping them for the next).
   template <class... K>
   constexpr bool same(K... k) {
@@ -16294,7 +16327,7 @@ struct LoopTape {
 // A LoopTape over arrays of its own: Keys keys, the calls of an iteration (Calls at most: a
 // longer one is not copied), as many pushes, and the states of Regions regions. It points
 // into itself, so it is neither copied nor moved.
-template <std::size_t Keys, std::size_t Calls, std::size_t Regions>
+template <std::size_t Keys, std::size_t Calls, std::size_t Regions, std::size_t Words = 0>
 struct LoopMemo : LoopTape {
   constexpr LoopMemo() {
     keys = key_array;
@@ -16311,6 +16344,11 @@ struct LoopMemo : LoopTape {
     map.where = map_where;
     map.capacity = 4 * Regions;
     visited = visit_array;
+    if constexpr (kTimeShortcuts && Words > 0) {
+      snapshot = snapshot_array;
+      snapshot_capacity = Words;
+      recorded_keys = recorded_key_array;
+    }
   }
   LoopMemo(const LoopMemo&) = delete;
   LoopMemo& operator=(const LoopMemo&) = delete;
@@ -16325,7 +16363,29 @@ struct LoopMemo : LoopTape {
   std::uint32_t map_where[(4 * Regions) + 1] = {};
   static_assert(Calls < 65536, "a call's index fits LoopTape::visited");
   std::uint16_t visit_array[kTimeShortcuts ? Calls + 1 : 1] = {};
+  // a loop entered again: the recorded iteration's words and keys (Words > 0, a time shortcut)
+  InsnWord snapshot_array[kTimeShortcuts ? Words + 1 : 1] = {};
+  std::int64_t recorded_key_array[kTimeShortcuts && Words > 0 ? Keys + 1 : 1] = {};
 };
+
+// The memo of a loop inside another, where the time shortcuts keep it across the loop's
+// entries (vta::replay_source): `KeptLoopMemo` declared outside every loop, with room for an
+// iteration's words, and `OwnLoopMemo` where the loop is reached, one of them empty; the
+// loop's tape is the other (loop_memo()). (Without the shortcuts, at -Os, each entry has a
+// memo of its own, as sibling loops' memos share their stack.)
+struct NoLoopMemo {};
+template <std::size_t Keys, std::size_t Calls, std::size_t Regions>
+using KeptLoopMemo =
+    std::conditional_t<kTimeShortcuts, LoopMemo<Keys, Calls, Regions, Calls>, NoLoopMemo>;
+template <std::size_t Keys, std::size_t Calls, std::size_t Regions>
+using OwnLoopMemo = std::conditional_t<kTimeShortcuts, NoLoopMemo, LoopMemo<Keys, Calls, Regions>>;
+template <class Own, class Kept>
+constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
+  if constexpr (kTimeShortcuts)
+    return kept;
+  else
+    return own;
+}
 
 template <class Storage, class Layout = DynamicLayout>
 class Replay {
@@ -16497,6 +16557,7 @@ class Replay {
                                  bool apart = false) {
     tape_ = &t;
     mode_ = Mode::Off;
+    if constexpr (kTimeShortcuts) t.entry = false;
     // not copied after a kernel memo replaced an entry: the iteration copied might have
     // entered a kernel with it (KernelMemo::enter and the host's replay plan count them)
     same = same && !t.replaced_inside;
@@ -16518,6 +16579,23 @@ class Replay {
         t.steady = false;
       if (w_.pushed_since(t.ended, t.from, t.from + t.length)) same = false;
     }
+    // A loop entered again: its first iteration with the keys of the one before it, where
+    // those are the recorded one's, starts as that one did most often (recorded where the
+    // keys were those of the one before, too): it copies it, or else records one anew.
+    if constexpr (kTimeShortcuts)
+      if (t.entering && same) {
+        t.entering = false;
+        if (copy_loops_ && ok() && t.recorded_keys_same() && w_.pending_pops() == t.pops &&
+            w_.last_queue() == t.last && w_.resident_epoch() == t.epoch &&
+            deps_.match(t.states, t.covered, t.map, t.met)) {
+          t.armed = t.steady = t.entry = true;
+          t.start = static_cast<std::int64_t>(w_.size());
+          t.cursor = 0;
+          t.word = 0;
+          mode_ = Mode::Copy;
+          return true;
+        }
+      }
     if (!same) t.armed = t.steady = false;
     if (!same || !ok() || !copy_loops_) return true;
     const auto size = static_cast<std::int64_t>(w_.size());
@@ -16550,6 +16628,7 @@ class Replay {
     t.armed = t.stepped = t.steady = false;
     if (!more || t.failures >= kMaxLoopRecords || deps_.count() > t.state_capacity) return true;
     ++t.failures;
+    t.kept = 0;
     for (std::size_t r = 0; r < deps_.count(); ++r) t.states[r] = deps_.states()[r];
     for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.covered[p] = deps_.covered(p);
     t.pops = w_.pending_pops();
@@ -16586,11 +16665,27 @@ class Replay {
       }
       t.recorded = t.from = t.start;
       t.length = length;
+      // (kept where it is an entry's first recording: one after it starts otherwise, past the
+      // iterations like it, and the next entry would not find it)
+      if constexpr (kTimeShortcuts)
+        if (t.keeps && t.armed && t.failures == 1 && !t.replaced_inside &&
+            static_cast<std::size_t>(length) <= t.snapshot_capacity) {
+          for (std::int64_t k = 0; k < length; ++k)
+            t.snapshot[k] = w_.storage().insn(static_cast<std::size_t>(t.start + k));
+          for (std::size_t k = 0; k < t.key_capacity; ++k) t.recorded_keys[k] = t.keys[k];
+          t.kept = static_cast<std::size_t>(length);
+        }
       return ended(t);
     }
     if (mode != Mode::Copy) return ok() && ended(t);
     if (!ok()) return false;
     if (t.cursor != t.ncalls || t.word != t.length) return diverged(Opcode::Finish);
+    // (an entry's copy measures no step: it copies an iteration of another entry)
+    if constexpr (kTimeShortcuts)
+      if (t.entry) {
+        t.entry = false;
+        return finish_copy(t);
+      }
     t.stepped = true;
     return finish_copy(t);
   }
@@ -16683,14 +16778,20 @@ class Replay {
     LoopCall& call = t.calls[t.cursor++];
     const std::int64_t at = call.at;
     for (; t.word < at; ++t.word)
-      if (!w_.repeat(static_cast<std::size_t>(t.from + t.word), false, 0)) return unwind(t);
+      if (!w_.repeat(word(t, t.word), false, 0)) return unwind(t);
     ++t.word;
-    const auto from = static_cast<std::size_t>(t.from + at);
     call.transfer = patch;
-    call.step = dram - static_cast<std::int64_t>(get_field(
-                           w_.storage().insn(from), w_.layout().pos(Form::Mem, Field::dram_base)));
-    if (!w_.repeat(from, patch, dram)) return unwind(t);
+    if (!(kTimeShortcuts && t.entry))
+      call.step = dram - static_cast<std::int64_t>(
+                             get_field(word(t, at), w_.layout().pos(Form::Mem, Field::dram_base)));
+    if (!w_.repeat(word(t, at), patch, dram)) return unwind(t);
     return after(q, accesses, n);
+  }
+  // Word k of the iteration copied: the one before's, or an entry's, the recorded one's.
+  DLAVM_RUNTIME_INLINE constexpr const InsnWord& word(const LoopTape& t, std::int64_t k) {
+    if constexpr (kTimeShortcuts)
+      if (t.entry) return t.snapshot[k];
+    return w_.storage().insn(static_cast<std::size_t>(t.from + k));
   }
   // A copy that failed: the pushes its calls would have set by then set, those they would
   // have set later on the words copied cleared (the words are those of the calls, too).
@@ -25247,7 +25348,12 @@ class ReplayPlan {
 //   inner loop's largest count (ne::bounds of its extent over the dims' ranges): the memo's
 //   size (memo_calls()), capped at kMaxCalls, which it also is where an inner loop's count has
 //   no bound (an iteration with more calls than its memo holds is not copied);
-//   a kernel without a micro-op call (kernel_call below) writes nothing and is not scanned.
+//   a kernel without a micro-op call (kernel_call below) writes nothing and is not scanned;
+//   `outer` (the generated replay's, for a loop inside others): the loops around it, whose
+//   values the body reads are keys too, so that the loop entered again may copy an iteration
+//   of an entry before (`entry`: no value reads them with a loop inside the body;
+//   `entry_steps`: no DRAM step reads them, so that the steps an entry measured hold in the
+//   next).
 
 // begin dlavm/ne/affine.hpp
 // end dlavm/ne/affine.hpp
@@ -25311,15 +25417,18 @@ struct LoopMemoScan {
   // A value the body reads, other than a DRAM offset (`in_kernel`: a kernel's, its
   // instruction's fields included): whether it is a key.
   bool read(const ne::Expr& e, bool in_kernel) {
-    bool reads_var = false, reads_inner = false, reads_kernel = false;
+    bool reads_var = false, reads_inner = false, reads_kernel = false, reads_outer = false;
     for (const auto& v : ne::free_vars(e)) {
       reads_var = reads_var || v.id() == var.id();
       reads_inner = reads_inner || among(inner, v.id());
       reads_kernel = reads_kernel || among(kernel_loops, v.id());
+      reads_outer = reads_outer || std::any_of(outer.begin(), outer.end(),
+                                               [&](const ne::Var& o) { return o.id() == v.id(); });
     }
     if (reads_var && (reads_inner || reads_kernel)) ok = false;
     if (in_kernel && reads_inner && kernel_entries_ == 1) ok = false;
-    return reads_var && !reads_inner && !reads_kernel;
+    if (reads_outer && (reads_inner || reads_kernel)) entry = false;
+    return (reads_var || reads_outer) && !reads_inner && !reads_kernel;
   }
   // A transfer's DRAM offset (an IntImm or an Index).
   void dram(const te::Expr& e) {
@@ -25327,6 +25436,7 @@ struct LoopMemoScan {
     if (const auto* i = e.as<te::IndexNode>()) {
       const auto form = ne::linear_form(i->index, {var});
       affine = form.has_value() && !ne::detail::uses_any(form->strides[0], inside);
+      entry_steps = entry_steps && affine && !ne::detail::uses_any(form->strides[0], outer);
     } else if (e.as<te::IntImmNode>() == nullptr) {
       affine = false;
     }
@@ -25342,7 +25452,8 @@ struct LoopMemoScan {
   ne::Var var;
   std::vector<std::uint64_t> inner, kernel_loops;  // loops opened in the body, kernels' apart
   std::vector<ne::Var> inside;                     // both
-  bool ok = true, affine = true;
+  std::vector<ne::Var> outer;                      // the loops around (the generated replay's)
+  bool ok = true, affine = true, entry = true, entry_steps = true;
   std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
 
  private:
@@ -28030,7 +28141,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     // as a plain loop whose inner loops may be memoized themselves.
     const Printed before{out.size(), kernels_,      loops_,        memos_,
                          used_,      shared_sites_, images_.size()};
-    memo_.emplace(n.var);
+    open_memo(n.var);
     loop(n, true);
     const bool ok = memo_->scan.ok;
     memo_.reset();
@@ -28244,8 +28355,28 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     std::size_t images;
   };
 
+  // The scan of a memoized loop (or part) of variable `var`, the loops around it its `outer`.
+  void open_memo(const ne::Var& var) {
+    memo_.emplace(var);
+    for (const auto& v : loop_vars_)
+      if (v.id() != var.id()) memo_->scan.outer.push_back(v);
+  }
+  // A memoized loop's (or part's) memo: its sizes, and whether an entry of the loop may copy
+  // an iteration of the entry before (LoopMemoScan's `entry`, `entry_steps`).
+  struct MemoDecl {
+    std::size_t keys = 0;
+    std::int64_t calls = 0;
+    bool entry = false, entry_steps = false;
+  };
+  MemoDecl memo_decl() const {
+    return {memo_->keys.size(), memo_->scan.memo_calls(), memo_->scan.entry,
+            memo_->scan.entry_steps};
+  }
+
   void loop(const tir::ForNode& n, bool memoized) {
     const auto name = fmt::format("i{}", loops_++);
+    // a memoized loop inside another is reached again: its memos may outlive each entry
+    const bool nested = !loop_ids_.empty();
     const auto lo = index(n.min), extent = index(n.extent);
     names_[n.var.id()] = name;
     // a memoized loop's memo is declared with it (zeroed only where the loop is reached),
@@ -28257,12 +28388,13 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     ++depth_;
     if (!in_kernel_) {
       loop_ids_.push_back(n.var.id());
+      loop_vars_.push_back(n.var);
       loop_counts_.push_back(LoopMemoScan::largest_count(n.extent));
     }
     const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     const auto parts = memoized ? apart_parts(n.body) : std::vector<std::vector<tir::Stmt>>{};
-    std::vector<std::string> segment_memos;  // the parts' memos, where the body has parts
+    std::vector<MemoDecl> segment_memos;  // the parts' memos, where the body has parts
     if (!memoized) {
       visit(n.body);
     } else if (!parts.empty()) {
@@ -28284,6 +28416,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (memo_) memo_->scan.close(repeat);
     if (!in_kernel_) {
       loop_ids_.pop_back();
+      loop_vars_.pop_back();
       loop_counts_.pop_back();
     }
     --depth_;
@@ -28291,12 +28424,38 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     names_.erase(n.var.id());
     if (memoized) {
       fmt::memory_buffer memo;
-      if (parts.empty())
-        segment_memos = {fmt::format("{}, {}", memo_->keys.size(), memo_->scan.memo_calls())};
+      if (parts.empty()) segment_memos = {memo_decl()};
       for (std::size_t k = 0; k < segment_memos.size(); ++k) {
-        for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
-        fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}> {}{{}};\n",
-                       segment_memos[k], prog_.regions().size(), memo_name(k));
+        const MemoDecl& d = segment_memos[k];
+        const auto indent = [&] {
+          for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
+        };
+        indent();
+        if (!nested || !d.entry) {  // zeroed where the loop is reached
+          fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}, {}> {}{{}};\n",
+                         d.keys, d.calls, prog_.regions().size(), memo_name(k));
+          continue;
+        }
+        // declared with the kernels' memos, with room for the words of an iteration of as many
+        // as its calls (one with a pop's no-op more is not kept: zeroed in every replay, the
+        // room costs a decode step more than the no-ops would save), where the time shortcuts
+        // keep it (runtime::KeptLoopMemo), else where the loop is reached
+        const int kept = entry_memos_++;
+        const auto sizes = fmt::format("{}, {}, {}", d.keys, d.calls, prog_.regions().size());
+        memos_ += fmt::format("  dlavm::runtime::KeptLoopMemo<{}> lm{}{{}};\n", sizes, kept);
+        fmt::format_to(std::back_inserter(memo), "dlavm::runtime::OwnLoopMemo<{}> own{}{{}};\n",
+                       sizes, kept);
+        indent();
+        fmt::format_to(std::back_inserter(memo),
+                       "auto& {} = dlavm::runtime::loop_memo(own{}, lm{});\n", memo_name(k), kept,
+                       kept);
+        indent();
+        std::string again;  // a loop around it has iterations left
+        for (const auto id : loop_ids_)
+          again +=
+              fmt::format("{}{} + 1 < {}_end", again.empty() ? "" : " || ", names_[id], names_[id]);
+        fmt::format_to(std::back_inserter(memo), "{}.enter({}, {});\n", memo_name(k), d.entry_steps,
+                       again);
       }
       // after the block's opening line
       const std::size_t at = memo_at + static_cast<std::size_t>(2 * depth_) + 2;
@@ -28336,14 +28495,14 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
   // A memoized loop's body in parts: each part not marked apart memoized on its own (a
   // LoopMemo of its keys and calls, copied where it repeats), a marked one written call by
-  // call. The memos' sizes ("keys, calls"), in the order of their names (memo_name).
-  std::vector<std::string> print_parts(const std::vector<std::vector<tir::Stmt>>& parts,
-                                       const std::string& loop) {
-    std::vector<std::string> memos;
+  // call. The memos (MemoDecl), in the order of their names (memo_name).
+  std::vector<MemoDecl> print_parts(const std::vector<std::vector<tir::Stmt>>& parts,
+                                    const std::string& loop) {
+    std::vector<MemoDecl> memos;
     const ne::Var var = memo_->scan.var;
     for (const auto& part : parts) {
       if (part.empty()) continue;
-      memo_.emplace(var);  // each part's keys and calls apart
+      open_memo(var);  // each part's keys and calls apart
       fmt::memory_buffer outside = std::move(out);
       out = fmt::memory_buffer();
       ++depth_;
@@ -28370,9 +28529,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       out.append(body.data(), body.data() + body.size());
       line("}}");
       line("if (!r.iteration_end({})) return false;", memo);
-      memos.push_back(fmt::format("{}, {}", memo_->keys.size(), memo_->scan.memo_calls()));
+      memos.push_back(memo_decl());
     }
-    memo_.emplace(var);  // the loop's: memoized (in parts)
+    open_memo(var);  // the loop's: memoized (in parts)
     return memos;
   }
 
@@ -28565,6 +28724,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::vector<bool> used_;
   std::unordered_map<std::uint64_t, std::string> names_;
   std::vector<std::uint64_t> loop_ids_;    // the loops open outside any kernel, outermost first
+  std::vector<ne::Var> loop_vars_;         // their variables
   std::vector<std::int64_t> loop_counts_;  // their largest iteration counts (-1: no bound)
   std::vector<bool> keys_;                 // which of them the kernel being printed reads
   std::vector<std::string> hoisted_;       // its values that only those loops (and dims) give
@@ -28574,7 +28734,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::unordered_map<std::string, SharedSite> shared_sites_;  // by a kernel and its keys
   std::size_t kernel_call_at_ = 0;  // where the kernel printed last printed its call
   std::string kernel_shape_;        // and that call's operation
-  int loops_ = 0, depth_ = 1, kernels_ = 0;
+  int loops_ = 0, depth_ = 1, kernels_ = 0, entry_memos_ = 0;
   bool in_kernel_ = false;  // printing a kernel's loops and micro-ops
   bool kernel_ = false;     // printing a kernel, its instruction included
   bool dram_ = false;       // printing a transfer's DRAM offset

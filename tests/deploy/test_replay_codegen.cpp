@@ -2,6 +2,8 @@
 // write the same words as vta::Program::instantiate, and both those of Program::write without
 // loop copies, for every dim value of each case, and fail where it fails; a static program's
 // replay runs in a constant expression.
+#include <dlavm/vta/loop_memo_scan.hpp>
+
 #include <doctest/doctest.h>
 
 #include "cases.hpp"
@@ -261,10 +263,12 @@ TEST_CASE("the integer softmax's replays copy the iterations of its chunk loops"
   // per block, found again by the next tile of queries (51, 695 and 29 where they keep one;
   // with one, 856 at 16 tokens where each site keeps its own memo, and 1,052 where the two
   // branches of the probabilities' chunk loop share one too, each replacing the other's entry:
-  // see below).
+  // see below). The chunk loops' memos outlive each tile (LoopTape::enter): at 16 tokens each
+  // tile after the first copies its loops' second iterations from the ones the first tile
+  // recorded rather than recording them, 749 copies (728 with a memo per tile).
   const auto cases = deploy_cases::cases();
   for (const auto& run :
-       {CopyRun{"isoftmax0", 1, 2047, 92, 24}, CopyRun{"isoftmax0", 16, 2032, 728, 416},
+       {CopyRun{"isoftmax0", 1, 2047, 92, 24}, CopyRun{"isoftmax0", 16, 2032, 749, 416},
         CopyRun{"isoftmax0", 1, 1151, 47, 17}})
     check_copies(cases, run);
 }
@@ -280,6 +284,52 @@ std::size_t occurrences(const std::string& source, std::string_view what) {
   std::size_t n = 0;
   for (auto at = source.find(what); at != std::string::npos; at = source.find(what, at + 1)) ++n;
   return n;
+}
+
+TEST_CASE("memos of loops inside the tile loop outlive each tile") {
+  // The integer softmax's chunk loops, inside the loop over its tiles of queries, read no value
+  // of that loop with a loop of their own: their memos are declared with the kernels' (outside
+  // every loop, lmN) and entered by each tile, which may copy what the tile before recorded,
+  // keeping it where another tile follows; their DRAM steps read no tile, so each tile keeps
+  // the steps the first measured. (The words: above, at every dim value.)
+  // (Without the time shortcuts, at -Os, each entry has a memo of its own, in the stack of
+  // the loop's block, as before: runtime::OwnLoopMemo.)
+  const std::string source = isoftmax_replay();
+  const std::size_t entered = occurrences(source, ".enter(true, i0 + 1 < i0_end);");
+  CHECK(entered >= 4);
+  CHECK(occurrences(source, "dlavm::runtime::KeptLoopMemo<") == entered);
+  CHECK(occurrences(source, "dlavm::runtime::OwnLoopMemo<") == entered);
+  CHECK(occurrences(source, "= dlavm::runtime::loop_memo(own") == entered);
+}
+
+TEST_CASE("a memoized loop inside another keys the values of the loops around it") {
+  // The rule behind the memos above (vta::detail::LoopMemoScan, with `outer` the loops around):
+  // a value of the loops around alone is a key, so that an entry copies an iteration of an
+  // entry before only with the same values; one that reads a loop around with a loop inside
+  // the body can be no key, and the loop's memo is then not kept across entries; a DRAM step
+  // that reads a loop around is measured again in each entry. (Without the first, planted, the
+  // programs above still pass: none of theirs reads its tile alone inside its chunk loops.)
+  const auto tile = ne::var("tile", 0, 7), chunk = ne::var("chunk", 0, 31),
+             row = ne::var("row", 0, 3);
+  using vta::detail::LoopMemoScan;
+  LoopMemoScan scan(chunk, 8);
+  scan.outer = {tile};
+  CHECK(scan.read(ne::Expr(tile) + 1, false));
+  CHECK(scan.read((ne::Expr(chunk) * 64) + ne::Expr(tile), false));
+  CHECK_FALSE(scan.read(ne::Expr(3), false));
+  CHECK(scan.entry);
+  scan.dram(te::index_value((ne::Expr(chunk) * 64) + (ne::Expr(tile) * 2048)));
+  CHECK(scan.affine);
+  CHECK(scan.entry_steps);  // the step, 64, reads no tile
+  scan.dram(te::index_value(ne::Expr(chunk) * ne::Expr(tile)));
+  CHECK_FALSE(scan.entry_steps);  // its step is the tile
+  scan.open(row, ne::Expr(4), false);
+  CHECK_FALSE(scan.read(ne::Expr(tile) + ne::Expr(row), false));
+  CHECK_FALSE(scan.entry);
+  CHECK(scan.ok);  // still memoized, with a memo of each entry's own
+  // without loops around (the host's replay plan, a loop outside all others): as before
+  LoopMemoScan alone(chunk, 8);
+  CHECK_FALSE(alone.read(ne::Expr(tile) + 1, false));
 }
 
 TEST_CASE("kernel sites that print the same kernel from the same keys share one memo") {

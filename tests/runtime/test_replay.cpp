@@ -367,6 +367,69 @@ TEST_CASE("runtime replay: loop iterations copied write the words their calls wr
   CHECK(whole > static_cast<std::size_t>(seeds) / 4);
 }
 
+// A loop inside another, entered `m` times, each entry after calls of its own (the same in
+// every entry, or different in every second one; its calls the same in every entry, or other
+// calls with other keys in every second one), its memo declared outside both as the
+// generated replays declare it (LoopTape::enter; `fresh`: a memo of its own each entry, as
+// before they did). An entry's iterations like the one the tape recorded in an entry before
+// copy it (from its words as that one ended), where they start as it did; the DRAM steps an
+// entry measured are kept where they are the same in every entry (`steps`), else measured
+// again. (Keeping the steps where they differ, planted, fails it.)
+bool loop_entered_again(Rig& rig, std::uint64_t seed, i64 n, i64 m, bool memo, bool fresh) {
+  using Memo = rt::KernelMemo<1, rt::kKernelMemoEntries>;
+  rig.replay.copy_loops(memo);
+  const bool affine = seed % 2 == 0, steps = seed % 3 != 0, keyed = seed % 5 == 0;
+  std::vector<Memo> bodies[2], after;  // the kernel sites of each key's calls
+  rt::LoopMemo<1, 8, 9, 8> kept{};
+  for (i64 e = 0; e < m; ++e) {
+    std::vector<Memo> own;  // the calls before each entry: the same, or every second other
+    if (!loop_body(rig, (seed * 7) + ((seed % 4 == 1 ? e % 2 : 0) << 32), e, own, false))
+      return false;
+    rt::LoopMemo<1, 8, 9, 8> one{};
+    rt::LoopTape& lm = fresh ? static_cast<rt::LoopTape&>(one) : kept;
+    lm.enter(steps, e + 1 < m);
+    for (i64 i = 0; i < n; ++i) {
+      // the DRAM offsets move with i by the same step in every entry, or by one of its own
+      const i64 at = steps ? i + (37 * e) : i * (1 + e);
+      // (other keys, other calls)
+      const i64 key = keyed ? e % 2 : 7;
+      if (rig.replay.iteration_begin(lm, lm.same(key), i + 1 < n, affine) &&
+          !loop_body(rig, (seed * 7) + 1 + (static_cast<std::uint64_t>(key) << 32), at,
+                     bodies[key == 0 ? 0 : 1], !affine))
+        return false;
+      if (!rig.replay.iteration_end(lm)) return false;
+    }
+  }
+  return loop_body(rig, (seed * 7) + 2, m, after, false) && rig.w.finish();
+}
+
+TEST_CASE("runtime replay: a loop entered again copies an iteration an entry before recorded") {
+  const vta::Config config;
+  const int seeds = DLAVM_TEST_SANITIZED ? 300 : 1500;
+  std::size_t copied = 0, copied_fresh = 0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    CAPTURE(seed);
+    const i64 n = 3 + (seed % 5), m = 2 + (seed % 3);
+    const auto s = static_cast<std::uint64_t>(seed);
+    Rig memo(kRegions), fresh(kRegions), calls(kRegions);
+    REQUIRE(loop_entered_again(memo, s, n, m, true, false));
+    REQUIRE(loop_entered_again(fresh, s, n, m, true, true));
+    REQUIRE(loop_entered_again(calls, s, n, m, false, false));
+    REQUIRE(memo.size() == calls.size());
+    CHECK(memo.stream().insns == calls.stream().insns);
+    CHECK(memo.stream().uops == calls.stream().uops);
+    CHECK(fresh.stream().insns == calls.stream().insns);
+    CHECK_NOTHROW(vta::check_hazards(config, memo.stream()));
+    copied += memo.replay.copied();
+    copied_fresh += fresh.replay.copied();
+  }
+  MESSAGE(copied, " iterations copied in loops entered again, ", copied_fresh,
+          " with a memo of their own each entry");
+  // (an entry's second iteration copies the one recorded before rather than being recorded;
+  // none where copies are off, which the time shortcuts are at -Os)
+  if constexpr (rt::kTimeShortcuts) CHECK(copied > copied_fresh + static_cast<std::size_t>(seeds));
+}
+
 TEST_CASE("runtime replay: a kernel memo that replaces entries stops the loop's copies") {
   // a memo of one entry, whose sites entered two or three times an iteration replace it: the
   // loops that have such a site copy no iteration after it and write the calls' words (a copy

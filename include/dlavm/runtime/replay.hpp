@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace dlavm::runtime {
 
@@ -202,10 +203,34 @@ struct LoopTape {
   // with a transfer, of a module other than compute, or with an access that is not passing
   std::uint16_t* visited = nullptr;
   std::size_t nvisited = 0;
+  // (a time shortcut) a loop reached again (enter(), in a loop around it) copies an iteration
+  // like the one it recorded from that one's words as they ended (`kept` of them in
+  // `snapshot`: later calls set pushes on the stream's), where its keys are that one's
+  // (`recorded_keys`) and it starts as that one did (`entering`: none did yet); `entry`: the
+  // copy under way is such a one; `keeps`: this entry keeps what it records for the next
+  InsnWord* snapshot = nullptr;
+  std::size_t snapshot_capacity = 0;
+  std::int64_t* recorded_keys = nullptr;
+  std::size_t kept = 0;
+  bool entering = false, entry = false, keeps = false;
 
   constexpr void reset() {
     have_keys = armed = stepped = steady = false;
     failures = 0;
+  }
+  // The loop reached (vta::replay_source declares the memo of a loop inside a loop outside
+  // both, so that it outlives each entry): the tape forgets the iterations before but the one
+  // it recorded, which an iteration like it copies (Replay::iteration_begin), and the DRAM
+  // steps its copies measured where `steps_kept` (no step reads a loop around it). `again`:
+  // the loop may be reached once more (a loop around it has iterations left), so that this
+  // entry keeps what it records for the next.
+  constexpr void enter(bool steps_kept, bool again) {
+    const bool kept_steps = stepped && steps_kept;
+    reset();
+    stepped = kept_steps;
+    begins = 0;
+    entering = kTimeShortcuts && kept > 0;
+    keeps = again;
   }
   // The recorded calls' passing accesses: backward, a write passes where a later call writes
   // its region, a read where one writes it or reads it from the same module (regions as bits,
@@ -233,6 +258,13 @@ struct LoopTape {
         visited[nvisited++] = static_cast<std::uint16_t>(c);
     }
   }
+  // Whether the keys of the iteration just begun (`keys`) are the recorded one's (`kept`).
+  constexpr bool recorded_keys_same() const {
+    if (kept == 0 || !have_keys) return false;
+    for (std::size_t i = 0; i < key_capacity; ++i)
+      if (keys[i] != recorded_keys[i]) return false;
+    return true;
+  }
   // Whether the iteration's keys equal the last iteration's (keeping them for the next).
   template <class... K>
   constexpr bool same(K... k) {
@@ -250,7 +282,7 @@ struct LoopTape {
 // A LoopTape over arrays of its own: Keys keys, the calls of an iteration (Calls at most: a
 // longer one is not copied), as many pushes, and the states of Regions regions. It points
 // into itself, so it is neither copied nor moved.
-template <std::size_t Keys, std::size_t Calls, std::size_t Regions>
+template <std::size_t Keys, std::size_t Calls, std::size_t Regions, std::size_t Words = 0>
 struct LoopMemo : LoopTape {
   constexpr LoopMemo() {
     keys = key_array;
@@ -267,6 +299,11 @@ struct LoopMemo : LoopTape {
     map.where = map_where;
     map.capacity = 4 * Regions;
     visited = visit_array;
+    if constexpr (kTimeShortcuts && Words > 0) {
+      snapshot = snapshot_array;
+      snapshot_capacity = Words;
+      recorded_keys = recorded_key_array;
+    }
   }
   LoopMemo(const LoopMemo&) = delete;
   LoopMemo& operator=(const LoopMemo&) = delete;
@@ -281,7 +318,29 @@ struct LoopMemo : LoopTape {
   std::uint32_t map_where[(4 * Regions) + 1] = {};
   static_assert(Calls < 65536, "a call's index fits LoopTape::visited");
   std::uint16_t visit_array[kTimeShortcuts ? Calls + 1 : 1] = {};
+  // a loop entered again: the recorded iteration's words and keys (Words > 0, a time shortcut)
+  InsnWord snapshot_array[kTimeShortcuts ? Words + 1 : 1] = {};
+  std::int64_t recorded_key_array[kTimeShortcuts && Words > 0 ? Keys + 1 : 1] = {};
 };
+
+// The memo of a loop inside another, where the time shortcuts keep it across the loop's
+// entries (vta::replay_source): `KeptLoopMemo` declared outside every loop, with room for an
+// iteration's words, and `OwnLoopMemo` where the loop is reached, one of them empty; the
+// loop's tape is the other (loop_memo()). (Without the shortcuts, at -Os, each entry has a
+// memo of its own, as sibling loops' memos share their stack.)
+struct NoLoopMemo {};
+template <std::size_t Keys, std::size_t Calls, std::size_t Regions>
+using KeptLoopMemo =
+    std::conditional_t<kTimeShortcuts, LoopMemo<Keys, Calls, Regions, Calls>, NoLoopMemo>;
+template <std::size_t Keys, std::size_t Calls, std::size_t Regions>
+using OwnLoopMemo = std::conditional_t<kTimeShortcuts, NoLoopMemo, LoopMemo<Keys, Calls, Regions>>;
+template <class Own, class Kept>
+constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
+  if constexpr (kTimeShortcuts)
+    return kept;
+  else
+    return own;
+}
 
 template <class Storage, class Layout = DynamicLayout>
 class Replay {
@@ -453,6 +512,7 @@ class Replay {
                                  bool apart = false) {
     tape_ = &t;
     mode_ = Mode::Off;
+    if constexpr (kTimeShortcuts) t.entry = false;
     // not copied after a kernel memo replaced an entry: the iteration copied might have
     // entered a kernel with it (KernelMemo::enter and the host's replay plan count them)
     same = same && !t.replaced_inside;
@@ -474,6 +534,23 @@ class Replay {
         t.steady = false;
       if (w_.pushed_since(t.ended, t.from, t.from + t.length)) same = false;
     }
+    // A loop entered again: its first iteration with the keys of the one before it, where
+    // those are the recorded one's, starts as that one did most often (recorded where the
+    // keys were those of the one before, too): it copies it, or else records one anew.
+    if constexpr (kTimeShortcuts)
+      if (t.entering && same) {
+        t.entering = false;
+        if (copy_loops_ && ok() && t.recorded_keys_same() && w_.pending_pops() == t.pops &&
+            w_.last_queue() == t.last && w_.resident_epoch() == t.epoch &&
+            deps_.match(t.states, t.covered, t.map, t.met)) {
+          t.armed = t.steady = t.entry = true;
+          t.start = static_cast<std::int64_t>(w_.size());
+          t.cursor = 0;
+          t.word = 0;
+          mode_ = Mode::Copy;
+          return true;
+        }
+      }
     if (!same) t.armed = t.steady = false;
     if (!same || !ok() || !copy_loops_) return true;
     const auto size = static_cast<std::int64_t>(w_.size());
@@ -506,6 +583,7 @@ class Replay {
     t.armed = t.stepped = t.steady = false;
     if (!more || t.failures >= kMaxLoopRecords || deps_.count() > t.state_capacity) return true;
     ++t.failures;
+    t.kept = 0;
     for (std::size_t r = 0; r < deps_.count(); ++r) t.states[r] = deps_.states()[r];
     for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.covered[p] = deps_.covered(p);
     t.pops = w_.pending_pops();
@@ -542,11 +620,27 @@ class Replay {
       }
       t.recorded = t.from = t.start;
       t.length = length;
+      // (kept where it is an entry's first recording: one after it starts otherwise, past the
+      // iterations like it, and the next entry would not find it)
+      if constexpr (kTimeShortcuts)
+        if (t.keeps && t.armed && t.failures == 1 && !t.replaced_inside &&
+            static_cast<std::size_t>(length) <= t.snapshot_capacity) {
+          for (std::int64_t k = 0; k < length; ++k)
+            t.snapshot[k] = w_.storage().insn(static_cast<std::size_t>(t.start + k));
+          for (std::size_t k = 0; k < t.key_capacity; ++k) t.recorded_keys[k] = t.keys[k];
+          t.kept = static_cast<std::size_t>(length);
+        }
       return ended(t);
     }
     if (mode != Mode::Copy) return ok() && ended(t);
     if (!ok()) return false;
     if (t.cursor != t.ncalls || t.word != t.length) return diverged(Opcode::Finish);
+    // (an entry's copy measures no step: it copies an iteration of another entry)
+    if constexpr (kTimeShortcuts)
+      if (t.entry) {
+        t.entry = false;
+        return finish_copy(t);
+      }
     t.stepped = true;
     return finish_copy(t);
   }
@@ -639,14 +733,20 @@ class Replay {
     LoopCall& call = t.calls[t.cursor++];
     const std::int64_t at = call.at;
     for (; t.word < at; ++t.word)
-      if (!w_.repeat(static_cast<std::size_t>(t.from + t.word), false, 0)) return unwind(t);
+      if (!w_.repeat(word(t, t.word), false, 0)) return unwind(t);
     ++t.word;
-    const auto from = static_cast<std::size_t>(t.from + at);
     call.transfer = patch;
-    call.step = dram - static_cast<std::int64_t>(get_field(
-                           w_.storage().insn(from), w_.layout().pos(Form::Mem, Field::dram_base)));
-    if (!w_.repeat(from, patch, dram)) return unwind(t);
+    if (!(kTimeShortcuts && t.entry))
+      call.step = dram - static_cast<std::int64_t>(
+                             get_field(word(t, at), w_.layout().pos(Form::Mem, Field::dram_base)));
+    if (!w_.repeat(word(t, at), patch, dram)) return unwind(t);
     return after(q, accesses, n);
+  }
+  // Word k of the iteration copied: the one before's, or an entry's, the recorded one's.
+  DLAVM_RUNTIME_INLINE constexpr const InsnWord& word(const LoopTape& t, std::int64_t k) {
+    if constexpr (kTimeShortcuts)
+      if (t.entry) return t.snapshot[k];
+    return w_.storage().insn(static_cast<std::size_t>(t.from + k));
   }
   // A copy that failed: the pushes its calls would have set by then set, those they would
   // have set later on the words copied cleared (the words are those of the calls, too).

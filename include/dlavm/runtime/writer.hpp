@@ -288,12 +288,13 @@ class StreamWriter {
     return again(last_kernel_);  // (resident now: its word alone, with shortcuts)
   }
 
-  // Instruction `from` of this stream appended again as it is (a loop iteration copied from
-  // the one before it: Replay::iteration_begin), with its DRAM address set to `dram` if
-  // `patch`: the dependency flags are copied, no pending pop is taken.
-  constexpr bool repeat(std::size_t from, bool patch, std::int64_t dram) {
+  // An instruction of this stream (`from`) appended again as it is (a loop iteration copied
+  // from the one before it: Replay::iteration_begin), or one a loop memo kept of the iteration
+  // it recorded, with its DRAM address set to `dram` if `patch`: the dependency flags are
+  // copied, no pending pop is taken.
+  constexpr bool repeat(const InsnWord& from, bool patch, std::int64_t dram) {
     if (!ok()) return false;
-    InsnWord w = s_.insn(from);
+    InsnWord w = from;
     const FieldPos at = layout().pos(Form::Mem, Field::dram_base);
     const auto op = static_cast<Opcode>(get_field(w, layout().pos(Form::Mem, Field::opcode)));
     if (patch) {

@@ -120,7 +120,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     // as a plain loop whose inner loops may be memoized themselves.
     const Printed before{out.size(), kernels_,      loops_,        memos_,
                          used_,      shared_sites_, images_.size()};
-    memo_.emplace(n.var);
+    open_memo(n.var);
     loop(n, true);
     const bool ok = memo_->scan.ok;
     memo_.reset();
@@ -334,8 +334,28 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     std::size_t images;
   };
 
+  // The scan of a memoized loop (or part) of variable `var`, the loops around it its `outer`.
+  void open_memo(const ne::Var& var) {
+    memo_.emplace(var);
+    for (const auto& v : loop_vars_)
+      if (v.id() != var.id()) memo_->scan.outer.push_back(v);
+  }
+  // A memoized loop's (or part's) memo: its sizes, and whether an entry of the loop may copy
+  // an iteration of the entry before (LoopMemoScan's `entry`, `entry_steps`).
+  struct MemoDecl {
+    std::size_t keys = 0;
+    std::int64_t calls = 0;
+    bool entry = false, entry_steps = false;
+  };
+  MemoDecl memo_decl() const {
+    return {memo_->keys.size(), memo_->scan.memo_calls(), memo_->scan.entry,
+            memo_->scan.entry_steps};
+  }
+
   void loop(const tir::ForNode& n, bool memoized) {
     const auto name = fmt::format("i{}", loops_++);
+    // a memoized loop inside another is reached again: its memos may outlive each entry
+    const bool nested = !loop_ids_.empty();
     const auto lo = index(n.min), extent = index(n.extent);
     names_[n.var.id()] = name;
     // a memoized loop's memo is declared with it (zeroed only where the loop is reached),
@@ -347,12 +367,13 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     ++depth_;
     if (!in_kernel_) {
       loop_ids_.push_back(n.var.id());
+      loop_vars_.push_back(n.var);
       loop_counts_.push_back(LoopMemoScan::largest_count(n.extent));
     }
     const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     const auto parts = memoized ? apart_parts(n.body) : std::vector<std::vector<tir::Stmt>>{};
-    std::vector<std::string> segment_memos;  // the parts' memos, where the body has parts
+    std::vector<MemoDecl> segment_memos;  // the parts' memos, where the body has parts
     if (!memoized) {
       visit(n.body);
     } else if (!parts.empty()) {
@@ -374,6 +395,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (memo_) memo_->scan.close(repeat);
     if (!in_kernel_) {
       loop_ids_.pop_back();
+      loop_vars_.pop_back();
       loop_counts_.pop_back();
     }
     --depth_;
@@ -381,12 +403,38 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     names_.erase(n.var.id());
     if (memoized) {
       fmt::memory_buffer memo;
-      if (parts.empty())
-        segment_memos = {fmt::format("{}, {}", memo_->keys.size(), memo_->scan.memo_calls())};
+      if (parts.empty()) segment_memos = {memo_decl()};
       for (std::size_t k = 0; k < segment_memos.size(); ++k) {
-        for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
-        fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}> {}{{}};\n",
-                       segment_memos[k], prog_.regions().size(), memo_name(k));
+        const MemoDecl& d = segment_memos[k];
+        const auto indent = [&] {
+          for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
+        };
+        indent();
+        if (!nested || !d.entry) {  // zeroed where the loop is reached
+          fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}, {}> {}{{}};\n",
+                         d.keys, d.calls, prog_.regions().size(), memo_name(k));
+          continue;
+        }
+        // declared with the kernels' memos, with room for the words of an iteration of as many
+        // as its calls (one with a pop's no-op more is not kept: zeroed in every replay, the
+        // room costs a decode step more than the no-ops would save), where the time shortcuts
+        // keep it (runtime::KeptLoopMemo), else where the loop is reached
+        const int kept = entry_memos_++;
+        const auto sizes = fmt::format("{}, {}, {}", d.keys, d.calls, prog_.regions().size());
+        memos_ += fmt::format("  dlavm::runtime::KeptLoopMemo<{}> lm{}{{}};\n", sizes, kept);
+        fmt::format_to(std::back_inserter(memo), "dlavm::runtime::OwnLoopMemo<{}> own{}{{}};\n",
+                       sizes, kept);
+        indent();
+        fmt::format_to(std::back_inserter(memo),
+                       "auto& {} = dlavm::runtime::loop_memo(own{}, lm{});\n", memo_name(k), kept,
+                       kept);
+        indent();
+        std::string again;  // a loop around it has iterations left
+        for (const auto id : loop_ids_)
+          again +=
+              fmt::format("{}{} + 1 < {}_end", again.empty() ? "" : " || ", names_[id], names_[id]);
+        fmt::format_to(std::back_inserter(memo), "{}.enter({}, {});\n", memo_name(k), d.entry_steps,
+                       again);
       }
       // after the block's opening line
       const std::size_t at = memo_at + static_cast<std::size_t>(2 * depth_) + 2;
@@ -426,14 +474,14 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
   // A memoized loop's body in parts: each part not marked apart memoized on its own (a
   // LoopMemo of its keys and calls, copied where it repeats), a marked one written call by
-  // call. The memos' sizes ("keys, calls"), in the order of their names (memo_name).
-  std::vector<std::string> print_parts(const std::vector<std::vector<tir::Stmt>>& parts,
-                                       const std::string& loop) {
-    std::vector<std::string> memos;
+  // call. The memos (MemoDecl), in the order of their names (memo_name).
+  std::vector<MemoDecl> print_parts(const std::vector<std::vector<tir::Stmt>>& parts,
+                                    const std::string& loop) {
+    std::vector<MemoDecl> memos;
     const ne::Var var = memo_->scan.var;
     for (const auto& part : parts) {
       if (part.empty()) continue;
-      memo_.emplace(var);  // each part's keys and calls apart
+      open_memo(var);  // each part's keys and calls apart
       fmt::memory_buffer outside = std::move(out);
       out = fmt::memory_buffer();
       ++depth_;
@@ -460,9 +508,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       out.append(body.data(), body.data() + body.size());
       line("}}");
       line("if (!r.iteration_end({})) return false;", memo);
-      memos.push_back(fmt::format("{}, {}", memo_->keys.size(), memo_->scan.memo_calls()));
+      memos.push_back(memo_decl());
     }
-    memo_.emplace(var);  // the loop's: memoized (in parts)
+    open_memo(var);  // the loop's: memoized (in parts)
     return memos;
   }
 
@@ -655,6 +703,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::vector<bool> used_;
   std::unordered_map<std::uint64_t, std::string> names_;
   std::vector<std::uint64_t> loop_ids_;    // the loops open outside any kernel, outermost first
+  std::vector<ne::Var> loop_vars_;         // their variables
   std::vector<std::int64_t> loop_counts_;  // their largest iteration counts (-1: no bound)
   std::vector<bool> keys_;                 // which of them the kernel being printed reads
   std::vector<std::string> hoisted_;       // its values that only those loops (and dims) give
@@ -664,7 +713,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::unordered_map<std::string, SharedSite> shared_sites_;  // by a kernel and its keys
   std::size_t kernel_call_at_ = 0;  // where the kernel printed last printed its call
   std::string kernel_shape_;        // and that call's operation
-  int loops_ = 0, depth_ = 1, kernels_ = 0;
+  int loops_ = 0, depth_ = 1, kernels_ = 0, entry_memos_ = 0;
   bool in_kernel_ = false;  // printing a kernel's loops and micro-ops
   bool kernel_ = false;     // printing a kernel, its instruction included
   bool dram_ = false;       // printing a transfer's DRAM offset

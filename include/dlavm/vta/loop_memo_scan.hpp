@@ -14,7 +14,12 @@
 //   inner loop's largest count (ne::bounds of its extent over the dims' ranges): the memo's
 //   size (memo_calls()), capped at kMaxCalls, which it also is where an inner loop's count has
 //   no bound (an iteration with more calls than its memo holds is not copied);
-//   a kernel without a micro-op call (kernel_call below) writes nothing and is not scanned.
+//   a kernel without a micro-op call (kernel_call below) writes nothing and is not scanned;
+//   `outer` (the generated replay's, for a loop inside others): the loops around it, whose
+//   values the body reads are keys too, so that the loop entered again may copy an iteration
+//   of an entry before (`entry`: no value reads them with a loop inside the body;
+//   `entry_steps`: no DRAM step reads them, so that the steps an entry measured hold in the
+//   next).
 #pragma once
 
 #include <dlavm/ne/affine.hpp>
@@ -72,15 +77,18 @@ struct LoopMemoScan {
   // A value the body reads, other than a DRAM offset (`in_kernel`: a kernel's, its
   // instruction's fields included): whether it is a key.
   bool read(const ne::Expr& e, bool in_kernel) {
-    bool reads_var = false, reads_inner = false, reads_kernel = false;
+    bool reads_var = false, reads_inner = false, reads_kernel = false, reads_outer = false;
     for (const auto& v : ne::free_vars(e)) {
       reads_var = reads_var || v.id() == var.id();
       reads_inner = reads_inner || among(inner, v.id());
       reads_kernel = reads_kernel || among(kernel_loops, v.id());
+      reads_outer = reads_outer || std::any_of(outer.begin(), outer.end(),
+                                               [&](const ne::Var& o) { return o.id() == v.id(); });
     }
     if (reads_var && (reads_inner || reads_kernel)) ok = false;
     if (in_kernel && reads_inner && kernel_entries_ == 1) ok = false;
-    return reads_var && !reads_inner && !reads_kernel;
+    if (reads_outer && (reads_inner || reads_kernel)) entry = false;
+    return (reads_var || reads_outer) && !reads_inner && !reads_kernel;
   }
   // A transfer's DRAM offset (an IntImm or an Index).
   void dram(const te::Expr& e) {
@@ -88,6 +96,7 @@ struct LoopMemoScan {
     if (const auto* i = e.as<te::IndexNode>()) {
       const auto form = ne::linear_form(i->index, {var});
       affine = form.has_value() && !ne::detail::uses_any(form->strides[0], inside);
+      entry_steps = entry_steps && affine && !ne::detail::uses_any(form->strides[0], outer);
     } else if (e.as<te::IntImmNode>() == nullptr) {
       affine = false;
     }
@@ -103,7 +112,8 @@ struct LoopMemoScan {
   ne::Var var;
   std::vector<std::uint64_t> inner, kernel_loops;  // loops opened in the body, kernels' apart
   std::vector<ne::Var> inside;                     // both
-  bool ok = true, affine = true;
+  std::vector<ne::Var> outer;                      // the loops around (the generated replay's)
+  bool ok = true, affine = true, entry = true, entry_steps = true;
   std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
 
  private:
