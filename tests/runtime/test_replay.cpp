@@ -374,7 +374,9 @@ TEST_CASE("runtime replay: loop iterations copied write the words their calls wr
 // before they did). An entry's iterations like the one the tape recorded in an entry before
 // copy it (from its words as that one ended), where they start as it did; the DRAM steps an
 // entry measured are kept where they are the same in every entry (`steps`), else measured
-// again. (Keeping the steps where they differ, planted, fails it.)
+// again. (Each of these, planted, fails it: the steps kept where they differ, the keys not
+// compared with the recorded one's, the stream's words copied in place of the kept ones, the
+// dependency state not matched.)
 bool loop_entered_again(Rig& rig, std::uint64_t seed, i64 n, i64 m, bool memo, bool fresh) {
   using Memo = rt::KernelMemo<1, rt::kKernelMemoEntries>;
   rig.replay.copy_loops(memo);
@@ -426,7 +428,7 @@ TEST_CASE("runtime replay: a loop entered again copies an iteration an entry bef
   MESSAGE(copied, " iterations copied in loops entered again, ", copied_fresh,
           " with a memo of their own each entry");
   // (an entry's second iteration copies the one recorded before rather than being recorded;
-  // none where copies are off, which the time shortcuts are at -Os)
+  // at -Os, with no time shortcuts, the two count the same)
   if constexpr (rt::kTimeShortcuts) CHECK(copied > copied_fresh + static_cast<std::size_t>(seeds));
 }
 
