@@ -158,7 +158,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (call == nullptr) return;  // no micro-op: the kernel writes nothing
     const auto& c = *call;
     count_call();
-    if (loop_ids_.empty()) {  // entered once per replay: nothing to memoize
+    if (loop_vars_.empty()) {  // entered once per replay: nothing to memoize
       kernel(n, c);
       return;
     }
@@ -167,7 +167,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     int site = kernels_;
     fmt::memory_buffer outside = std::move(out);
     out = fmt::memory_buffer();
-    keys_.assign(loop_ids_.size(), false);
+    keys_.assign(loop_vars_.size(), false);
     hoisted_.clear();
     reads_body_loop_ = reads_innermost_ = false;
     ++depth_;
@@ -183,9 +183,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       key(fmt::format("k{}_{}", site, j));
     }
     std::size_t count = hoisted_.size();
-    for (std::size_t k = 0; k < loop_ids_.size(); ++k)
+    for (std::size_t k = 0; k < loop_vars_.size(); ++k)
       if (keys_[k]) {
-        key(names_[loop_ids_[k]]);
+        key(names_[loop_vars_[k].id()]);
         ++count;
       }
     // Sites that print the same kernel from the same keys write the same instruction for the
@@ -204,7 +204,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       // (not two sites with keys in the same loop, which one iteration may enter with
       // other values each: each would replace the entry the other finds, and a loop's
       // copies stop where an entry is replaced)
-      const std::uint64_t innermost = loop_ids_.back();
+      const std::uint64_t innermost = loop_vars_.back().id();
       auto& [first, loops] = shared_sites_.try_emplace(std::move(text), site).first->second;
       const bool met = std::find(loops.begin(), loops.end(), innermost) != loops.end();
       if (count == 0 || !met) site = first;
@@ -220,7 +220,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       if (reads_body_loop_) {
         entries = ", dlavm::runtime::kKernelMemoEntries";
       } else if (const std::int64_t most = loop_counts_.back();
-                 reads_innermost_ && loop_ids_.size() > 1 && most > 1 &&
+                 reads_innermost_ && loop_vars_.size() > 1 && most > 1 &&
                  most <= static_cast<std::int64_t>(runtime::kKernelMemoEntries)) {
         entries = fmt::format(", {}", most);
       }
@@ -355,7 +355,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   void loop(const tir::ForNode& n, bool memoized) {
     const auto name = fmt::format("i{}", loops_++);
     // a memoized loop inside another is reached again: its memos may outlive each entry
-    const bool nested = !loop_ids_.empty();
+    const bool nested = !loop_vars_.empty();
     const auto lo = index(n.min), extent = index(n.extent);
     names_[n.var.id()] = name;
     // a memoized loop's memo is declared with it (zeroed only where the loop is reached),
@@ -366,7 +366,6 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
          extent);
     ++depth_;
     if (!in_kernel_) {
-      loop_ids_.push_back(n.var.id());
       loop_vars_.push_back(n.var);
       loop_counts_.push_back(LoopMemoScan::largest_count(n.extent));
     }
@@ -394,7 +393,6 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     }
     if (memo_) memo_->scan.close(repeat);
     if (!in_kernel_) {
-      loop_ids_.pop_back();
       loop_vars_.pop_back();
       loop_counts_.pop_back();
     }
@@ -404,6 +402,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (memoized) {
       fmt::memory_buffer memo;
       if (parts.empty()) segment_memos = {memo_decl()};
+      std::string again;  // a loop around it has iterations left (a kept memo's entries)
+      for (const auto& v : loop_vars_)
+        again += fmt::format("{}{} + 1 < {}_end", again.empty() ? "" : " || ", names_[v.id()],
+                             names_[v.id()]);
       for (std::size_t k = 0; k < segment_memos.size(); ++k) {
         const MemoDecl& d = segment_memos[k];
         const auto indent = [&] {
@@ -429,10 +431,6 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
                        "auto& {} = dlavm::runtime::loop_memo(own{}, lm{});\n", memo_name(k), kept,
                        kept);
         indent();
-        std::string again;  // a loop around it has iterations left
-        for (const auto id : loop_ids_)
-          again +=
-              fmt::format("{}{} + 1 < {}_end", again.empty() ? "" : " || ", names_[id], names_[id]);
         fmt::format_to(std::back_inserter(memo), "{}.enter({}, {});\n", memo_name(k), d.entry_steps,
                        again);
       }
@@ -532,10 +530,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       if (const auto it = names_.find(v.id); it != names_.end()) {
         bool around = false;
         for (std::size_t k = 0; k < keys_.size(); ++k)
-          if (loop_ids_[k] == v.id) {
+          if (loop_vars_[k].id() == v.id) {
             outer.push_back(k);
             around = true;
-            reads_innermost_ = reads_innermost_ || k + 1 == loop_ids_.size();
+            reads_innermost_ = reads_innermost_ || k + 1 == loop_vars_.size();
             reads_body_loop_ = reads_body_loop_ || (memo_ && memo_->scan.opened_inside(v.id));
           }
         inner = inner || !around;
@@ -702,8 +700,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::span<const std::string> dims_;
   std::vector<bool> used_;
   std::unordered_map<std::uint64_t, std::string> names_;
-  std::vector<std::uint64_t> loop_ids_;    // the loops open outside any kernel, outermost first
-  std::vector<ne::Var> loop_vars_;         // their variables
+  std::vector<ne::Var> loop_vars_;         // the loops open outside any kernel, outermost first
   std::vector<std::int64_t> loop_counts_;  // their largest iteration counts (-1: no bound)
   std::vector<bool> keys_;                 // which of them the kernel being printed reads
   std::vector<std::string> hoisted_;       // its values that only those loops (and dims) give
