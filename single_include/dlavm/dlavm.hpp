@@ -15692,6 +15692,15 @@ class DepTracker {
     return where % 4 == 0 ? s.writer : s.reader[(where % 4) - 1];
   }
 
+  // The modules that wait on index x of module m (bit `to`: x is past the last push from m to
+  // `to` in `covered`), none where x < 0 or for m itself.
+  static constexpr unsigned waiting(const std::int64_t* covered, std::int64_t x, int m) {
+    if (x < 0) return 0;
+    const std::int64_t* past = covered + (m * 3);
+    return (static_cast<unsigned>(x > past[0]) | (static_cast<unsigned>(x > past[1]) << 1U) |
+            (static_cast<unsigned>(x > past[2]) << 2U)) &
+           ~(1U << static_cast<unsigned>(m));
+  }
   // Whether the hazards an instruction can meet now are those it could meet at an earlier
   // point, up to a renaming of the instructions waited on: each index an access could still
   // wait on (past the push already set toward the accessing module) is an instruction of the
@@ -15704,24 +15713,14 @@ class DepTracker {
   constexpr bool match(const RegionState* was_states, const std::int64_t* was_covered,
                        IndexMap& map, std::uint64_t only = ~std::uint64_t{0}) const {
     // (match() is where a copied loop iteration's time goes: regions the loop never touched
-    // are skipped, the others compared slot by slot)
-    // index x of module m (0: load, 1: compute, 2: store), waited on by module `to`
-    const auto live = [](const std::int64_t* covered, std::int64_t x, int m, int to) {
-      return x >= 0 && m != to && x > covered[(m * 3) + to];
-    };
-    // a slot, for the modules `to` in `mask` (bit to): live for each then as now, and where
-    // live for one, the same module's instruction, renamed (once)
+    // are skipped, the others compared slot by slot, each slot's waiting modules as bits)
+    // a slot, for the modules in `mask`: the same modules wait on it then as now, and where
+    // any does, the same module's instruction, renamed (once)
     const auto same = [&](std::int64_t was, int was_m, std::int64_t now, int now_m, unsigned mask,
                           std::uint32_t slot) {
-      if (was < 0 && now < 0) return true;  // (most reader slots: no instruction then or now)
-      bool any = false;
-      for (int to = 0; to < 3; ++to) {
-        if (((mask >> to) & 1U) == 0) continue;
-        const bool a = live(was_covered, was, was_m, to), b = live(covered_, now, now_m, to);
-        if (a != b) return false;
-        any = any || a;
-      }
-      return !any || (was_m == now_m && map.add(was, now, was_m, slot));
+      const unsigned waited = waiting(was_covered, was, was_m) & mask;
+      if (waited != (waiting(covered_, now, now_m) & mask)) return false;
+      return waited == 0 || (was_m == now_m && map.add(was, now, was_m, slot));
     };
     map.clear();
     for (std::size_t r = 0; r < count_; ++r) {
@@ -15732,19 +15731,18 @@ class DepTracker {
       if ((a.writer & a.reader[0] & a.reader[1] & a.reader[2] & b.writer & b.reader[0] &
            b.reader[1] & b.reader[2]) < 0)  // every index -1: the sign bit survives the ands
         continue;
-      const int wa = static_cast<int>(a.writer_queue) - 1,
-                wb = static_cast<int>(b.writer_queue) - 1;
       // only the modules that reach the region's memory wait on it: load and compute reach
       // INP and WGT, compute and store the accumulator, compute alone the micro-ops
       const MemId mem = regions_[r].memory;
       const bool staged = mem == MemId::Inp || mem == MemId::Wgt;
-      unsigned mask = 0;
-      for (int to = 0; to < 3; ++to)
-        if (!((to == 0 && !staged) || (to == 2 && (staged || mem == MemId::Uop)))) mask |= 1U << to;
+      const unsigned mask = 2U | (staged ? 1U : 0U) | (!staged && mem != MemId::Uop ? 4U : 0U);
       const auto slot = static_cast<std::uint32_t>(4 * r);
-      if (!same(a.writer, wa, b.writer, wb, mask, slot)) return false;
+      if (!same(a.writer, static_cast<int>(a.writer_queue) - 1, b.writer,
+                static_cast<int>(b.writer_queue) - 1, mask, slot))
+        return false;
       for (int m = 0; m < 3; ++m)
-        if (!same(a.reader[m], m, b.reader[m], m, mask, slot + 1 + static_cast<std::uint32_t>(m)))
+        if ((a.reader[m] & b.reader[m]) >= 0 &&  // (no reader then nor now: most slots)
+            !same(a.reader[m], m, b.reader[m], m, mask, slot + 1 + static_cast<std::uint32_t>(m)))
           return false;
     }
     return true;
@@ -16233,6 +16231,12 @@ struct LoopTape {
   std::int64_t pushed[DepTracker::kPairs] = {};   // at its end
   std::uint32_t ended = 0;  // the pushes set at the end of the last iteration (pushes())
   std::uint64_t met = ~std::uint64_t{0};  // the regions the recorded calls' accesses overlap
+  // (a time shortcut) the pairs toward which the recorded iteration set a push (bit p: pushed[p]
+  // != covered[p]), and whether it named an instruction before its start (a push set on one,
+  // or the last toward a pair), which a copy renames (Replay::rename): else no copy reads the
+  // renaming, and a steady copy does not read it anew (Replay::iteration_begin)
+  std::uint16_t pairs = 0x1ff;
+  bool renames = true;
   // a part's (`apart`): the calls counted at its last two starts, and how many it had (at most 2)
   std::uint64_t begun = 0, begun_before = 0;
   int begins = 0;
@@ -16248,6 +16252,8 @@ struct LoopTape {
   // with a transfer, of a module other than compute, or with an access that is not passing
   std::uint16_t* visited = nullptr;
   std::size_t nvisited = 0;
+  std::uint16_t* transfers = nullptr;  // of those, the ones with a transfer
+  std::size_t ntransfers = 0;
   // (a time shortcut) a loop reached again (enter(), in a loop around it) copies an iteration
   // like the one it recorded from that one's words as they ended (`kept` of them in
   // `snapshot`: later calls set pushes on the stream's), where its keys are that one's
@@ -16295,12 +16301,13 @@ struct LoopTape {
         (call.access[a].write ? written : reads) |= bit;
       }
     }
-    nvisited = 0;
+    nvisited = ntransfers = 0;
     for (std::size_t c = 0; c < ncalls && c < call_capacity; ++c) {
       const LoopCall& call = calls[c];
       const unsigned tracked = ((1U << call.accesses) - 1U) & ~unsigned{call.passing};
       if (call.transfer || call.queue != Queue::Compute || tracked != 0)
         visited[nvisited++] = static_cast<std::uint16_t>(c);
+      if (call.transfer) transfers[ntransfers++] = static_cast<std::uint16_t>(c);
     }
   }
   // Whether the keys of the iteration just begun (`keys`) are the recorded one's (`kept`).
@@ -16314,12 +16321,14 @@ struct LoopTape {
   template <class... K>
   constexpr bool same(K... k) {
     const std::int64_t now[sizeof...(K) + 1] = {static_cast<std::int64_t>(k)..., 0};
+    // (more keys than the memo holds: never the same; vta::replay_source sizes each memo)
+    if (sizeof...(K) > key_capacity) return have_keys = false;
     bool equal = have_keys;
-    for (std::size_t i = 0; i < sizeof...(K) && i < key_capacity; ++i) {
-      equal = equal && keys[i] == now[i];
+    for (std::size_t i = 0; i < sizeof...(K); ++i) {  // (a count the compiler knows: unrolled)
+      equal = equal & (keys[i] == now[i]);
       keys[i] = now[i];
     }
-    have_keys = sizeof...(K) <= key_capacity;
+    have_keys = true;
     return equal;
   }
 };
@@ -16344,6 +16353,7 @@ struct LoopMemo : LoopTape {
     map.where = map_where;
     map.capacity = 4 * Regions;
     visited = visit_array;
+    transfers = transfer_array;
     if constexpr (kTimeShortcuts && Words > 0) {
       snapshot = snapshot_array;
       snapshot_capacity = Words;
@@ -16363,6 +16373,7 @@ struct LoopMemo : LoopTape {
   std::uint32_t map_where[(4 * Regions) + 1] = {};
   static_assert(Calls < 65536, "a call's index fits LoopTape::visited");
   std::uint16_t visit_array[kTimeShortcuts ? Calls + 1 : 1] = {};
+  std::uint16_t transfer_array[kTimeShortcuts ? Calls + 1 : 1] = {};
   // a loop entered again: the recorded iteration's words and keys (Words > 0, a time shortcut)
   InsnWord snapshot_array[kTimeShortcuts ? Words + 1 : 1] = {};
   std::int64_t recorded_key_array[kTimeShortcuts && Words > 0 ? Keys + 1 : 1] = {};
@@ -16604,8 +16615,11 @@ class Replay {
     // matched, F(S) = S renamed, so every copy after it starts in S renamed too: its
     // renaming is read from the slots that hold the instructions the recorded one named.
     // (the micro-op residency is the recorded start's while no micro-ops were loaded since)
+    // (no copy reads the renaming where the recorded iteration named no instruction before
+    // its start: LoopTape::renames)
     if (t.armed && t.steady) {
-      for (std::size_t i = 0; i < t.map.size; ++i) t.map.to[i] = deps_.slot(t.map.where[i]);
+      if (!kTimeShortcuts || t.renames)
+        for (std::size_t i = 0; i < t.map.size; ++i) t.map.to[i] = deps_.slot(t.map.where[i]);
     } else if (t.armed) {
       t.steady = w_.pending_pops() == t.pops && w_.last_queue() == t.last &&
                  w_.resident_epoch() == t.epoch && deps_.match(t.states, t.covered, t.map, t.met);
@@ -16665,6 +16679,17 @@ class Replay {
       }
       t.recorded = t.from = t.start;
       t.length = length;
+      if constexpr (kTimeShortcuts) {
+        t.pairs = 0;
+        t.renames = false;
+        for (std::size_t p = 0; p < DepTracker::kPairs; ++p)
+          if (t.pushed[p] != t.covered[p]) {
+            t.pairs = static_cast<std::uint16_t>(t.pairs | (1U << p));
+            t.renames = t.renames || t.pushed[p] < t.recorded;
+          }
+        for (std::size_t e = 0; e < t.log.size; ++e)
+          t.renames = t.renames || t.log.edits[e].at < t.recorded;
+      }
       // (kept where it is an entry's first recording: one after it starts otherwise, past the
       // iterations like it, and the next entry would not find it)
       if constexpr (kTimeShortcuts)
@@ -16704,11 +16729,19 @@ class Replay {
       if (!rename(t, t.log.edits[e].at, at)) return diverged(Opcode::Finish);
       if (!w_.set_push(static_cast<std::size_t>(at), t.log.edits[e].to)) return false;
     }
-    for (std::size_t p = 0; p < DepTracker::kPairs; ++p) {
+    // the last push toward each pair the recorded iteration set one toward
+    const auto pushed = [&](std::size_t p) {
       std::int64_t at = 0;
-      if (t.pushed[p] == t.covered[p]) continue;  // no push set toward this pair
       if (!rename(t, t.pushed[p], at)) return diverged(Opcode::Finish);
       deps_.set_covered(p, at);
+      return true;
+    };
+    if constexpr (kTimeShortcuts) {
+      for (unsigned bits = t.pairs; bits != 0; bits &= bits - 1U)  // (LoopTape::pairs)
+        if (!pushed(static_cast<std::size_t>(lowest_bit(bits)))) return false;
+    } else {
+      for (std::size_t p = 0; p < DepTracker::kPairs; ++p)
+        if (t.pushed[p] != t.covered[p] && !pushed(p)) return false;
     }
     t.from = t.start;
     ++copied_;
@@ -16731,19 +16764,25 @@ class Replay {
       const InsnWord& word = w_.storage().insn(static_cast<std::size_t>(base + call.at));
       return static_cast<std::int64_t>(get_field(word, dram)) + call.step;
     };
-    // (from the second whole copy on, the calls mark_passing listed alone: LoopTape::visited)
+    // (from the second whole copy on, the calls mark_passing listed alone: LoopTape::visited,
+    // LoopTape::transfers)
     const bool listed = kTimeShortcuts && t.wholes >= 2;
     const std::size_t visits = listed ? t.nvisited : t.ncalls;
     const auto visit = [&](std::size_t k) -> const LoopCall& {
       return t.calls[listed ? t.visited[k] : k];
     };
-    for (std::size_t k = 0; k < visits; ++k) {
-      const LoopCall& call = visit(k);
-      if (!call.transfer) continue;
-      // (the bound of StreamWriter::repeat's check, from the layout: a writer member for it
-      // cost 26 bytes of the runtime's ARM text, which is at its budget)
+    // (the bound of StreamWriter::repeat's check, from the layout: a writer member for it
+    // cost 26 bytes of the runtime's ARM text, which is at its budget)
+    const auto fits = [&](const LoopCall& call) {
       const std::int64_t to = moved(call, t.from);
-      if (to < 0 || to > field_limit(dram.width)) return false;
+      return to >= 0 && to <= field_limit(dram.width);
+    };
+    if (listed) {
+      for (std::size_t k = 0; k < t.ntransfers; ++k)  // (LoopTape::transfers)
+        if (!fits(t.calls[t.transfers[k]])) return false;
+    } else {
+      for (std::size_t k = 0; k < t.ncalls; ++k)
+        if (t.calls[k].transfer && !fits(t.calls[k])) return false;
     }
     if (!w_.storage().repeat_insns(static_cast<std::size_t>(t.from),
                                    static_cast<std::size_t>(t.length)))
@@ -26209,7 +26248,7 @@ struct ReplayWorkspace {
     std::vector<runtime::RegionState> states;
     std::vector<std::uint8_t> map_module;
     std::vector<std::uint32_t> map_where;
-    std::vector<std::uint16_t> visited;
+    std::vector<std::uint16_t> visited, transfers;
     runtime::LoopTape tape;
     // for a StreamTape: where the iteration before began and ended (its entries, its words),
     // whether there was one, and where this one began and whether it was copied whole
@@ -26227,6 +26266,7 @@ struct ReplayWorkspace {
       map_module.resize((4 * regions) + 1);
       map_where.resize((4 * regions) + 1);
       visited.resize(m.calls + 1);
+      transfers.resize(m.calls + 1);
       tape = runtime::LoopTape{};
       tape.keys = keys.data();
       tape.key_capacity = m.keys;
@@ -26242,6 +26282,7 @@ struct ReplayWorkspace {
       tape.map.where = map_where.data();
       tape.map.capacity = 4 * regions;
       tape.visited = visited.data();
+      tape.transfers = transfers.data();
     }
   };
   std::vector<std::int64_t> regs;

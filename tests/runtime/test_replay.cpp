@@ -864,6 +864,56 @@ TEST_CASE("runtime replay: each error is the writer's, and nothing more is writt
   }
 }
 
+// A loop copied whole whose DRAM address moves past its field (32 bits of elements) in a
+// later iteration: the copy from the second whole one on checks only the transfers listed
+// (LoopTape::transfers); it must fail where the calls fail, with their error and words.
+TEST_CASE(
+    "runtime replay: a whole copy whose DRAM address moves past its field fails as its calls") {
+  const std::vector<rt::SramRegion> regions = {{MemId::Inp, 0, 64}, {MemId::Acc, 0, 64}};
+  const auto run = [&](Rig& rig, bool copies, i64& failed) {
+    rig.replay.copy_loops(copies);
+    rt::KernelMemo<0> add{};  // (a loop's kernels are memoized, as the generated replays')
+    const auto add_one = [&](Replay& r) {
+      if (add.hit()) return r.alu_again(add, 1, 1);
+      add.enter(r);
+      r.kernel_begin();
+      r.push(0, 0, 0);
+      if (!r.alu(rt::AluOp::Add, true, 1, 1, 1)) return false;
+      add.leave(rig.w);
+      return true;
+    };
+    rt::LoopMemo<1, 4, 2> lm{};
+    lm.reset();
+    const i64 n = 12;
+    for (i64 i = 0; i < n; ++i) {
+      // (the input's element address: 0x10000 / 16 + i * 2^29, past 2^32 - 1 at i = 8)
+      if (rig.replay.iteration_begin(lm, lm.same(), i + 1 < n, true) &&
+          !(rig.replay.load(MemId::Inp, 0, 0, 0, i << 29, 1, 2, 2, 0, 0, 0, 0) &&
+            add_one(rig.replay))) {
+        failed = i;
+        return;
+      }
+      if (!rig.replay.iteration_end(lm)) {
+        failed = i;
+        return;
+      }
+    }
+  };
+  Rig memo(regions), calls(regions);
+  i64 failed_memo = -1, failed_calls = -1;
+  run(memo, true, failed_memo);
+  run(calls, false, failed_calls);
+  CHECK(failed_calls == 8);
+  CHECK(failed_memo == failed_calls);
+  CHECK(memo.replay.copied_whole() >= 4);  // (iterations 3 to 7; from 5 on, listed)
+  check_error(memo.w.error(), Status::FieldRange, Opcode::Load, Field::dram_base,
+              (0x10000 / 16) + (i64{8} << 29));
+  check_error(calls.w.error(), Status::FieldRange, Opcode::Load, Field::dram_base,
+              (0x10000 / 16) + (i64{8} << 29));
+  REQUIRE(memo.size() == calls.size());
+  CHECK(memo.stream().insns == calls.stream().insns);
+}
+
 TEST_CASE("runtime replay: floor_div, floor_mod, min, max") {
   for (i64 a = -20; a <= 20; ++a)
     for (i64 b : {-7, -3, -1, 1, 2, 5}) {

@@ -1039,4 +1039,134 @@ TEST_CASE("runtime writer: the lowest set bit, the compiler's and the portable o
   }
 }
 
+// DepTracker::match against its definition, written out here pair by pair: over the regions in
+// `only` (all where a region is past kMaskedRegions) touched then or now, each slot (a
+// region's writer, its reader of each module) must be waited on by the same modules then and
+// now, of those that reach its memory (load and compute INP and WGT, compute and store the
+// accumulator, compute alone the micro-ops), an index x of module m waited on by module `to`
+// where x is past covered[3m + to]; and the indices some module waits on, paired then with
+// now, must be one instruction for one, in the same order among a module's. Random states,
+// half of them a renaming of the earlier one with a slot or a covered index changed.
+TEST_CASE("runtime writer: DepTracker::match is its definition, over random states") {
+  struct Pair {
+    i64 was, now;
+    int module;
+  };
+  const MemId mems[] = {MemId::Inp, MemId::Wgt, MemId::Acc, MemId::Uop, MemId::Acc8};
+  const auto reference = [&](const std::vector<rt::SramRegion>& regions,
+                             const std::vector<rt::RegionState>& was, const i64* was_covered,
+                             const std::vector<rt::RegionState>& now, const i64* now_covered,
+                             std::uint64_t only, std::vector<Pair>& pairs) {
+    pairs.clear();
+    for (std::size_t r = 0; r < regions.size(); ++r) {
+      if (r < rt::kMaskedRegions && ((only >> r) & 1U) == 0) continue;
+      const rt::RegionState &a = was[r], &b = now[r];
+      const i64 slots[2][4] = {{a.writer, a.reader[0], a.reader[1], a.reader[2]},
+                               {b.writer, b.reader[0], b.reader[1], b.reader[2]}};
+      const int modules[2][4] = {{static_cast<int>(a.writer_queue) - 1, 0, 1, 2},
+                                 {static_cast<int>(b.writer_queue) - 1, 0, 1, 2}};
+      bool touched = false;
+      for (const auto& side : slots)
+        for (const i64 x : side) touched = touched || x >= 0;
+      if (!touched) continue;
+      const MemId mem = regions[r].memory;
+      const bool staged = mem == MemId::Inp || mem == MemId::Wgt;
+      const bool reaches[3] = {staged, true, !staged && mem != MemId::Uop};
+      for (int k = 0; k < 4; ++k) {
+        bool any = false;
+        for (int to = 0; to < 3; ++to) {
+          if (!reaches[to]) continue;
+          const auto waits = [&](int side, const i64* covered) {
+            const i64 x = slots[side][k];
+            const int m = modules[side][k];
+            return x >= 0 && m != to && x > covered[(3 * m) + to];
+          };
+          const bool then = waits(0, was_covered), later = waits(1, now_covered);
+          if (then != later) return false;
+          any = any || then;
+        }
+        if (!any) continue;
+        if (modules[0][k] != modules[1][k]) return false;
+        pairs.push_back({slots[0][k], slots[1][k], modules[0][k]});
+      }
+    }
+    for (const Pair& p : pairs)
+      for (const Pair& q : pairs) {
+        if ((p.was == q.was) != (p.now == q.now)) return false;
+        if (p.module == q.module && (p.was < q.was) != (p.now < q.now)) return false;
+      }
+    return true;
+  };
+  std::mt19937_64 rng(11);
+  const auto pick = [&](i64 lo, i64 hi) { return lo + static_cast<i64>(rng() % (hi - lo + 1)); };
+  int same = 0, differ = 0;
+  for (int k = 0; k < 20000; ++k) {
+    CAPTURE(k);
+    const std::size_t count = 1 + static_cast<std::size_t>(pick(0, 9)) + (k % 50 == 0 ? 64 : 0);
+    std::vector<rt::SramRegion> regions(count);
+    for (auto& reg : regions) reg.memory = mems[pick(0, 4)];
+    const auto index = [&] { return rng() % 3 == 0 ? i64{-1} : pick(0, 11); };
+    std::vector<rt::RegionState> was(count), now(count);
+    rt::DepTracker deps(regions.data(), now.data(), count);  // (which resets `now`)
+    for (auto& s : was) {
+      s.writer = index();
+      s.writer_queue = static_cast<Queue>(pick(1, 3));
+      for (i64& x : s.reader) x = index();
+    }
+    i64 was_covered[9], now_covered[9];
+    for (i64& c : was_covered) c = pick(-1, 11);
+    // now: a renaming of then (each index moved by its module's shift), or states of its own
+    const bool renamed = rng() % 2 == 0;
+    const i64 shift[3] = {pick(0, 20), pick(0, 20), pick(0, 20)};
+    const auto move = [&](i64 x, int m) { return x < 0 ? x : x + shift[m]; };
+    for (std::size_t r = 0; r < count; ++r) {
+      rt::RegionState& s = now[r];
+      if (renamed) {
+        s = was[r];
+        s.writer = move(s.writer, static_cast<int>(s.writer_queue) - 1);
+        for (int m = 0; m < 3; ++m) s.reader[m] = move(s.reader[m], m);
+      } else {
+        s.writer = index();
+        s.writer_queue = static_cast<Queue>(pick(1, 3));
+        for (i64& x : s.reader) x = index();
+      }
+    }
+    for (int p = 0; p < 9; ++p)
+      now_covered[p] = renamed ? move(was_covered[p], p / 3) : pick(-1, 11);
+    if (renamed && rng() % 2 == 0) {  // one slot or covered index changed
+      if (rng() % 3 == 0)
+        now_covered[pick(0, 8)] = pick(-1, 30);
+      else
+        now[static_cast<std::size_t>(pick(0, static_cast<i64>(count) - 1))].reader[pick(0, 2)] =
+            pick(-1, 30);
+    }
+    const std::uint64_t only = rng() % 4 == 0 ? ~std::uint64_t{0} : rng();
+    for (std::size_t p = 0; p < 9; ++p) deps.set_covered(p, now_covered[p]);
+    std::vector<i64> from(4 * count), to(4 * count);
+    std::vector<std::uint8_t> module(4 * count);
+    std::vector<std::uint32_t> where(4 * count);
+    rt::IndexMap map{from.data(), to.data(), module.data(), where.data(), 4 * count, 0};
+    std::vector<Pair> pairs;
+    const bool expected = reference(regions, was, was_covered, now, now_covered, only, pairs);
+    REQUIRE(deps.match(was.data(), was_covered, map, only) == expected);
+    (expected ? same : differ) += 1;
+    if (!expected) continue;
+    // the renaming: each pair once, its slot holding the index now
+    std::size_t distinct = 0;
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      bool seen = false;
+      for (std::size_t j = 0; j < i; ++j) seen = seen || pairs[j].was == pairs[i].was;
+      distinct += seen ? 0 : 1;
+      i64 y = -2;
+      REQUIRE(map.find(pairs[i].was, y));
+      CHECK(y == pairs[i].now);
+    }
+    REQUIRE(map.size == distinct);
+    for (std::size_t i = 0; i < map.size; ++i) CHECK(deps.slot(where[i]) == to[i]);
+  }
+  MESSAGE(same, " states matched, ", differ, " did not");
+  CHECK(same > 4000);
+  CHECK(differ > 4000);
+}
+
 }  // namespace runtime_writer_test

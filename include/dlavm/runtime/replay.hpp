@@ -188,6 +188,12 @@ struct LoopTape {
   std::int64_t pushed[DepTracker::kPairs] = {};   // at its end
   std::uint32_t ended = 0;  // the pushes set at the end of the last iteration (pushes())
   std::uint64_t met = ~std::uint64_t{0};  // the regions the recorded calls' accesses overlap
+  // (a time shortcut) the pairs toward which the recorded iteration set a push (bit p: pushed[p]
+  // != covered[p]), and whether it named an instruction before its start (a push set on one,
+  // or the last toward a pair), which a copy renames (Replay::rename): else no copy reads the
+  // renaming, and a steady copy does not read it anew (Replay::iteration_begin)
+  std::uint16_t pairs = 0x1ff;
+  bool renames = true;
   // a part's (`apart`): the calls counted at its last two starts, and how many it had (at most 2)
   std::uint64_t begun = 0, begun_before = 0;
   int begins = 0;
@@ -203,6 +209,8 @@ struct LoopTape {
   // with a transfer, of a module other than compute, or with an access that is not passing
   std::uint16_t* visited = nullptr;
   std::size_t nvisited = 0;
+  std::uint16_t* transfers = nullptr;  // of those, the ones with a transfer
+  std::size_t ntransfers = 0;
   // (a time shortcut) a loop reached again (enter(), in a loop around it) copies an iteration
   // like the one it recorded from that one's words as they ended (`kept` of them in
   // `snapshot`: later calls set pushes on the stream's), where its keys are that one's
@@ -250,12 +258,13 @@ struct LoopTape {
         (call.access[a].write ? written : reads) |= bit;
       }
     }
-    nvisited = 0;
+    nvisited = ntransfers = 0;
     for (std::size_t c = 0; c < ncalls && c < call_capacity; ++c) {
       const LoopCall& call = calls[c];
       const unsigned tracked = ((1U << call.accesses) - 1U) & ~unsigned{call.passing};
       if (call.transfer || call.queue != Queue::Compute || tracked != 0)
         visited[nvisited++] = static_cast<std::uint16_t>(c);
+      if (call.transfer) transfers[ntransfers++] = static_cast<std::uint16_t>(c);
     }
   }
   // Whether the keys of the iteration just begun (`keys`) are the recorded one's (`kept`).
@@ -269,12 +278,14 @@ struct LoopTape {
   template <class... K>
   constexpr bool same(K... k) {
     const std::int64_t now[sizeof...(K) + 1] = {static_cast<std::int64_t>(k)..., 0};
+    // (more keys than the memo holds: never the same; vta::replay_source sizes each memo)
+    if (sizeof...(K) > key_capacity) return have_keys = false;
     bool equal = have_keys;
-    for (std::size_t i = 0; i < sizeof...(K) && i < key_capacity; ++i) {
-      equal = equal && keys[i] == now[i];
+    for (std::size_t i = 0; i < sizeof...(K); ++i) {  // (a count the compiler knows: unrolled)
+      equal = equal & (keys[i] == now[i]);
       keys[i] = now[i];
     }
-    have_keys = sizeof...(K) <= key_capacity;
+    have_keys = true;
     return equal;
   }
 };
@@ -299,6 +310,7 @@ struct LoopMemo : LoopTape {
     map.where = map_where;
     map.capacity = 4 * Regions;
     visited = visit_array;
+    transfers = transfer_array;
     if constexpr (kTimeShortcuts && Words > 0) {
       snapshot = snapshot_array;
       snapshot_capacity = Words;
@@ -318,6 +330,7 @@ struct LoopMemo : LoopTape {
   std::uint32_t map_where[(4 * Regions) + 1] = {};
   static_assert(Calls < 65536, "a call's index fits LoopTape::visited");
   std::uint16_t visit_array[kTimeShortcuts ? Calls + 1 : 1] = {};
+  std::uint16_t transfer_array[kTimeShortcuts ? Calls + 1 : 1] = {};
   // a loop entered again: the recorded iteration's words and keys (Words > 0, a time shortcut)
   InsnWord snapshot_array[kTimeShortcuts ? Words + 1 : 1] = {};
   std::int64_t recorded_key_array[kTimeShortcuts && Words > 0 ? Keys + 1 : 1] = {};
@@ -559,8 +572,11 @@ class Replay {
     // matched, F(S) = S renamed, so every copy after it starts in S renamed too: its
     // renaming is read from the slots that hold the instructions the recorded one named.
     // (the micro-op residency is the recorded start's while no micro-ops were loaded since)
+    // (no copy reads the renaming where the recorded iteration named no instruction before
+    // its start: LoopTape::renames)
     if (t.armed && t.steady) {
-      for (std::size_t i = 0; i < t.map.size; ++i) t.map.to[i] = deps_.slot(t.map.where[i]);
+      if (!kTimeShortcuts || t.renames)
+        for (std::size_t i = 0; i < t.map.size; ++i) t.map.to[i] = deps_.slot(t.map.where[i]);
     } else if (t.armed) {
       t.steady = w_.pending_pops() == t.pops && w_.last_queue() == t.last &&
                  w_.resident_epoch() == t.epoch && deps_.match(t.states, t.covered, t.map, t.met);
@@ -620,6 +636,17 @@ class Replay {
       }
       t.recorded = t.from = t.start;
       t.length = length;
+      if constexpr (kTimeShortcuts) {
+        t.pairs = 0;
+        t.renames = false;
+        for (std::size_t p = 0; p < DepTracker::kPairs; ++p)
+          if (t.pushed[p] != t.covered[p]) {
+            t.pairs = static_cast<std::uint16_t>(t.pairs | (1U << p));
+            t.renames = t.renames || t.pushed[p] < t.recorded;
+          }
+        for (std::size_t e = 0; e < t.log.size; ++e)
+          t.renames = t.renames || t.log.edits[e].at < t.recorded;
+      }
       // (kept where it is an entry's first recording: one after it starts otherwise, past the
       // iterations like it, and the next entry would not find it)
       if constexpr (kTimeShortcuts)
@@ -659,11 +686,19 @@ class Replay {
       if (!rename(t, t.log.edits[e].at, at)) return diverged(Opcode::Finish);
       if (!w_.set_push(static_cast<std::size_t>(at), t.log.edits[e].to)) return false;
     }
-    for (std::size_t p = 0; p < DepTracker::kPairs; ++p) {
+    // the last push toward each pair the recorded iteration set one toward
+    const auto pushed = [&](std::size_t p) {
       std::int64_t at = 0;
-      if (t.pushed[p] == t.covered[p]) continue;  // no push set toward this pair
       if (!rename(t, t.pushed[p], at)) return diverged(Opcode::Finish);
       deps_.set_covered(p, at);
+      return true;
+    };
+    if constexpr (kTimeShortcuts) {
+      for (unsigned bits = t.pairs; bits != 0; bits &= bits - 1U)  // (LoopTape::pairs)
+        if (!pushed(static_cast<std::size_t>(lowest_bit(bits)))) return false;
+    } else {
+      for (std::size_t p = 0; p < DepTracker::kPairs; ++p)
+        if (t.pushed[p] != t.covered[p] && !pushed(p)) return false;
     }
     t.from = t.start;
     ++copied_;
@@ -686,19 +721,25 @@ class Replay {
       const InsnWord& word = w_.storage().insn(static_cast<std::size_t>(base + call.at));
       return static_cast<std::int64_t>(get_field(word, dram)) + call.step;
     };
-    // (from the second whole copy on, the calls mark_passing listed alone: LoopTape::visited)
+    // (from the second whole copy on, the calls mark_passing listed alone: LoopTape::visited,
+    // LoopTape::transfers)
     const bool listed = kTimeShortcuts && t.wholes >= 2;
     const std::size_t visits = listed ? t.nvisited : t.ncalls;
     const auto visit = [&](std::size_t k) -> const LoopCall& {
       return t.calls[listed ? t.visited[k] : k];
     };
-    for (std::size_t k = 0; k < visits; ++k) {
-      const LoopCall& call = visit(k);
-      if (!call.transfer) continue;
-      // (the bound of StreamWriter::repeat's check, from the layout: a writer member for it
-      // cost 26 bytes of the runtime's ARM text, which is at its budget)
+    // (the bound of StreamWriter::repeat's check, from the layout: a writer member for it
+    // cost 26 bytes of the runtime's ARM text, which is at its budget)
+    const auto fits = [&](const LoopCall& call) {
       const std::int64_t to = moved(call, t.from);
-      if (to < 0 || to > field_limit(dram.width)) return false;
+      return to >= 0 && to <= field_limit(dram.width);
+    };
+    if (listed) {
+      for (std::size_t k = 0; k < t.ntransfers; ++k)  // (LoopTape::transfers)
+        if (!fits(t.calls[t.transfers[k]])) return false;
+    } else {
+      for (std::size_t k = 0; k < t.ncalls; ++k)
+        if (t.calls[k].transfer && !fits(t.calls[k])) return false;
     }
     if (!w_.storage().repeat_insns(static_cast<std::size_t>(t.from),
                                    static_cast<std::size_t>(t.length)))

@@ -867,6 +867,15 @@ class DepTracker {
     return where % 4 == 0 ? s.writer : s.reader[(where % 4) - 1];
   }
 
+  // The modules that wait on index x of module m (bit `to`: x is past the last push from m to
+  // `to` in `covered`), none where x < 0 or for m itself.
+  static constexpr unsigned waiting(const std::int64_t* covered, std::int64_t x, int m) {
+    if (x < 0) return 0;
+    const std::int64_t* past = covered + (m * 3);
+    return (static_cast<unsigned>(x > past[0]) | (static_cast<unsigned>(x > past[1]) << 1U) |
+            (static_cast<unsigned>(x > past[2]) << 2U)) &
+           ~(1U << static_cast<unsigned>(m));
+  }
   // Whether the hazards an instruction can meet now are those it could meet at an earlier
   // point, up to a renaming of the instructions waited on: each index an access could still
   // wait on (past the push already set toward the accessing module) is an instruction of the
@@ -879,24 +888,14 @@ class DepTracker {
   constexpr bool match(const RegionState* was_states, const std::int64_t* was_covered,
                        IndexMap& map, std::uint64_t only = ~std::uint64_t{0}) const {
     // (match() is where a copied loop iteration's time goes: regions the loop never touched
-    // are skipped, the others compared slot by slot)
-    // index x of module m (0: load, 1: compute, 2: store), waited on by module `to`
-    const auto live = [](const std::int64_t* covered, std::int64_t x, int m, int to) {
-      return x >= 0 && m != to && x > covered[(m * 3) + to];
-    };
-    // a slot, for the modules `to` in `mask` (bit to): live for each then as now, and where
-    // live for one, the same module's instruction, renamed (once)
+    // are skipped, the others compared slot by slot, each slot's waiting modules as bits)
+    // a slot, for the modules in `mask`: the same modules wait on it then as now, and where
+    // any does, the same module's instruction, renamed (once)
     const auto same = [&](std::int64_t was, int was_m, std::int64_t now, int now_m, unsigned mask,
                           std::uint32_t slot) {
-      if (was < 0 && now < 0) return true;  // (most reader slots: no instruction then or now)
-      bool any = false;
-      for (int to = 0; to < 3; ++to) {
-        if (((mask >> to) & 1U) == 0) continue;
-        const bool a = live(was_covered, was, was_m, to), b = live(covered_, now, now_m, to);
-        if (a != b) return false;
-        any = any || a;
-      }
-      return !any || (was_m == now_m && map.add(was, now, was_m, slot));
+      const unsigned waited = waiting(was_covered, was, was_m) & mask;
+      if (waited != (waiting(covered_, now, now_m) & mask)) return false;
+      return waited == 0 || (was_m == now_m && map.add(was, now, was_m, slot));
     };
     map.clear();
     for (std::size_t r = 0; r < count_; ++r) {
@@ -907,19 +906,18 @@ class DepTracker {
       if ((a.writer & a.reader[0] & a.reader[1] & a.reader[2] & b.writer & b.reader[0] &
            b.reader[1] & b.reader[2]) < 0)  // every index -1: the sign bit survives the ands
         continue;
-      const int wa = static_cast<int>(a.writer_queue) - 1,
-                wb = static_cast<int>(b.writer_queue) - 1;
       // only the modules that reach the region's memory wait on it: load and compute reach
       // INP and WGT, compute and store the accumulator, compute alone the micro-ops
       const MemId mem = regions_[r].memory;
       const bool staged = mem == MemId::Inp || mem == MemId::Wgt;
-      unsigned mask = 0;
-      for (int to = 0; to < 3; ++to)
-        if (!((to == 0 && !staged) || (to == 2 && (staged || mem == MemId::Uop)))) mask |= 1U << to;
+      const unsigned mask = 2U | (staged ? 1U : 0U) | (!staged && mem != MemId::Uop ? 4U : 0U);
       const auto slot = static_cast<std::uint32_t>(4 * r);
-      if (!same(a.writer, wa, b.writer, wb, mask, slot)) return false;
+      if (!same(a.writer, static_cast<int>(a.writer_queue) - 1, b.writer,
+                static_cast<int>(b.writer_queue) - 1, mask, slot))
+        return false;
       for (int m = 0; m < 3; ++m)
-        if (!same(a.reader[m], m, b.reader[m], m, mask, slot + 1 + static_cast<std::uint32_t>(m)))
+        if ((a.reader[m] & b.reader[m]) >= 0 &&  // (no reader then nor now: most slots)
+            !same(a.reader[m], m, b.reader[m], m, mask, slot + 1 + static_cast<std::uint32_t>(m)))
           return false;
     }
     return true;

@@ -736,7 +736,7 @@ struct ReplayWorkspace {
     std::vector<runtime::RegionState> states;
     std::vector<std::uint8_t> map_module;
     std::vector<std::uint32_t> map_where;
-    std::vector<std::uint16_t> visited;
+    std::vector<std::uint16_t> visited, transfers;
     runtime::LoopTape tape;
     // for a StreamTape: where the iteration before began and ended (its entries, its words),
     // whether there was one, and where this one began and whether it was copied whole
@@ -754,6 +754,7 @@ struct ReplayWorkspace {
       map_module.resize((4 * regions) + 1);
       map_where.resize((4 * regions) + 1);
       visited.resize(m.calls + 1);
+      transfers.resize(m.calls + 1);
       tape = runtime::LoopTape{};
       tape.keys = keys.data();
       tape.key_capacity = m.keys;
@@ -769,6 +770,7 @@ struct ReplayWorkspace {
       tape.map.where = map_where.data();
       tape.map.capacity = 4 * regions;
       tape.visited = visited.data();
+      tape.transfers = transfers.data();
     }
   };
   std::vector<std::int64_t> regs;
