@@ -322,6 +322,14 @@ bool loop_body(Rig& rig, std::uint64_t seed, i64 i, std::vector<Memo>& memos, bo
   return true;
 }
 
+// A replay with copies against the same calls without: the same words, and race-free.
+void check_same_words(const Rig& memo, const Rig& calls) {
+  REQUIRE(memo.size() == calls.size());
+  CHECK(memo.stream().insns == calls.stream().insns);
+  CHECK(memo.stream().uops == calls.stream().uops);
+  CHECK_NOTHROW(vta::check_hazards(vta::Config{}, memo.stream()));
+}
+
 // A random prologue, a loop of `n` iterations of a random body, and a random epilogue, the
 // loop memoized or not; with affine offsets (even seeds), iterations are copied whole. `Memo`:
 // the kernel sites' memos.
@@ -343,7 +351,6 @@ bool memoized_loop(Rig& rig, std::uint64_t seed, i64 n, bool memo) {
 }
 
 TEST_CASE("runtime replay: loop iterations copied write the words their calls write") {
-  const vta::Config config;
   const int seeds = DLAVM_TEST_SANITIZED ? 300 : 2000;
   std::size_t copied = 0, whole = 0, insns = 0;
   for (int seed = 0; seed < seeds; ++seed) {
@@ -353,10 +360,7 @@ TEST_CASE("runtime replay: loop iterations copied write the words their calls wr
     REQUIRE(memoized_loop(memo, static_cast<std::uint64_t>(seed), n, true));
     REQUIRE(memoized_loop(calls, static_cast<std::uint64_t>(seed), n, false));
     CHECK(calls.replay.copied() == 0);
-    REQUIRE(memo.size() == calls.size());
-    CHECK(memo.stream().insns == calls.stream().insns);
-    CHECK(memo.stream().uops == calls.stream().uops);
-    CHECK_NOTHROW(vta::check_hazards(config, memo.stream()));
+    check_same_words(memo, calls);
     copied += memo.replay.copied();
     whole += memo.replay.copied_whole();
     insns += memo.size();
@@ -406,7 +410,6 @@ bool loop_entered_again(Rig& rig, std::uint64_t seed, i64 n, i64 m, bool memo, b
 }
 
 TEST_CASE("runtime replay: a loop entered again copies an iteration an entry before recorded") {
-  const vta::Config config;
   const int seeds = DLAVM_TEST_SANITIZED ? 300 : 1500;
   std::size_t copied = 0, copied_fresh = 0;
   for (int seed = 0; seed < seeds; ++seed) {
@@ -417,11 +420,8 @@ TEST_CASE("runtime replay: a loop entered again copies an iteration an entry bef
     REQUIRE(loop_entered_again(memo, s, n, m, true, false));
     REQUIRE(loop_entered_again(fresh, s, n, m, true, true));
     REQUIRE(loop_entered_again(calls, s, n, m, false, false));
-    REQUIRE(memo.size() == calls.size());
-    CHECK(memo.stream().insns == calls.stream().insns);
-    CHECK(memo.stream().uops == calls.stream().uops);
+    check_same_words(memo, calls);
     CHECK(fresh.stream().insns == calls.stream().insns);
-    CHECK_NOTHROW(vta::check_hazards(config, memo.stream()));
     copied += memo.replay.copied();
     copied_fresh += fresh.replay.copied();
   }
@@ -494,7 +494,6 @@ bool loop_in_parts(Rig& rig, std::uint64_t seed, i64 n, i64 period, bool memo) {
 }
 
 TEST_CASE("runtime replay: a loop's body copied in parts around calls that change") {
-  const vta::Config config;
   const int seeds = DLAVM_TEST_SANITIZED ? 300 : 1500;
   std::size_t copied = 0;
   for (int seed = 0; seed < seeds; ++seed) {
@@ -505,10 +504,7 @@ TEST_CASE("runtime replay: a loop's body copied in parts around calls that chang
     Rig memo(kRegions), calls(kRegions);
     REQUIRE(loop_in_parts(memo, s, n, period, true));
     REQUIRE(loop_in_parts(calls, s, n, period, false));
-    REQUIRE(memo.size() == calls.size());
-    CHECK(memo.stream().insns == calls.stream().insns);
-    CHECK(memo.stream().uops == calls.stream().uops);
-    CHECK_NOTHROW(vta::check_hazards(config, memo.stream()));
+    check_same_words(memo, calls);
     copied += memo.replay.copied();
   }
   MESSAGE(copied, " parts copied in ", seeds, " random loops");

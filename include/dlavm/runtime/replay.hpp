@@ -553,9 +553,7 @@ class Replay {
     if constexpr (kTimeShortcuts)
       if (t.entering && same) {
         t.entering = false;
-        if (copy_loops_ && ok() && t.recorded_keys_same() && w_.pending_pops() == t.pops &&
-            w_.last_queue() == t.last && w_.resident_epoch() == t.epoch &&
-            deps_.match(t.states, t.covered, t.map, t.met)) {
+        if (copy_loops_ && ok() && t.recorded_keys_same() && starts_as_recorded(t)) {
           t.armed = t.steady = t.entry = true;
           t.start = static_cast<std::int64_t>(w_.size());
           t.cursor = 0;
@@ -578,9 +576,7 @@ class Replay {
       if (!kTimeShortcuts || t.renames)
         for (std::size_t i = 0; i < t.map.size; ++i) t.map.to[i] = deps_.slot(t.map.where[i]);
     } else if (t.armed) {
-      t.steady = w_.pending_pops() == t.pops && w_.last_queue() == t.last &&
-                 w_.resident_epoch() == t.epoch && deps_.match(t.states, t.covered, t.map, t.met);
-      t.armed = t.steady;
+      t.armed = t.steady = starts_as_recorded(t);
     }
     if (t.armed) {
       t.start = size;
@@ -677,6 +673,13 @@ class Replay {
   // the iterations a loop records at most (each copies the regions' states)
   static constexpr int kMaxLoopRecords = 3;
 
+  // Whether the iteration begun starts as the recorded one did, up to the renaming match()
+  // finds (t.map): the same pops pending, last module and micro-op residency, and the hazards
+  // of the regions its calls meet.
+  constexpr bool starts_as_recorded(LoopTape& t) const {
+    return w_.pending_pops() == t.pops && w_.last_queue() == t.last &&
+           w_.resident_epoch() == t.epoch && deps_.match(t.states, t.covered, t.map, t.met);
+  }
   // A copy's end: the pushes the recorded iteration set before its start, on the renamed
   // instructions (those inside it came with its words), and the pushes set since then.
   constexpr bool finish_copy(LoopTape& t) {
