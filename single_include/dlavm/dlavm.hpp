@@ -15899,6 +15899,45 @@ struct KernelTables {
 // is found by the hash of its words, a resident one by its offset: open addressing in an index
 // twice the table's capacity, linear probing.
 class SpanStorage {
+  // A table's kernels in the order added (at most `capacity`), and its index of 2 * capacity
+  // entries: entry s names kernel index[s] if that one's slot is s. (Declared first: Clang 14
+  // does not instantiate, in a constant expression, a member template of a class declared
+  // after the function that calls it.)
+  struct Table {
+    KernelSlot* kernels;
+    std::uint32_t* index;
+    std::size_t capacity;
+    std::size_t count = 0;
+    constexpr const KernelSlot* at(std::size_t s) const {
+      const std::uint32_t k = index[s];
+      return k < count && kernels[k].slot == s ? kernels + k : nullptr;
+    }
+    constexpr void add(std::size_t s, KernelSlot k) {
+      k.slot = static_cast<std::uint32_t>(s);
+      kernels[count] = k;
+      index[s] = static_cast<std::uint32_t>(count++);
+    }
+    // The kernel `match` accepts among those probed from the hash's entry, or null.
+    template <class Match>
+    constexpr const KernelSlot* find(std::uint32_t hash, Match match) const {
+      if (capacity == 0) return nullptr;
+      for (std::size_t s = home(hash);; s = next(s)) {
+        const KernelSlot* k = at(s);
+        if (k == nullptr || match(*k)) return k;
+      }
+    }
+    // the entry a hash's high bits name, then each one after
+    constexpr std::size_t home(std::uint32_t hash) const {
+      return static_cast<std::size_t>((std::uint64_t{hash} * (2 * capacity)) >> 32);
+    }
+    constexpr std::size_t next(std::size_t s) const { return s + 1 == 2 * capacity ? 0 : s + 1; }
+    constexpr std::size_t free_slot(std::uint32_t hash) const {
+      std::size_t s = home(hash);
+      while (at(s) != nullptr) s = next(s);
+      return s;
+    }
+  };
+
  public:
   constexpr SpanStorage(InsnWord* insns, std::size_t insn_capacity, std::uint32_t* uops,
                         std::size_t uop_capacity, std::uint32_t* relocs, KernelTables kernels)
@@ -15986,42 +16025,6 @@ class SpanStorage {
   }
 
  private:
-  // A table's kernels in the order added (at most `capacity`), and its index of 2 * capacity
-  // entries: entry s names kernel index[s] if that one's slot is s.
-  struct Table {
-    KernelSlot* kernels;
-    std::uint32_t* index;
-    std::size_t capacity;
-    std::size_t count = 0;
-    constexpr const KernelSlot* at(std::size_t s) const {
-      const std::uint32_t k = index[s];
-      return k < count && kernels[k].slot == s ? kernels + k : nullptr;
-    }
-    constexpr void add(std::size_t s, KernelSlot k) {
-      k.slot = static_cast<std::uint32_t>(s);
-      kernels[count] = k;
-      index[s] = static_cast<std::uint32_t>(count++);
-    }
-    // The kernel `match` accepts among those probed from the hash's entry, or null.
-    template <class Match>
-    constexpr const KernelSlot* find(std::uint32_t hash, Match match) const {
-      if (capacity == 0) return nullptr;
-      for (std::size_t s = home(hash);; s = next(s)) {
-        const KernelSlot* k = at(s);
-        if (k == nullptr || match(*k)) return k;
-      }
-    }
-    // the entry a hash's high bits name, then each one after
-    constexpr std::size_t home(std::uint32_t hash) const {
-      return static_cast<std::size_t>((std::uint64_t{hash} * (2 * capacity)) >> 32);
-    }
-    constexpr std::size_t next(std::size_t s) const { return s + 1 == 2 * capacity ? 0 : s + 1; }
-    constexpr std::size_t free_slot(std::uint32_t hash) const {
-      std::size_t s = home(hash);
-      while (at(s) != nullptr) s = next(s);
-      return s;
-    }
-  };
   static constexpr std::uint32_t words_hash(const std::uint32_t* w, std::size_t n) {
     std::uint32_t h = 0x811C9DC5u;
     for (std::size_t i = 0; i < n; ++i) h = (h ^ w[i]) * 0x9E3779B1u;
@@ -28270,7 +28273,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       // other values each: each would replace the entry the other finds, and a loop's
       // copies stop where an entry is replaced)
       const std::uint64_t innermost = loop_vars_.back().id();
-      auto& [first, loops] = shared_sites_.try_emplace(std::move(text), site).first->second;
+      auto& [first, loops] =
+          shared_sites_.try_emplace(std::move(text), SharedSite{site, {}}).first->second;
       const bool met = std::find(loops.begin(), loops.end(), innermost) != loops.end();
       if (count == 0 || !met) site = first;
       if (!met) loops.push_back(innermost);

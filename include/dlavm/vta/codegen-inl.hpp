@@ -205,7 +205,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       // other values each: each would replace the entry the other finds, and a loop's
       // copies stop where an entry is replaced)
       const std::uint64_t innermost = loop_vars_.back().id();
-      auto& [first, loops] = shared_sites_.try_emplace(std::move(text), site).first->second;
+      auto& [first, loops] =
+          shared_sites_.try_emplace(std::move(text), SharedSite{site, {}}).first->second;
       const bool met = std::find(loops.begin(), loops.end(), innermost) != loops.end();
       if (count == 0 || !met) site = first;
       if (!met) loops.push_back(innermost);
