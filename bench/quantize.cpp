@@ -34,7 +34,7 @@ graph::Function float_cnn(double& weight_bytes) {
                       graph::constant(fmt::format("w{}", seed),
                                       NDArray::random_float({out, c, 3, 3}, seed, -range, range)),
                       {.strides = {stride, stride}, .padding = {1, 1, 1, 1}});
-    const auto channel = [&](double lo, double hi) {
+    const auto channel = [&, out = out](double lo, double hi) {  // (Clang 14: no binding captured)
       const auto s = seed++;
       return graph::constant(fmt::format("bn{}", s), NDArray::random_float({out}, s, lo, hi));
     };

@@ -126,7 +126,11 @@ std::vector<std::string> find_cycles(const Graph& graph) {
 // Every include from a layer to one it may not reach.
 std::vector<std::string> upward_includes(const Graph& graph) {
   std::vector<std::string> up;
-  for (const auto& [node, edges] : graph) {
+  for (const auto& entry : graph) {
+    // (not bindings: REQUIRE_MESSAGE reads its message in a lambda, which cannot capture a
+    // binding in Clang before 16)
+    const std::string& node = entry.first;
+    const auto& edges = entry.second;
     const auto from = layer_of(node);
     REQUIRE_MESSAGE(kUses.count(from) == 1, "no layer for ", node);
     const auto allowed = reachable(from);

@@ -64,7 +64,9 @@ TEST_CASE("plan: every step a statement, host ops the calls of their records") {
       {"relu", "dlavm::runtime::relu"},
       {"requantize", "dlavm::runtime::requantize"},
       {"softmax", "dlavm::runtime::softmax"}};
-  for (const auto& [op, function] : expected) {
+  for (const auto& entry : expected) {
+    const auto& op = entry.first;  // (not a binding: Clang 14's CAPTURE cannot read one)
+    const auto& function = entry.second;
     CAPTURE(op);
     REQUIRE(calls.count(op) == 1);
     CHECK(calls.at(op) == function);

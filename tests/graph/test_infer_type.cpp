@@ -246,7 +246,9 @@ TEST_CASE("infer_type: calls carry every attribute; the builders' defaults are t
     }
     return out;
   }();
-  for (const auto& [call, fn] : built) {
+  for (const auto& pair : built) {
+    const auto& call = pair.first;  // (not a binding: Clang 14's CAPTURE cannot read one)
+    const auto& fn = pair.second;
     const auto& before = call.as<graph::CallNode>()->attrs;
     const auto& after = fn.results()[0].as<graph::CallNode>()->attrs;
     const auto& record = ops().at(call.name());

@@ -252,7 +252,8 @@ TEST_CASE("integer softmax kernel: chunked passes equal the host reference, dims
         const auto prog = vta::build(s, kernel.args(), env, "sm");
         vta::SimDevice dev(env.config);
         const std::int64_t tiles = (lanes + 15) / 16;
-        for (const auto& [p, k] : {std::pair{1, 0}, {3, 61}, {6, 128 - 6}, {2, 195}}) {
+        for (const auto& pk : {std::pair{1, 0}, {3, 61}, {6, 128 - 6}, {2, 195}}) {
+          const int p = pk.first, k = pk.second;  // (not bindings: Clang 14's CAPTURE)
           CAPTURE(p);
           CAPTURE(k);
           const std::int64_t n = k + p;
@@ -410,7 +411,8 @@ TEST_CASE("integer softmax kernel: causal blocks of several query rows each") {
   const auto prog = vta::build(s, kernel.args(), env, "sm");
   vta::SimDevice dev(env.config);
   std::uint64_t seed = 70;
-  for (const auto& [q, l] : {std::pair{1, 0}, {3, 5}, {5, 30}, {4, 12}}) {
+  for (const auto& ql : {std::pair{1, 0}, {3, 5}, {5, 30}, {4, 12}}) {
+    const int q = ql.first, l = ql.second;  // (not bindings: Clang 14's CAPTURE)
     CAPTURE(q);
     CAPTURE(l);
     const std::int64_t n = l + q;
@@ -617,7 +619,8 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
                                                    graph::IntegerSoftmaxPart::Whole),
                                 128);
   CHECK(gallery.kernel.kept_chunks() == 9);
-  for (const auto& [q, l] : {std::pair{1, 2047}, {1, 1151}, {1, 1152}, {300, 1000}, {2048, 0}}) {
+  for (const auto& ql : {std::pair{1, 2047}, {1, 1151}, {1, 1152}, {300, 1000}, {2048, 0}}) {
+    const int q = ql.first, l = ql.second;  // (not bindings: Clang 14's CAPTURE)
     if (DLAVM_TEST_SANITIZED && q == 2048) continue;
     CAPTURE(q);
     CAPTURE(l);
@@ -745,7 +748,9 @@ TEST_CASE("integer softmax knob: the estimate's chunk is within 3% of the fastes
       }
     }
     REQUIRE(cycles.contains(chosen));
-    const auto fastest = std::ranges::min(cycles | std::views::values);
+    // (not `cycles | std::views::values`, which Clang 14 cannot take from libstdc++ 12)
+    const auto fastest =
+        std::ranges::min_element(cycles, {}, [](const auto& c) { return c.second; })->second;
     const auto largest = cycles.rbegin()->second;
     MESSAGE("part ", static_cast<int>(part), ": chunk ", chosen, " ", cycles[chosen],
             " cycles, the fastest ", fastest, ", the largest chunk ", largest);
@@ -812,8 +817,11 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
   for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp,
                           graph::IntegerSoftmaxPart::Normalize})
     for (const std::int64_t groups : {1, 2})
-      for (const auto& [keys, chunk] :
+      for (const auto& keys_chunk :
            {std::pair{40, 16}, {300, 128}, {2048, 256}, {64, 64}, {2048, 128}}) {
+        // (not bindings: CAPTURE reads its argument in a lambda, which cannot capture a binding
+        // in Clang before 16)
+        const int keys = keys_chunk.first, chunk = keys_chunk.second;
         CAPTURE(static_cast<int>(part));
         CAPTURE(groups);
         CAPTURE(keys);
@@ -974,7 +982,8 @@ TEST_CASE("integer softmax on VTA through the graph: placed, bit-exact with the 
   vta::SimDevice dev(target.env.config);
   graph::Executor exec(mod, dev);
   std::uint64_t seed = 40;
-  for (const auto& [t, l] : {std::pair{1, 0}, {1, 60}, {17, 3}, {40, 60}}) {
+  for (const auto& dims : {std::pair{1, 0}, {1, 60}, {17, 3}, {40, 60}}) {
+    const int t = dims.first, l = dims.second;  // (not bindings: Clang 14's CAPTURE)
     CAPTURE(t);
     CAPTURE(l);
     const auto x = te::NDArray::random(DType::int8(), {1, t, l + t, 8}, seed++);

@@ -193,9 +193,12 @@ TEST_CASE("layout: unfolding a convolution's kernel width into the channels") {
   CHECK(graph::shape_text(graph::packed_shape(act, {1, 3, 2, 7})) == "(1, 3, 2, 4, 1, 4)");
   // asymmetric padding (as TensorFlow's SAME gives): the left pad shifts the columns, the
   // right one only extends the output
-  for (const auto& [kw, sw, pl, pr, width] :
+  for (const auto& row :
        {std::array<std::int64_t, 5>{4, 1, 2, 0, 5}, std::array<std::int64_t, 5>{5, 2, 0, 3, 6},
         std::array<std::int64_t, 5>{3, 1, 0, 2, 4}}) {
+    // (not bindings: CAPTURE reads its argument in a lambda, which cannot capture a binding in
+    // Clang before 16)
+    const std::int64_t kw = row[0], sw = row[1], pl = row[2], pr = row[3], width = row[4];
     CAPTURE(kw);
     const graph::Layout a{Kind::UnfoldedActivation, 1, 4, {kw, sw, pl, pr}};
     const auto xa = te::NDArray::random(DType::int8(), {1, 2, 1, width}, 7);

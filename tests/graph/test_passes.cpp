@@ -268,10 +268,15 @@ TEST_CASE("passes: match_states alone, by the structure of the update, not op na
   opaque.name = "opaque_concat";
   opaque.concat_axis = nullptr;
   target.ops.add(opaque);
-  for (const auto& [a, p, held] : std::vector<std::tuple<std::string, std::string, bool>>{
+  for (const auto& row : std::vector<std::tuple<std::string, std::string, bool>>{
            {"concat", "transpose", true},
            {"append_rows", "permute_dims", true},
            {"opaque_concat", "transpose", false}}) {
+    // (not bindings: CAPTURE reads its argument in a lambda, which cannot capture a binding in
+    // Clang before 16)
+    const std::string& a = std::get<0>(row);
+    const std::string& p = std::get<1>(row);
+    const bool held = std::get<2>(row);
     CAPTURE(a);
     const CacheModel m(a, p);
     const auto laid_out = run_until(m.fn, target, "layout");

@@ -63,10 +63,14 @@ ModelBuilder torch_flatten(const std::string& batch, std::int64_t opset = 13) {
 }
 
 TEST_CASE("shape folding: PyTorch's view(size(0), -1) over a symbolic batch is one reshape") {
-  for (const auto& [batch, opset] : {std::pair<std::string, std::int64_t>{"batch_size", 9},
-                                     {"batch_size", 11},
-                                     {"batch_size", 13},
-                                     {"p2o.DynamicDimension.0", 18}}) {
+  for (const auto& export_ : {std::pair<std::string, std::int64_t>{"batch_size", 9},
+                              {"batch_size", 11},
+                              {"batch_size", 13},
+                              {"p2o.DynamicDimension.0", 18}}) {
+    // (not bindings: CAPTURE reads its argument in a lambda, which cannot capture a binding in
+    // Clang before 16)
+    const std::string& batch = export_.first;
+    const std::int64_t opset = export_.second;
     CAPTURE(batch);
     CAPTURE(opset);
     importer::ImportOptions o;

@@ -338,7 +338,7 @@ TEST_CASE("random schedules: triangular reductions") {
 
 TEST_CASE("random schedules: symbolic dims, split_nparts, a reversed read") {
   for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {5, 3}, {9, 7}})
-    check_random_schedules([=] { return symbolic_scenario(rows, cols); },
+    check_random_schedules([rows = rows, cols = cols] { return symbolic_scenario(rows, cols); },
                            Checks{80, static_cast<std::uint64_t>(600 + rows * 10 + cols), true});
 }
 

@@ -111,7 +111,9 @@ TEST_CASE("roofline: the gallery's operators never beat their bound, whatever th
   }
   const std::vector<std::uint64_t> phys{0x100000, 0x800000, 0x1000000};
   std::mt19937_64 rng(13);
-  for (const auto& [name, prog] : progs) {
+  for (const auto& named : progs) {
+    const auto& name = named.first;  // (not a binding: Clang 14's CAPTURE cannot read one)
+    const auto& prog = named.second;
     CAPTURE(name);
     const auto stream = prog.instantiate({}, phys);
     const auto insns = vta::decode_all(env.config.layout(), stream.insns);

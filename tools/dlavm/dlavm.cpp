@@ -183,7 +183,8 @@ graph::Function load_model(const ModelSpec& spec) {
   input_file("", model);
   onnx::ImportOptions options;
   options.dims = dim_ranges(dims);
-  const graph::Function fn = [&] {
+  // (bindings captured by name in this file's lambdas: Clang before 16 cannot capture them)
+  const graph::Function fn = [&, &model = model] {
     try {
       return onnx::import(model, options);
     } catch (const Error& e) {
@@ -302,7 +303,7 @@ int run(const ModelSpec& spec, const std::vector<std::string>& input_specs,
   std::vector<std::pair<std::string, te::NDArray>> arrays;
   for (const auto& spec : input_specs) {
     const auto [name, path] = name_value("--input", spec);
-    if (std::ranges::any_of(arrays, [&](const auto& a) { return a.first == name; }))
+    if (std::ranges::any_of(arrays, [&name = name](const auto& a) { return a.first == name; }))
       throw BadInput(fmt::format("--input {} is given twice", name));
     input_file(fmt::format("--input {}: ", name), path);
     try {
