@@ -5,13 +5,15 @@
 #                             renders graph::to_dot's text, skipped without it; oneDNN, the
 #                             host's float convolutions, optional for the library), the ONNX
 #                             importer's, the 32-bit ARM cross compiler and qemu-arm
-#                             (examples/firmware), and Slurm with munge (the tuner's job-array
-#                             test, tests/tune/slurm_shards.sh)
-#   tools/setup.sh --minimal  without the ONNX importer's, the cross build's and Slurm's packages
+#                             (examples/firmware), Slurm with munge (the tuner's job-array
+#                             test, tests/tune/slurm_shards.sh) and clang (the test that
+#                             parses the single header with Clang, single_header_clang)
+#   tools/setup.sh --minimal  without the ONNX importer's, the cross build's, Slurm's and
+#                             clang's packages
 #   tools/setup.sh --fuzz     also clang and its libFuzzer runtime (make fuzz; make test
 #                             replays the fuzz corpora without them)
 #   tools/setup.sh --lint     also clang-format and clang-tidy (make format, make lint; the
-#                             build and the tests need neither, so CI does not install LLVM)
+#                             build and the tests need neither)
 set -euo pipefail
 
 packages=(g++ make cmake libboost-dev librange-v3-dev libfmt-dev doctest-dev nlohmann-json3-dev
@@ -20,6 +22,7 @@ onnx_packages=(libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
                libfreetype-dev fonts-dejavu-core libcli11-dev)
 cross_packages=(g++-arm-linux-gnueabihf qemu-user)
 cluster_packages=(slurm-wlm munge)
+second_compiler_packages=(clang)
 fuzz_packages=(clang libclang-rt-dev)
 lint_packages=(clang-format clang-tidy)
 minimal=0
@@ -32,7 +35,8 @@ for arg in "$@"; do
   esac
 done
 if [[ $minimal -eq 0 ]]; then
-  packages+=("${onnx_packages[@]}" "${cross_packages[@]}" "${cluster_packages[@]}")
+  packages+=("${onnx_packages[@]}" "${cross_packages[@]}" "${cluster_packages[@]}"
+             "${second_compiler_packages[@]}")
 fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
