@@ -975,9 +975,21 @@ ne::Expr element_count(std::span<const ne::Expr> shape);
 #include <limits>
 #include <optional>
 
+// The symbolic dims, and every layer built on them, compute bounds in 128 bits. 32-bit targets
+// (the boards' Cortex-A9) have no such type: they build the firmware runtime (and the hardware
+// model, vta/hw, which reads no dims), and the program that compiles the model runs on a
+// 64-bit host.
+#ifndef __SIZEOF_INT128__
+#error "dlavm's compiler layers need __int128 (a 64-bit target); 32-bit: dlavm/runtime.hpp alone"
+#endif
+
 namespace dlavm::ne::detail {
 
+#ifdef __SIZEOF_INT128__
 __extension__ using int128 = __int128;
+#else
+using int128 = std::int64_t;  // (the #error above fails the unit: this spares the errors after it)
+#endif
 
 inline constexpr std::int64_t int64_min = std::numeric_limits<std::int64_t>::min();
 inline constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
