@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <span>
+#include <sys/resource.h>
 #include <vector>
 
 namespace {
@@ -204,6 +205,42 @@ void BM_DecodeStepLlmLayer(benchmark::State& state) {
 BENCHMARK(BM_DecodeStepLlmLayer)
     ->ArgsProduct({{0, 17, 2047}, {0, 1}})
     ->ArgNames({"last_token", "integer_softmax"})
+    ->Unit(benchmark::kMillisecond);
+
+// A new device and executor for the gallery's layer, then its first decode step (token 1 after
+// no cached position): what a server pays to start serving the model. The memory plan sizes the
+// device's DRAM at the dims' maxima (2,048 tokens); `dram_bytes` counts it, `page_faults` the
+// host pages the iteration took (minor faults: new pages, the device's DRAM among them).
+// Range 0: the softmax (1: integers, on VTA).
+void BM_StartLlmLayer(benchmark::State& state) {
+  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21,
+                             static_cast<models::llm::Softmax>(state.range(0)));
+  const graph::Target target;
+  const auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
+  const auto x = te::NDArray::random(DType::int8(), {1, 1, 512}, 4);
+  const auto minor_faults = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+  };
+  long faults = 0;
+  std::uint64_t dram = 0;
+  for (auto _ : state) {
+    const long before = minor_faults();
+    vta::SimDevice dev(target.env.config);
+    graph::Executor exec(mod, dev);
+    benchmark::DoNotOptimize(exec.run({{"x", x}}, {{"token", 1}}));
+    dram = dev.simulator().dram().in_use();
+    faults += minor_faults() - before;
+  }
+  state.counters["dram_bytes"] = static_cast<double>(dram);
+  state.counters["page_faults"] =
+      static_cast<double>(faults) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_StartLlmLayer)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("integer_softmax")
     ->Unit(benchmark::kMillisecond);
 
 // A decode step's append of one position to a KV cache of the gallery's layer, [1, 8, positions,

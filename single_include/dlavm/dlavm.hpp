@@ -53688,9 +53688,11 @@ DLAVM_INLINE void pack_wgt_quads(const std::int8_t* w, std::byte* out, std::size
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <new>
 #include <span>
 #include <string>
@@ -53720,7 +53722,11 @@ struct CacheLineAllocator {
 }  // namespace detail
 
 // Simulated DRAM: allocations at physical addresses in a 32-bit space (VTA's vta_phy_addr_t).
-// Allocations are page aligned; address 0 and the first page are never handed out.
+// Allocations are page aligned; address 0 and the first page are never handed out. A new
+// allocation reads as zeros. Its host copy comes from calloc, whose large blocks are pages the
+// operating system maps as zeros when first touched: a model's memory plan, sized at the
+// maxima of its symbolic dims (a 2,048-token LLM layer's runtime region and KV cache), costs
+// only the pages a run writes or reads, where zeroing it touched every page up front.
 class Dram {
  public:
   static constexpr std::uint64_t kPage = 4096;
@@ -53740,8 +53746,17 @@ class Dram {
   std::uint64_t in_use() const;
 
  private:
+  // An allocation's host copy: `size` bytes from calloc.
+  struct Block {
+    struct Free {
+      void operator()(std::byte* p) const noexcept { std::free(p); }
+    };
+    std::unique_ptr<std::byte, Free> bytes;
+    std::size_t size = 0;
+  };
+
   std::uint64_t limit_;
-  std::map<std::uint64_t, std::vector<std::byte>> allocs_;
+  std::map<std::uint64_t, Block> allocs_;
 };
 
 struct RunInfo {
@@ -54107,13 +54122,18 @@ DLAVM_INLINE std::uint64_t Dram::alloc(std::size_t bytes) {
   std::uint64_t at = kBase;
   for (const auto& [start, a] : allocs_) {
     if (start >= at + size) break;
-    const std::uint64_t used = std::max<std::uint64_t>(a.size(), 1);
+    const std::uint64_t used = std::max<std::uint64_t>(a.size, 1);
     at = std::max(at, (start + used + kPage - 1) / kPage * kPage);
   }
   if (at + size > limit_)
     raise<DeviceError>("DRAM exhausted: {} bytes requested, {} bytes in use of 0x{:x}", bytes,
                        in_use(), limit_);
-  allocs_[at].assign(bytes, std::byte{0});
+  // (calloc, not a vector: the operating system's zero pages, touched only where a run does)
+  std::unique_ptr<std::byte, Block::Free> host(
+      static_cast<std::byte*>(std::calloc(std::max<std::size_t>(bytes, 1), 1)));
+  if (!host)
+    raise<DeviceError>("DRAM allocation of {} bytes: the host has no memory for its copy", bytes);
+  allocs_[at] = Block{std::move(host), bytes};
   return at;
 }
 
@@ -54126,7 +54146,7 @@ DLAVM_INLINE std::span<std::byte> Dram::allocation(std::uint64_t phys) {
   const auto it = allocs_.find(phys);
   if (it == allocs_.end())
     raise<DeviceError>("DRAM address 0x{:x}: no allocation starts there", phys);
-  return it->second;
+  return {it->second.bytes.get(), it->second.size};
 }
 
 DLAVM_INLINE std::byte* Dram::find(std::uint64_t phys, std::uint64_t bytes) {
@@ -54134,13 +54154,13 @@ DLAVM_INLINE std::byte* Dram::find(std::uint64_t phys, std::uint64_t bytes) {
   if (it == allocs_.begin()) return nullptr;
   --it;
   const std::uint64_t off = phys - it->first;
-  if (off > it->second.size() || bytes > it->second.size() - off) return nullptr;
-  return it->second.data() + off;
+  if (off > it->second.size || bytes > it->second.size - off) return nullptr;
+  return it->second.bytes.get() + off;
 }
 
 DLAVM_INLINE std::uint64_t Dram::in_use() const {
   std::uint64_t n = 0;
-  for (const auto& [start, a] : allocs_) n += a.size();
+  for (const auto& [start, a] : allocs_) n += a.size;
   return n;
 }
 

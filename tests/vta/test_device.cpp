@@ -2,9 +2,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <sys/resource.h>
 #include <vector>
 
 namespace vta = dlavm::vta;
@@ -108,4 +111,44 @@ TEST_CASE("vta devices: failures are DeviceErrors; copies are range-checked") {
   std::vector<std::int8_t> big(16);
   CHECK_THROWS_AS(sim.copy_in(buf, std::span<const std::int8_t>(big)), dlavm::ValueError);
   CHECK_THROWS_AS(sim.free(vta::Buffer{buf.phys + 1, 1}), dlavm::DeviceError);
+}
+
+TEST_CASE("dram: a new allocation reads as zeros, a freed one's bytes included") {
+  vta::Dram dram;
+  const std::uint64_t a = dram.alloc(1000);
+  const auto first = dram.allocation(a);
+  REQUIRE(first.size() == 1000);
+  for (const auto byte : first) CHECK(byte == std::byte{0});
+  std::fill(first.begin(), first.end(), std::byte{0xab});
+  dram.free(a);
+  // the same address and size again: the host allocator may hand back the same block
+  const std::uint64_t b = dram.alloc(1000);
+  CHECK(b == a);
+  const auto again = dram.allocation(b);
+  CHECK(std::count(again.begin(), again.end(), std::byte{0}) == 1000);
+  CHECK(dram.find(b + 999, 1) == again.data() + 999);
+  CHECK(dram.find(b + 999, 2) == nullptr);
+  CHECK(dram.in_use() == 1000);
+}
+
+// A memory plan is sized at the maxima of its symbolic dims (a 2,048-token LLM layer's runtime
+// region and KV cache): an allocation takes host pages only where a run touches them.
+TEST_CASE("dram: an allocation touches no host page until used" *
+          doctest::skip(DLAVM_TEST_SANITIZED !=
+                        0)) {  // (the normal build's: the sanitizers replace the allocator)
+  const auto minor_faults = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+  };
+  vta::Dram dram;
+  constexpr std::size_t kBytes = std::size_t{256} << 20;  // 65,536 pages of 4 KiB
+  const long before = minor_faults();
+  const std::uint64_t a = dram.alloc(kBytes);
+  const long taken = minor_faults() - before;
+  CHECK_MESSAGE(taken < 1024, "a 256 MiB allocation took ", taken, " page faults");
+  const auto bytes = dram.allocation(a);
+  CHECK(bytes[kBytes / 2] == std::byte{0});
+  CHECK(bytes[kBytes - 1] == std::byte{0});
+  dram.free(a);
 }

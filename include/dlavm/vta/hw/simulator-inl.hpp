@@ -226,13 +226,18 @@ DLAVM_INLINE std::uint64_t Dram::alloc(std::size_t bytes) {
   std::uint64_t at = kBase;
   for (const auto& [start, a] : allocs_) {
     if (start >= at + size) break;
-    const std::uint64_t used = std::max<std::uint64_t>(a.size(), 1);
+    const std::uint64_t used = std::max<std::uint64_t>(a.size, 1);
     at = std::max(at, (start + used + kPage - 1) / kPage * kPage);
   }
   if (at + size > limit_)
     raise<DeviceError>("DRAM exhausted: {} bytes requested, {} bytes in use of 0x{:x}", bytes,
                        in_use(), limit_);
-  allocs_[at].assign(bytes, std::byte{0});
+  // (calloc, not a vector: the operating system's zero pages, touched only where a run does)
+  std::unique_ptr<std::byte, Block::Free> host(
+      static_cast<std::byte*>(std::calloc(std::max<std::size_t>(bytes, 1), 1)));
+  if (!host)
+    raise<DeviceError>("DRAM allocation of {} bytes: the host has no memory for its copy", bytes);
+  allocs_[at] = Block{std::move(host), bytes};
   return at;
 }
 
@@ -245,7 +250,7 @@ DLAVM_INLINE std::span<std::byte> Dram::allocation(std::uint64_t phys) {
   const auto it = allocs_.find(phys);
   if (it == allocs_.end())
     raise<DeviceError>("DRAM address 0x{:x}: no allocation starts there", phys);
-  return it->second;
+  return {it->second.bytes.get(), it->second.size};
 }
 
 DLAVM_INLINE std::byte* Dram::find(std::uint64_t phys, std::uint64_t bytes) {
@@ -253,13 +258,13 @@ DLAVM_INLINE std::byte* Dram::find(std::uint64_t phys, std::uint64_t bytes) {
   if (it == allocs_.begin()) return nullptr;
   --it;
   const std::uint64_t off = phys - it->first;
-  if (off > it->second.size() || bytes > it->second.size() - off) return nullptr;
-  return it->second.data() + off;
+  if (off > it->second.size || bytes > it->second.size - off) return nullptr;
+  return it->second.bytes.get() + off;
 }
 
 DLAVM_INLINE std::uint64_t Dram::in_use() const {
   std::uint64_t n = 0;
-  for (const auto& [start, a] : allocs_) n += a.size();
+  for (const auto& [start, a] : allocs_) n += a.size;
   return n;
 }
 

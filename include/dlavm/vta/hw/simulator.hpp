@@ -41,9 +41,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <new>
 #include <span>
 #include <string>
@@ -73,7 +75,11 @@ struct CacheLineAllocator {
 }  // namespace detail
 
 // Simulated DRAM: allocations at physical addresses in a 32-bit space (VTA's vta_phy_addr_t).
-// Allocations are page aligned; address 0 and the first page are never handed out.
+// Allocations are page aligned; address 0 and the first page are never handed out. A new
+// allocation reads as zeros. Its host copy comes from calloc, whose large blocks are pages the
+// operating system maps as zeros when first touched: a model's memory plan, sized at the
+// maxima of its symbolic dims (a 2,048-token LLM layer's runtime region and KV cache), costs
+// only the pages a run writes or reads, where zeroing it touched every page up front.
 class Dram {
  public:
   static constexpr std::uint64_t kPage = 4096;
@@ -93,8 +99,17 @@ class Dram {
   std::uint64_t in_use() const;
 
  private:
+  // An allocation's host copy: `size` bytes from calloc.
+  struct Block {
+    struct Free {
+      void operator()(std::byte* p) const noexcept { std::free(p); }
+    };
+    std::unique_ptr<std::byte, Free> bytes;
+    std::size_t size = 0;
+  };
+
   std::uint64_t limit_;
-  std::map<std::uint64_t, std::vector<std::byte>> allocs_;
+  std::map<std::uint64_t, Block> allocs_;
 };
 
 struct RunInfo {
