@@ -8,6 +8,8 @@
 #include <random>
 #include <string>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 namespace vta = dlavm::vta;
@@ -151,4 +153,33 @@ TEST_CASE("dram: an allocation touches no host page until used" *
   CHECK(bytes[kBytes / 2] == std::byte{0});
   CHECK(bytes[kBytes - 1] == std::byte{0});
   dram.free(a);
+}
+
+// A host that cannot hold an allocation's copy: a DeviceError naming the bytes, not
+// std::bad_alloc (checked in a child process whose address space is capped at 1 GiB).
+TEST_CASE("dram: an allocation the host cannot hold is a DeviceError" *
+          doctest::skip(DLAVM_TEST_SANITIZED != 0)) {  // (the sanitizers reserve more than the cap)
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const rlimit cap{std::size_t{1} << 30, std::size_t{1} << 30};
+    setrlimit(RLIMIT_AS, &cap);
+    vta::Dram dram;
+    int code = 1;
+    try {
+      dram.alloc(std::size_t{3} << 30);
+    } catch (const dlavm::DeviceError& e) {
+      code = std::string(e.what()) ==
+                     "DRAM allocation of 3221225472 bytes: the host has no memory for its copy"
+                 ? 0
+                 : 2;
+    } catch (...) {
+      code = 3;
+    }
+    _exit(code);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // 1: no error, 2: another message, 3: another exception
 }
