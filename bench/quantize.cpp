@@ -2,8 +2,10 @@
 // and ReLUs, 3 to 256 channels at 64 x 64, and a 256 x 1000 classifier) quantized from 100
 // calibration samples with the entropy method, then built for the default Target: the time
 // of both, and the share of the MACs on VTA; then the quantized model's run, with a float
-// multiplier per channel on the host or power-of-two shifts on VTA.
+// multiplier per channel on the host or power-of-two shifts on VTA; and the host's
+// quantize_linear kernel alone.
 #include <dlavm/graph.hpp>
+#include <dlavm/host/quantize.hpp>
 #include <dlavm/quantize.hpp>
 #include <dlavm/vta/hw/sim_device.hpp>
 
@@ -117,6 +119,22 @@ BENCHMARK(BM_QuantizedRun)
     ->Args({1, 0})
     ->Args({0, 1})
     ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond);
+
+// host::quantize_linear of float32 in [-0.01, 1) to int8 with one scale and zero point, over
+// the probabilities of the gallery's LLM layer at a 2,048-token prefill (8 heads x 2,048 x
+// 2,048, the executor's host step before P.V) or a smaller array (range 0: elements).
+void BM_HostQuantizeLinear(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  const auto x = NDArray::random_float({n}, 7, -0.01, 1.0);
+  const auto scale = NDArray::from_floats({}, {1.0f / 127});
+  const auto zero = NDArray::from_ints(DType::int8(), {}, {-128});
+  for (auto _ : state) benchmark::DoNotOptimize(dlavm::host::quantize_linear(x, scale, zero));
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_HostQuantizeLinear)
+    ->Arg(std::int64_t{1} << 16)
+    ->Arg(std::int64_t{8} << 22)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
