@@ -117,29 +117,32 @@ TEST_CASE(
                ? std::isnan(got)
                : std::bit_cast<std::uint64_t>(got) == std::bit_cast<std::uint64_t>(want);
   };
-  for (const double x : {0.0,
-                         -0.0,
-                         -0.25,
-                         -0.5,
-                         0.5,
-                         1.5,
-                         -1.5,
-                         0x1p52,
-                         -0x1p52,
-                         0x1p52 - 0.5,
-                         -(0x1p52 - 0.5),
-                         0x1p52 + 1,
-                         0x1p53 + 2,
-                         0x1p63,
-                         -0x1p63,
-                         1e300,
-                         -1e300,
-                         std::numeric_limits<double>::infinity(),
-                         -std::numeric_limits<double>::infinity(),
-                         std::numeric_limits<double>::quiet_NaN(),
-                         std::numeric_limits<double>::denorm_min(),
-                         -4.9e-324})
-    CHECK_MESSAGE(same(x), x);
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  constexpr double tiny = std::numeric_limits<double>::denorm_min();
+  constexpr double cases[] = {0.0,
+                              -0.0,
+                              -0.25,
+                              -0.5,
+                              0.5,
+                              1.5,
+                              -1.5,
+                              0x1p52,
+                              -0x1p52,
+                              0x1p52 - 0.5,
+                              -(0x1p52 - 0.5),
+                              0x1p52 + 1,
+                              0x1p53 + 2,
+                              0x1p63,
+                              -0x1p63,
+                              1e300,
+                              -1e300,
+                              inf,
+                              -inf,
+                              nan,
+                              tiny,
+                              -tiny};
+  for (const double x : cases) CHECK_MESSAGE(same(x), x);
   // (-0.25 rounds to +0.0, where std::nearbyint gives -0.0: the same integer; -0.0 stays)
   CHECK(std::bit_cast<std::uint64_t>(dlavm::runtime::round_half_even(-0.25)) == 0);
   CHECK(std::bit_cast<std::uint64_t>(dlavm::runtime::round_half_even(-0.0)) ==
