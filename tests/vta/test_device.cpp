@@ -134,10 +134,10 @@ TEST_CASE("dram: a new allocation reads as zeros, a freed one's bytes included")
 }
 
 // A memory plan is sized at the maxima of its symbolic dims (a 2,048-token LLM layer's runtime
-// region and KV cache): an allocation takes host pages only where a run touches them.
+// region and KV cache): an allocation takes host pages only where a run touches them. (Counted
+// in the normal build: the sanitizers replace the allocator.)
 TEST_CASE("dram: an allocation touches no host page until used" *
-          doctest::skip(DLAVM_TEST_SANITIZED !=
-                        0)) {  // (the normal build's: the sanitizers replace the allocator)
+          doctest::skip(DLAVM_TEST_SANITIZED != 0)) {
   const auto minor_faults = [] {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
@@ -156,9 +156,10 @@ TEST_CASE("dram: an allocation touches no host page until used" *
 }
 
 // A host that cannot hold an allocation's copy: a DeviceError naming the bytes, not
-// std::bad_alloc (checked in a child process whose address space is capped at 1 GiB).
+// std::bad_alloc (checked in a child process whose address space is capped at 1 GiB; not under
+// the sanitizers, which reserve more address space than that).
 TEST_CASE("dram: an allocation the host cannot hold is a DeviceError" *
-          doctest::skip(DLAVM_TEST_SANITIZED != 0)) {  // (the sanitizers reserve more than the cap)
+          doctest::skip(DLAVM_TEST_SANITIZED != 0)) {
   const pid_t child = fork();
   REQUIRE(child >= 0);
   if (child == 0) {
