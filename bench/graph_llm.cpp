@@ -207,6 +207,13 @@ BENCHMARK(BM_DecodeStepLlmLayer)
     ->ArgNames({"last_token", "integer_softmax"})
     ->Unit(benchmark::kMillisecond);
 
+// The process's minor page faults so far: the new pages it took.
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
 // A new device and executor for the gallery's layer, then its first decode step (token 1 after
 // no cached position): what a server pays to start serving the model. The memory plan sizes the
 // device's DRAM at the dims' maxima (2,048 tokens); `dram_bytes` counts it, `page_faults` the
@@ -218,11 +225,6 @@ void BM_StartLlmLayer(benchmark::State& state) {
   const graph::Target target;
   const auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
   const auto x = te::NDArray::random(DType::int8(), {1, 1, 512}, 4);
-  const auto minor_faults = [] {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return u.ru_minflt;
-  };
   long faults = 0;
   std::uint64_t dram = 0;
   for (auto _ : state) {
@@ -257,11 +259,6 @@ void BM_PrefillRunLlmLayer(benchmark::State& state) {
   graph::Executor exec(mod, dev);
   dev.set_work_budget(std::uint64_t{1} << 32);
   exec.run({{"x", x}}, {{"token", 2048}});  // the streams and the blocks, once
-  const auto minor_faults = [] {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return u.ru_minflt;
-  };
   long faults = 0;
   for (auto _ : state) {
     exec.reset_state();
