@@ -4726,7 +4726,7 @@ inline double round_half_even(double x) {
   const auto t = static_cast<std::int64_t>(x);     // toward zero
   const double frac = x - static_cast<double>(t);  // exact, in (-1, 1)
   if (frac == 0.0) return x;                       // (-0.0 stays -0.0)
-  // (| and &, not || and &&: no branch on the fraction, which data rarely lets a CPU predict)
+  // (| and &, not || and &&: no branch on the fraction, unpredictable where fractions spread)
   const std::int64_t odd = t & 1;
   const std::int64_t up =
       static_cast<std::int64_t>(frac > 0.5) | (static_cast<std::int64_t>(frac == 0.5) & odd);
