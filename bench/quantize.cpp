@@ -121,9 +121,10 @@ BENCHMARK(BM_QuantizedRun)
     ->Args({1, 1})
     ->Unit(benchmark::kMillisecond);
 
-// host::quantize_linear of float32 in [-0.01, 1) to int8 with one scale and zero point, over
-// the probabilities of the gallery's LLM layer at a 2,048-token prefill (8 heads x 2,048 x
-// 2,048, the executor's host step before P.V) or a smaller array (range 0: elements).
+// host::quantize_linear of float32 uniform in [-0.01, 1) to int8 with one scale and zero
+// point (fractions spread evenly), over as many elements as the gallery's LLM layer has
+// probabilities at a 2,048-token prefill (8 heads x 2,048 x 2,048, the executor's host step
+// before P.V), or a smaller array (range 0: elements).
 void BM_HostQuantizeLinear(benchmark::State& state) {
   const std::int64_t n = state.range(0);
   const auto x = NDArray::random_float({n}, 7, -0.01, 1.0);

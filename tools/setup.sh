@@ -7,8 +7,9 @@
 #                             importer's, the 32-bit ARM cross compiler and qemu-arm
 #                             (examples/firmware), Slurm with munge (the tuner's job-array
 #                             test, tests/tune/slurm_shards.sh) and clang (the tests that
-#                             parse the single header and a firmware unit with Clang,
-#                             clang_single_header and clang_firmware)
+#                             parse the single header, a firmware unit and the deploy test's
+#                             constant-expression replays with Clang: clang_single_header,
+#                             clang_firmware, clang_constexpr_replay)
 #   tools/setup.sh --minimal  without the ONNX importer's, the cross build's, Slurm's and
 #                             clang's packages
 #   tools/setup.sh --fuzz     also clang and its libFuzzer runtime (make fuzz; make test
