@@ -271,6 +271,17 @@ void BM_PrefillRunLlmLayer(benchmark::State& state) {
 }
 BENCHMARK(BM_PrefillRunLlmLayer)->Iterations(3)->Unit(benchmark::kMillisecond);
 
+// The float softmax's host step in that prefill: host::softmax over the 8 heads' causal scores
+// [8, 2,048, 2,048] (random, the keys after each query -infinity, as host::causal_mask leaves
+// them).
+void BM_HostSoftmaxLlmScores(benchmark::State& state) {
+  const auto scores =
+      dlavm::host::causal_mask(te::NDArray::random_float({8, 2048, 2048}, 6, -8.0, 8.0));
+  for (auto _ : state) benchmark::DoNotOptimize(dlavm::host::softmax(scores));
+  state.SetItemsProcessed(state.iterations() * 8 * 2048 * 2048);
+}
+BENCHMARK(BM_HostSoftmaxLlmScores)->Unit(benchmark::kMillisecond);
+
 // A decode step's append of one position to a KV cache of the gallery's layer, [1, 8, positions,
 // 64] int8 packed in 16 x 16 tiles, held at 2,040 positions: range 0 the keys (positions along a
 // tile's rows, the 64 dims along its columns: runs of 16 bytes), 1 the values (positions along

@@ -1380,6 +1380,119 @@ TEST_CASE("runtime kernels: quantize_linear and dequantize_linear, per tensor an
   CHECK(out[1] == -2.125f);
 }
 
+// quantize_linear's definition, element by element, as the kernel computed every output before
+// its narrow outputs took int32 lanes: rounded in a wide range, the zero point added, clamped.
+template <class Out>
+Out quantized_by_definition(float x, float scale, Out zero, i64 lo, i64 hi) {
+  const i64 r = rt::float_to_int(x / scale, -(i64{1} << 40), i64{1} << 40) + static_cast<i64>(zero);
+  return static_cast<Out>(std::clamp(r, lo, hi));
+}
+
+// Rows of n elements drawn from halves, values next to 2^28 and 2^29 (where the lanes saturate),
+// NaN, infinities, signed zeros, denormals and random values of every scale.
+std::vector<float> quantize_inputs(std::mt19937_64& rng, i64 n) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  const float edges[] = {0.5f,
+                         -0.5f,
+                         1.5f,
+                         -1.5f,
+                         2.5f,
+                         -2.5f,
+                         0.0f,
+                         -0.0f,
+                         NAN,
+                         inf,
+                         -inf,
+                         0x1p29f,
+                         -0x1p29f,
+                         0x1p28f,
+                         -0x1p28f,
+                         0x1p31f,
+                         -0x1p31f,
+                         std::nextafter(0x1p29f, 0.0f),
+                         std::nextafter(-0x1p29f, 0.0f),
+                         0x1p23f + 1,
+                         0x1p23f - 0.5f,
+                         1e30f,
+                         -1e30f,
+                         1e-40f,
+                         -1e-40f};
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (auto& v : x) {
+    switch (rng() % 4) {
+      case 0:
+        v = edges[rng() % std::size(edges)];
+        break;
+      case 1:
+        v = static_cast<float>(static_cast<int>(rng() % 1201) - 600) / 4.0f;
+        break;
+      case 2:
+        v = std::ldexp(static_cast<float>(rng() % 2000) / 1000.0f - 1.0f,
+                       static_cast<int>(rng() % 70) - 20);
+        break;
+      default:
+        v = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
+        break;
+    }
+  }
+  return x;
+}
+
+template <class Out>
+void check_quantize_against_definition(std::mt19937_64& rng, i64 lo, i64 hi, int rounds) {
+  for (int round = 0; round < rounds; ++round) {
+    const i64 outer = pick(rng, 1, 2), channels = pick(rng, 1, 3), inner = pick(rng, 0, 70);
+    const auto x = quantize_inputs(rng, outer * channels * inner);
+    std::vector<float> scale(static_cast<std::size_t>(channels));
+    std::vector<Out> zero(static_cast<std::size_t>(channels));
+    for (std::size_t c = 0; c < scale.size(); ++c) {
+      const float scales[] = {1.0f, 0.5f, 0.1f, 3.0f, 1.0f / 127};
+      scale[c] = scales[rng() % std::size(scales)];
+      // the range's ends and values between, and for int64 storage one far outside it
+      const i64 zeros[] = {lo, hi, pick(rng, lo, hi), i64{1} << 40};
+      const i64 z = zeros[rng() % (std::is_same_v<Out, i64> ? 4 : 3)];
+      zero[c] = static_cast<Out>(z);
+    }
+    std::vector<Out> y(x.size());
+    rt::quantize_linear(x.data(), scale.data(), zero.data(), y.data(), outer, channels, inner, lo,
+                        hi);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const auto c = static_cast<std::size_t>(static_cast<i64>(i) / inner % channels);
+      const Out want = quantized_by_definition(x[i], scale[c], zero[c], lo, hi);
+      if (y[i] != want)
+        CHECK_MESSAGE(y[i] == want, "x ", x[i], " scale ", scale[c], " zero ", i64(zero[c]),
+                      " range [", lo, ", ", hi, "] element ", i);
+    }
+  }
+}
+
+TEST_CASE(
+    "runtime kernels: quantize_linear's int32 lanes give its definition's values, for every "
+    "output range, tails of 0 to 15 and values that saturate") {
+  std::mt19937_64 rng(44);
+  check_quantize_against_definition<std::int8_t>(rng, -128, 127, 300);
+  check_quantize_against_definition<std::uint8_t>(rng, 0, 255, 300);
+  check_quantize_against_definition<std::int16_t>(rng, -32768, 32767, 300);
+  check_quantize_against_definition<std::uint16_t>(rng, 0, 65535, 200);
+  // the host's int64 storage: 8-bit ranges, the widest narrow one, and int32 (the general path)
+  check_quantize_against_definition<i64>(rng, -128, 127, 300);
+  check_quantize_against_definition<i64>(rng, -(i64{1} << 28), i64{1} << 28, 300);
+  check_quantize_against_definition<i64>(rng, -(i64{1} << 31), (i64{1} << 31) - 1, 200);
+  // by hand, 16 elements (one lane group): halves to even, saturation past 2^29, NaN to 0
+  const float x[16] = {0.5f,    1.5f,     2.5f,  -0.5f,  -1.5f, -2.5f, 126.5f,  127.5f,
+                       0x1p29f, -0x1p29f, 1e30f, -1e30f, NAN,   -0.0f, 0x1p28f, 3.75f};
+  const float one[] = {1.0f};
+  const i64 zero[] = {0}, wide[] = {0};
+  i64 y[16], w[16];
+  rt::quantize_linear(x, one, zero, y, 1, 1, 16, -128, 127);
+  CHECK(std::vector<i64>(y, y + 16) ==
+        std::vector<i64>{0, 2, 2, 0, -2, -2, 126, 127, 127, -128, 127, -128, 0, 0, 127, 4});
+  rt::quantize_linear(x, one, wide, w, 1, 1, 16, -(i64{1} << 28), i64{1} << 28);
+  CHECK(std::vector<i64>(w, w + 16) == std::vector<i64>{0, 2, 2, 0, -2, -2, 126, 128, i64{1} << 28,
+                                                        -(i64{1} << 28), i64{1} << 28,
+                                                        -(i64{1} << 28), 0, 0, i64{1} << 28, 4});
+}
+
 // ---- float ops ------------------------------------------------------------------------------
 
 // Runs `kernel` (softmax, log_softmax) on `rounds` random arrays [outer, extent, inner] and
@@ -1434,6 +1547,101 @@ TEST_CASE("runtime kernels: softmax along an axis, against double precision") {
   float none = 9.0f;
   rt::softmax(&none, &none, 1, 0, 1);
   CHECK(none == 9.0f);
+}
+
+// softmax and log_softmax as they were defined before their contiguous rows took lanes: the
+// maximum by a scan that stops at the first NaN and keeps the first of equal elements, then
+// every exponential by std::exp.
+float row_max_by_scan(const float* x, i64 extent, i64 inner) {
+  float m = x[0];
+  for (i64 j = 1; j < extent; ++j) {
+    const float v = x[j * inner];
+    if (v > m || std::isnan(v)) m = v;
+    if (std::isnan(m)) break;
+  }
+  return m;
+}
+void softmax_by_definition(const float* src, float* dst, i64 outer, i64 extent, i64 inner,
+                           bool log) {
+  for (i64 o = 0; o < outer; ++o)
+    for (i64 i = 0; i < inner; ++i) {
+      const float* x = src + o * extent * inner + i;
+      float* y = dst + o * extent * inner + i;
+      const float m = row_max_by_scan(x, extent, inner);
+      float s = 0.0f;
+      for (i64 j = 0; j < extent; ++j) {
+        const float e = std::exp(x[j * inner] - m);
+        if (!log) y[j * inner] = e;
+        s += e;
+      }
+      const float log_s = std::log(s);
+      for (i64 j = 0; j < extent; ++j)
+        y[j * inner] = log ? (x[j * inner] - m) - log_s : y[j * inner] / s;
+    }
+}
+
+// Rows whose elements are drawn from a palette that a row mostly keeps to: random scores,
+// zeros of both signs, -infinity (masked keys), +infinity, NaNs with distinct payloads and
+// values whose exponentials are denormal.
+std::vector<float> softmax_inputs(std::mt19937_64& rng, std::size_t n) {
+  const int flavour = static_cast<int>(rng() % 6);
+  std::vector<float> x(n);
+  for (auto& v : x) {
+    const auto draw = rng() % 64;
+    if (flavour == 0 || draw >= 12)
+      v = static_cast<float>(static_cast<int>(rng() % 4001) - 2000) / 100.0f;
+    else if (draw < 4)
+      v = (rng() % 2) != 0 ? 0.0f : -0.0f;
+    else if (draw < 7)
+      v = -HUGE_VALF;
+    else if (draw < 8 && flavour >= 3)
+      v = HUGE_VALF;
+    else if (draw < 9 && flavour >= 4)
+      v = std::bit_cast<float>(0x7fc00000U | static_cast<std::uint32_t>(rng() % 0x3fffff));
+    else
+      v = -85.0f - static_cast<float>(rng() % 1000) / 100.0f;
+  }
+  // rows whose maximum is a zero: every element at most 0
+  if (flavour == 1)
+    for (auto& v : x) v = v > 0.0f ? -v : v;
+  return x;
+}
+
+TEST_CASE(
+    "runtime kernels: softmax and log_softmax bit for bit their scan definitions, rows of 1 to "
+    "100 with NaNs, zeros of both signs and infinities, contiguous or strided") {
+  std::mt19937_64 rng(45);
+  const auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  for (int round = 0; round < 1500; ++round) {
+    const i64 outer = pick(rng, 1, 3), extent = pick(rng, 1, 100), inner = pick(rng, 1, 3) % 3;
+    const i64 in = inner == 0 ? 1 : inner;  // (a third of the rows strided)
+    const auto x = softmax_inputs(rng, static_cast<std::size_t>(outer * extent * in));
+    for (const bool log : {false, true}) {
+      std::vector<float> got(x.size()), want(x.size());
+      (log ? rt::log_softmax : rt::softmax)(x.data(), got.data(), outer, extent, in);
+      softmax_by_definition(x.data(), want.data(), outer, extent, in, log);
+      if (!same_bits(got, want))
+        CHECK_MESSAGE(same_bits(got, want), (log ? "log_softmax" : "softmax"), " round ", round,
+                      " [", outer, ", ", extent, ", ", in, "]");
+    }
+    // the row maximum itself: which NaN wins, and which of -0 and +0
+    for (i64 o = 0; o < outer; ++o) {
+      const float* row = x.data() + o * extent * in;
+      const float got = rt::detail::row_max(row, extent, in);
+      const float want = row_max_by_scan(row, extent, in);
+      CHECK(std::bit_cast<std::uint32_t>(got) == std::bit_cast<std::uint32_t>(want));
+    }
+  }
+  // by hand: 40 keys whose maximum is +0 after -0 keeps -0; the first of two NaNs wins
+  std::vector<float> z(40, -1.0f);
+  z[3] = -0.0f;
+  z[37] = 0.0f;
+  CHECK(std::bit_cast<std::uint32_t>(rt::detail::row_max(z.data(), 40, 1)) == 0x80000000U);
+  z[20] = std::bit_cast<float>(0x7fc00001U);
+  z[21] = std::bit_cast<float>(0x7fc00002U);
+  CHECK(std::bit_cast<std::uint32_t>(rt::detail::row_max(z.data(), 40, 1)) == 0x7fc00001U);
 }
 
 TEST_CASE("runtime kernels: log_softmax along an axis, against double precision") {
