@@ -68,6 +68,33 @@ BENCHMARK(BM_InstantiateLlmLayer)
     ->Args({17, 0, 1})
     ->Unit(benchmark::kMicrosecond);
 
+// The race check SimDevice runs before each stream (vta::check_hazards), over every VTA step's
+// stream of a 2,048-token prefill; range 0: the softmax (1: integers, on VTA, whose softmax is
+// 0.9 M ALU instructions). `instructions` counts the streams' instructions.
+void BM_CheckHazardsLlmPrefill(benchmark::State& state) {
+  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21,
+                             static_cast<models::llm::Softmax>(state.range(0)));
+  const graph::Target target;
+  const auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
+  const dlavm::ne::Binding bindings[] = {{"token", 2048}, {"last_token", 0}};
+  std::vector<vta::Stream> streams;
+  std::size_t insns = 0;
+  for (const auto& s : mod.steps()) {
+    if (s.kind != graph::ModuleStep::Kind::Vta) continue;
+    const std::vector<std::uint64_t> phys(s.inputs.size() + 1, 0x1000000);
+    streams.push_back(s.program->instantiate(bindings, phys));
+    insns += streams.back().insns.size();
+  }
+  for (auto _ : state)
+    for (const auto& stream : streams) vta::check_hazards(target.env.config, stream);
+  state.counters["instructions"] = static_cast<double>(insns);
+}
+BENCHMARK(BM_CheckHazardsLlmPrefill)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("integer_softmax")
+    ->Unit(benchmark::kMillisecond);
+
 // What a decode step instantiates when its new position starts a new tile of keys: the two
 // attention matmuls (every other stream is reused, graph::Module keeps it per packed shape).
 void BM_InstantiateDecodeMatmuls(benchmark::State& state) {
@@ -245,13 +272,15 @@ BENCHMARK(BM_StartLlmLayer)
     ->ArgName("integer_softmax")
     ->Unit(benchmark::kMillisecond);
 
-// A prefill of 2,048 tokens on the host and the simulator, float softmax, run again after a
-// first run: the executor's steady state, as a server sees it for each new prompt of that
-// length. `page_faults` counts the minor faults of a run: the host steps' arrays (int64 an
-// element for integers: the scores and probabilities are 256 MiB each) taken as new pages
-// where te's block cache did not keep a freed block of their size.
+// A prefill of 2,048 tokens on the host and the simulator, run again after a first run: the
+// executor's steady state, as a server sees it for each new prompt of that length. Range 0:
+// the softmax (0: float32 on the host, 1: integers on VTA). `page_faults` counts the minor
+// faults of a run: the host steps' arrays (int64 an element for integers: the float path's
+// scores and probabilities are 256 MiB each) taken as new pages where te's block cache did not
+// keep a freed block of their size.
 void BM_PrefillRunLlmLayer(benchmark::State& state) {
-  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, models::llm::Softmax::Float);
+  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21,
+                             static_cast<models::llm::Softmax>(state.range(0)));
   const graph::Target target;
   const auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
   const auto x = te::NDArray::random(DType::int8(), {1, 2048, 512}, 5);
@@ -269,7 +298,12 @@ void BM_PrefillRunLlmLayer(benchmark::State& state) {
   state.counters["page_faults"] =
       static_cast<double>(faults) / static_cast<double>(state.iterations());
 }
-BENCHMARK(BM_PrefillRunLlmLayer)->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PrefillRunLlmLayer)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("integer_softmax")
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
 
 // The float softmax's host step in that prefill: host::softmax over the 8 heads' causal scores
 // [8, 2,048, 2,048] (random, the keys after each query -infinity, as host::causal_mask leaves

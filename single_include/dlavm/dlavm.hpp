@@ -53009,9 +53009,8 @@ class DriverDevice : public Device {
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
-#include <iterator>
-#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -53032,77 +53031,94 @@ inline const char* hazard_mem_name(int m) {
 }
 
 // The last writer and the last reader per module of every entry of one memory, as runs of
-// consecutive entries in the same state: the first entry of each run -> its state, the runs
+// consecutive entries in the same state: each run's first entry and its state, in order,
 // covering [0, depth). Accesses are ranges, so a stream keeps few runs, and an access costs
-// the runs it overlaps rather than its entries.
+// the runs it overlaps rather than its entries. The runs are a sorted vector, not a tree: an
+// access splits or merges a few runs near each other, which a vector moves in place where a
+// tree allocates and frees nodes (the check of the LLM layer's integer prefill, 0.9 M
+// instructions: see docs/performance.md).
 class EntryRuns {
  public:
   struct State {
     std::int64_t writer = -1;  // instruction index
     std::array<std::int64_t, 3> reader{-1, -1, -1};
-    friend bool operator==(const State&, const State&) = default;
+    // (field by field: the defaulted comparison of the array is a call to memcmp)
+    friend bool operator==(const State& a, const State& b) {
+      return a.writer == b.writer && a.reader[0] == b.reader[0] && a.reader[1] == b.reader[1] &&
+             a.reader[2] == b.reader[2];
+    }
   };
 
-  explicit EntryRuns(std::int64_t depth) : depth_(depth) { runs_.emplace(0, State{}); }
+  explicit EntryRuns(std::int64_t depth) : depth_(depth) { runs_.push_back({0, State{}}); }
 
   // fn(first entry, state) for the runs of [begin, end) inside the memory, in order.
   template <class Fn>
   void each(std::int64_t begin, std::int64_t end, Fn&& fn) const {
     const auto lo = std::max<std::int64_t>(begin, 0), hi = std::min(end, depth_);
     if (lo >= hi) return;
-    for (auto it = std::prev(runs_.upper_bound(lo)); it != runs_.end() && it->first < hi; ++it)
-      fn(std::max(it->first, lo), it->second);
+    for (std::size_t r = holding(lo); r < runs_.size() && runs_[r].first < hi; ++r)
+      fn(std::max(runs_[r].first, lo), runs_[r].state);
   }
 
   std::size_t run_count() const { return runs_.size(); }
 
   // Instruction i writes [begin, end), or module m's instruction i reads it.
   void write(std::int64_t begin, std::int64_t end, std::int64_t i) {
-    update(begin, end, [&](Map::iterator first, Map::iterator last) {
-      first->second = State{};
-      first->second.writer = i;
-      runs_.erase(std::next(first), last);
+    update(begin, end, [&](std::size_t first, std::size_t& last) {
+      runs_[first].state = State{};
+      runs_[first].state.writer = i;
+      runs_.erase(runs_.begin() + static_cast<std::ptrdiff_t>(first + 1),
+                  runs_.begin() + static_cast<std::ptrdiff_t>(last));
+      last = first + 1;
     });
   }
   void read(std::int64_t begin, std::int64_t end, std::size_t m, std::int64_t i) {
-    update(begin, end, [&](Map::iterator first, Map::iterator last) {
-      for (auto it = first; it != last; ++it) it->second.reader[m] = i;
+    update(begin, end, [&](std::size_t first, std::size_t& last) {
+      for (std::size_t r = first; r < last; ++r) runs_[r].state.reader[m] = i;
     });
   }
 
  private:
-  using Map = std::map<std::int64_t, State>;
+  struct Run {
+    std::int64_t first;
+    State state;
+  };
 
-  // The run starting at entry e, split off the run holding it.
-  Map::iterator split(std::int64_t e) {
-    const auto it = std::prev(runs_.upper_bound(e));
-    return it->first == e ? it : runs_.emplace_hint(std::next(it), e, it->second);
+  // The run holding entry e, in [0, depth).
+  std::size_t holding(std::int64_t e) const {
+    const auto after = std::upper_bound(runs_.begin(), runs_.end(), e,
+                                        [](std::int64_t v, const Run& r) { return v < r.first; });
+    return static_cast<std::size_t>(after - runs_.begin()) - 1;
   }
 
-  // change(first, last) on the whole runs of [begin, end), then merges equal neighbours.
+  // The run starting at entry e, split off the run holding it.
+  std::size_t split(std::int64_t e) {
+    const std::size_t r = holding(e);
+    if (runs_[r].first == e) return r;
+    runs_.insert(runs_.begin() + static_cast<std::ptrdiff_t>(r + 1), Run{e, runs_[r].state});
+    return r + 1;
+  }
+
+  // change(first, last) on the whole runs [first, last) of [begin, end) (a change that drops
+  // runs moves `last`), then merges equal neighbours from the run before to the run after.
   template <class Change>
   void update(std::int64_t begin, std::int64_t end, Change&& change) {
     const auto lo = std::max<std::int64_t>(begin, 0), hi = std::min(end, depth_);
     if (lo >= hi) return;
-    const auto first = split(lo);
-    const auto last = hi < depth_ ? split(hi) : runs_.end();
-    const auto before = first == runs_.begin() ? first : std::prev(first);
+    const std::size_t first = split(lo);
+    std::size_t last = hi < depth_ ? split(hi) : runs_.size();
     change(first, last);
-    for (auto it = before;;) {
-      const auto next = std::next(it);
-      if (next == runs_.end()) break;
-      const bool stop = next == last;
-      if (next->second == it->second) {
-        runs_.erase(next);
-      } else {
-        it = next;
-      }
-      if (stop) break;
-    }
+    const std::size_t from = first == 0 ? 0 : first - 1;
+    const std::size_t to = std::min(last, runs_.size() - 1);  // the run after, if any
+    std::size_t kept = from;
+    for (std::size_t r = from + 1; r <= to; ++r)
+      if (!(runs_[r].state == runs_[kept].state)) runs_[++kept] = runs_[r];
+    runs_.erase(runs_.begin() + static_cast<std::ptrdiff_t>(kept + 1),
+                runs_.begin() + static_cast<std::ptrdiff_t>(to + 1));
   }
 
   std::int64_t depth_;
-  Map runs_;
+  std::vector<Run> runs_;
 };
 
 }  // namespace detail
