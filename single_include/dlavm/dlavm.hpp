@@ -26985,8 +26985,10 @@ class Program {
 };
 
 // Little-endian two's-complement bytes of an integer array, as VTA's DRAM holds it, and back
-// (`a` keeps its dtype and shape; `bytes` holds a.size() elements of its width).
+// (`a` keeps its dtype and shape; `bytes` holds a.size() elements of its width); the bytes
+// written into `out` (ValueError where it holds fewer).
 std::vector<std::uint8_t> dram_bytes(const te::NDArray& a);
+void dram_bytes(const te::NDArray& a, std::span<std::uint8_t> out);
 void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArray& a);
 
 // Compiles schedule s for VTA: lowering, the VTA passes, SRAM placement.
@@ -27354,22 +27356,29 @@ DLAVM_INLINE ProgramRun Program::run(Device& dev, std::initializer_list<te::NDAr
              std::span<const ne::Binding>(bindings.begin(), bindings.size()), options);
 }
 
-DLAVM_INLINE std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
+DLAVM_INLINE void dram_bytes(const te::NDArray& a, std::span<std::uint8_t> out) {
   const auto width = static_cast<std::size_t>(a.dtype().bytes());
   const auto data = a.data();
-  std::vector<std::uint8_t> out(data.size() * width);
+  if (out.size() < data.size() * width)
+    raise<ValueError>("dram_bytes: {} bytes for {} elements of {}", out.size(), data.size(),
+                      a.dtype());
   // one-byte elements as a plain narrowing loop the compiler vectorizes (a decode step moves
   // its scores and probabilities through here every step)
   if (width == 1) {
     std::transform(data.begin(), data.end(), out.begin(),
                    [](std::int64_t v) { return static_cast<std::uint8_t>(v); });
-    return out;
+    return;
   }
   for (std::size_t i = 0; i < data.size(); ++i) {
     const auto v = static_cast<std::uint64_t>(data[i]);
     for (std::size_t b = 0; b < width; ++b)
       out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
   }
+}
+
+DLAVM_INLINE std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
+  std::vector<std::uint8_t> out(a.size() * static_cast<std::size_t>(a.dtype().bytes()));
+  dram_bytes(a, out);
   return out;
 }
 
@@ -47142,6 +47151,8 @@ class Executor {
 // end dlavm/ne/functor.hpp
 // begin dlavm/ne/simplify.hpp
 // end dlavm/ne/simplify.hpp
+// begin dlavm/te/block_cache.hpp
+// end dlavm/te/block_cache.hpp
 // begin dlavm/vta/hw/dump.hpp
 // Dumps read back. A dump is what Program::run writes with RunOptions::dump_dir (and what
 // dump_stream / dump_buffer write for a hand-built stream): manifest.json, the instruction and
@@ -47657,6 +47668,10 @@ class Executor::Run {
         }
   }
 
+  // The bytes an array passes through on its way to or from device memory, in a block of te's
+  // cache: a prefill's scores are 128 MiB of them, which new pages each run would cost.
+  using StagingBytes = std::vector<std::uint8_t, te::CachingAllocator<std::uint8_t>>;
+
   // The host array of value v: a constant, one the host computed, or one VTA wrote, copied out
   // of device memory at the bindings' shape.
   const te::NDArray& host_array(std::size_t v) {
@@ -47665,7 +47680,7 @@ class Executor::Run {
     if (!arrays_[v]) {
       te::NDArray a(value.dtype,
                     detail::concrete_dims(value.shape, bindings_, "value ", value.name));
-      std::vector<std::uint8_t> bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
+      StagingBytes bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
       r_.copy_out(value.storage, bytes.data(), bytes.size());
       vta::from_dram_bytes(bytes, a);
       arrays_[v] = std::move(a);
@@ -47677,7 +47692,9 @@ class Executor::Run {
   void to_device(std::size_t v) {
     const auto& value = m_.values()[v];
     if (!value.storage.vta) return;
-    const auto bytes = vta::dram_bytes(*arrays_[v]);
+    const auto& a = *arrays_[v];
+    StagingBytes bytes(a.size() * static_cast<std::size_t>(a.dtype().bytes()));
+    vta::dram_bytes(a, bytes);
     r_.copy_in(value.storage, bytes.data(), bytes.size());
   }
 
@@ -53389,7 +53406,8 @@ DLAVM_INLINE void check_hazards(const Config& config, std::span<const InsnFields
 // begin dlavm/vta/hw/sim_device.hpp
 // SimDevice: a Device on the functional simulator. Streams run bit-exact (vta/hw/simulator.hpp),
 // are first proven free of races between the modules (vta/hw/hazards.hpp; once per stream: the
-// device keeps the streams it has proven, decoded, detail::DecodedStreams), and are timed by
+// device keeps the streams it has proven, decoded where small, detail::DecodedStreams), and are
+// timed by
 // the cycle model (vta/hw/cycle_model.hpp). Like DriverDevice's wait_cycles, a work budget per
 // run (Simulator::kDefaultWorkBudget units unless set) stops a stream that would run for
 // minutes with a DeviceError naming the instruction; configurations whose SRAMs exceed
@@ -53406,15 +53424,16 @@ DLAVM_INLINE void check_hazards(const Config& config, std::span<const InsnFields
 // begin dlavm/vta/hw/cycle_model.hpp
 // end dlavm/vta/hw/cycle_model.hpp
 // begin dlavm/vta/hw/decoded_streams.hpp
-// DecodedStreams: the decoded instructions of streams, by the streams' content and the
-// micro-op base they were placed at, up to a byte budget and kMaxEntries streams (the oldest
-// leave first; a lookup compares hashes entry by entry, then the whole stream). SimDevice keeps
-// the streams it has proven free of races in one: the check depends on the stream alone, an
-// executor runs the same streams step after step, and the same stream placed at the same base
-// decodes to the same instructions.
+// DecodedStreams: the streams a device has proven free of races, by the streams' content and
+// the micro-op base they were placed at, with their decoded instructions where those take at
+// most a per-stream limit (a larger stream is decoded again at each run, but not checked
+// again), up to a byte budget and kMaxEntries streams (the oldest leave first; a lookup
+// compares hashes entry by entry, then the whole stream). SimDevice keeps the streams it has
+// proven in one: the check depends on the stream alone, an executor runs the same streams step
+// after step, and the same stream placed at the same base decodes to the same instructions.
 //
-//   const auto* prog = proven.find(stream, base);
-//   if (!prog) { auto p = decode_all(...); check_hazards(...); proven.insert(stream, base, p); }
+//   const auto found = proven.find(stream, base);
+//   if (!found.decoded) { prog = decode_all(...); if (!found.proven) check_hazards(...); ... }
 
 // begin dlavm/runtime/isa.hpp
 // end dlavm/runtime/isa.hpp
@@ -53433,42 +53452,60 @@ namespace dlavm::vta::detail {
 
 class DecodedStreams {
  public:
-  static constexpr std::size_t kDefaultBytes = std::size_t{8} << 20;
+  // 64 MiB of streams (the LLM layer's 2,048-token prefill is 20 MiB of words), each one's
+  // decode kept where it takes at most 8 MiB (about 87,000 instructions).
+  static constexpr std::size_t kDefaultBytes = std::size_t{64} << 20;
+  static constexpr std::size_t kDefaultDecodedBytes = std::size_t{8} << 20;
   static constexpr std::size_t kMaxEntries = 256;
 
-  explicit DecodedStreams(std::size_t max_bytes = kDefaultBytes) : max_bytes_(max_bytes) {}
+  explicit DecodedStreams(std::size_t max_bytes = kDefaultBytes,
+                          std::size_t max_decoded_bytes = kDefaultDecodedBytes)
+      : max_bytes_(max_bytes), max_decoded_bytes_(max_decoded_bytes) {}
 
-  // The instructions kept for `s` placed at micro-op `uop_base`, or nullptr. (Valid until the
-  // next insert.)
-  const std::vector<runtime::InsnFields>* find(const Stream& s, std::uint64_t uop_base) const {
+  // What find() knows of a stream: whether it was proven, and its decoded instructions where
+  // they were kept (valid until the next insert).
+  struct Found {
+    bool proven = false;
+    const std::vector<runtime::InsnFields>* decoded = nullptr;
+  };
+
+  // The stream `s` placed at micro-op `uop_base`, if proven.
+  Found find(const Stream& s, std::uint64_t uop_base) const {
     const auto h = hash(s, uop_base);
     for (const auto& e : entries_)
       if (e.hash == h && e.uop_base == uop_base && e.stream.insns == s.insns &&
           e.stream.uops == s.uops && e.stream.uop_relocs == s.uop_relocs)
-        return &e.prog;
-    return nullptr;
+        return {true, e.decoded ? &e.prog : nullptr};
+    return {};
   }
 
-  // Keeps `prog`, the words of `s` decoded as placed at `uop_base`. A stream larger than the
-  // budget is not kept.
+  // Keeps `s` as proven, with `prog`, its words decoded as placed at `uop_base`, where the
+  // decode takes at most the per-stream limit. A stream larger than the budget is not kept.
   void insert(const Stream& s, std::uint64_t uop_base, std::vector<runtime::InsnFields> prog) {
+    const bool decoded = decoded_bytes(s) <= max_decoded_bytes_;
     const auto b = entry_bytes(s);
     if (b > max_bytes_) return;
     while (!entries_.empty() && (bytes_ + b > max_bytes_ || entries_.size() == kMaxEntries)) {
       bytes_ -= entry_bytes(entries_.front().stream);
       entries_.pop_front();
     }
-    entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog)});
+    if (!decoded) prog = {};
+    entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog), decoded});
     bytes_ += b;
   }
 
   std::size_t size() const { return entries_.size(); }
 
-  // What the entry for `s` counts against the budget: its words, its decoded instructions (one
-  // per word) and its own fields.
-  static std::size_t entry_bytes(const Stream& s) {
-    return sizeof(Entry) + s.insn_bytes() + s.insns.size() * sizeof(runtime::InsnFields) +
-           s.uop_bytes() + s.uop_relocs.size() * sizeof(std::uint32_t);
+  // What the entry for `s` counts against the budget: its words, micro-ops, relocations and own
+  // fields, and its decoded instructions (one per word) where it keeps them.
+  std::size_t entry_bytes(const Stream& s) const {
+    const std::size_t own = sizeof(Entry) + s.insn_bytes() + s.uop_bytes() +
+                            s.uop_relocs.size() * sizeof(std::uint32_t);
+    const std::size_t decoded = decoded_bytes(s);
+    return own + (decoded <= max_decoded_bytes_ ? decoded : 0);
+  }
+  static std::size_t decoded_bytes(const Stream& s) {
+    return s.insns.size() * sizeof(runtime::InsnFields);
   }
 
  private:
@@ -53477,6 +53514,7 @@ class DecodedStreams {
     std::uint64_t uop_base;
     Stream stream;
     std::vector<runtime::InsnFields> prog;
+    bool decoded;
   };
 
   template <class T>
@@ -53491,7 +53529,7 @@ class DecodedStreams {
     return h;
   }
 
-  std::size_t max_bytes_;
+  std::size_t max_bytes_, max_decoded_bytes_;
   std::size_t bytes_ = 0;
   std::deque<Entry> entries_;
 };
@@ -54706,10 +54744,12 @@ class SimDevice : public Device {
   DLAVM_INLINE void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override;
 
   // Whether run() first proves the stream free of races (check_hazards); on by default. A
-  // stream proven once is neither checked nor decoded again at the same placement:
-  // proven_streams() are kept.
+  // stream proven once is not checked again at the same placement, nor decoded again where its
+  // decode was small enough to keep (detail::DecodedStreams): proven_streams() are kept, and
+  // hazard_checks() counts the checks that ran.
   void set_check_hazards(bool on) { check_hazards_ = on; }
   std::size_t proven_streams() const { return proven_.size(); }
+  std::size_t hazard_checks() const { return hazard_checks_; }
 
   // Work units (GEMM and ALU micro-op executions, SRAM elements loaded or stored) one run may
   // use; an instruction that would exceed them raises DeviceError before it runs.
@@ -54723,6 +54763,7 @@ class SimDevice : public Device {
   Simulator sim_;
   CycleModel model_;
   bool check_hazards_ = true;
+  std::size_t hazard_checks_ = 0;
   // streams proven free of races, by content and micro-op base, with their decoded words
   detail::DecodedStreams proven_;
   DLAVM_INLINE RunResult run_decoded(std::span<const InsnFields> prog);
@@ -54758,14 +54799,18 @@ DLAVM_INLINE void SimDevice::copy_out(Buffer src, std::size_t offset, void* dst,
 
 // The placed words are decoded once, for the race check, the run and the cycle model: they
 // are the words the simulator would read back from DRAM. A stream proven before at the same
-// micro-op base has the same words: its decode is kept with it.
+// micro-op base has the same words: it is not checked again, and its decode is kept with it
+// where the decode is small enough.
 DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlacement& at) {
   std::uint64_t insn_phys = 0;
   const auto words = place(stream, at, insn_phys);
   if (!check_hazards_) return run_decoded(decode_all(sim_.layout(), words));
   const std::uint64_t uop_base = (at.uops.phys + at.uop_offset) / Config::uop_elem_bytes();
-  if (const auto* prog = proven_.find(stream, uop_base)) return run_decoded(*prog);
+  const auto found = proven_.find(stream, uop_base);
+  if (found.decoded) return run_decoded(*found.decoded);
   auto prog = decode_all(sim_.layout(), words);
+  if (found.proven) return run_decoded(prog);
+  ++hazard_checks_;
   check_hazards(sim_.config(), prog, stream.uops, uop_base);
   const RunResult r = run_decoded(prog);
   proven_.insert(stream, uop_base, std::move(prog));

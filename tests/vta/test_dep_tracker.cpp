@@ -113,11 +113,13 @@ TEST_CASE("hazards: a device remembers the streams it proved, by content") {
   CHECK(dev.proven_streams() == 1);
   CHECK_NOTHROW(dev.run(clean));
   CHECK(dev.proven_streams() == 1);  // found, not proven again
-  for (int i = 0; i < 2; ++i) {      // a refused stream is not remembered
+  CHECK(dev.hazard_checks() == 1);
+  for (int i = 0; i < 2; ++i) {  // a refused stream is not remembered
     const auto msg = what_of([&] { dev.run(racy); });
     CHECK(msg.find("reads input entry 4") != std::string::npos);
   }
   CHECK(dev.proven_streams() == 1);
+  CHECK(dev.hazard_checks() == 3);
   dev.set_check_hazards(false);
   CHECK_NOTHROW(dev.run(racy));
 }
@@ -190,7 +192,8 @@ TEST_CASE("hazards: the proven streams' set keeps its byte budget, oldest out fi
   };
   using vta::detail::DecodedStreams;
   const auto a = stream_of(1), b = stream_of(2), c = stream_of(3), big = stream_of(20);
-  const auto bytes = [](const vta::Stream& s) { return DecodedStreams::entry_bytes(s); };
+  const DecodedStreams sizes;  // (each of these streams keeps its decode)
+  const auto bytes = [&](const vta::Stream& s) { return sizes.entry_bytes(s); };
   REQUIRE(bytes(a) < bytes(b));
   REQUIRE(bytes(b) < bytes(c));
   REQUIRE(bytes(big) > bytes(b) + bytes(c));
@@ -198,20 +201,61 @@ TEST_CASE("hazards: the proven streams' set keeps its byte budget, oldest out fi
   DecodedStreams set(bytes(b) + bytes(c));
   set.insert(a, 0, {});
   set.insert(b, 0, {});
-  CHECK(set.find(a, 0) != nullptr);
-  CHECK(set.find(b, 0) != nullptr);
-  CHECK_FALSE(set.find(b, 1) != nullptr);  // another micro-op base
-  set.insert(c, 0, {});                    // the oldest, a, leaves
-  CHECK_FALSE(set.find(a, 0) != nullptr);
-  CHECK(set.find(b, 0) != nullptr);
-  CHECK(set.find(c, 0) != nullptr);
+  CHECK(set.find(a, 0).proven);
+  CHECK(set.find(b, 0).proven);
+  CHECK_FALSE(set.find(b, 1).proven);  // another micro-op base
+  set.insert(c, 0, {});                // the oldest, a, leaves
+  CHECK_FALSE(set.find(a, 0).proven);
+  CHECK(set.find(b, 0).proven);
+  CHECK(set.find(c, 0).proven);
   CHECK(set.size() == 2);
   set.insert(big, 0, {});  // over the budget: not kept; b and c stay
-  CHECK(set.find(b, 0) != nullptr);
+  CHECK(set.find(b, 0).proven);
   CHECK(set.size() == 2);
   set.insert(a, 1, vta::decode_all(config.layout(), a.insns));  // b leaves
-  REQUIRE(set.find(a, 1) != nullptr);
-  CHECK(set.find(a, 1)->size() == a.insns.size());
+  REQUIRE(set.find(a, 1).decoded != nullptr);
+  CHECK(set.find(a, 1).decoded->size() == a.insns.size());
+}
+
+// A stream whose decode takes more than the per-stream limit is kept as proven, by its words
+// alone (counted without the decode): found again, it is decoded but not checked.
+TEST_CASE("hazards: a stream too large to keep decoded is kept proven, and not checked again") {
+  const vta::Config config;
+  vta::SimDevice dev(config);
+  const auto data = dev.alloc(1 << 10);
+  auto stream_of = [&](std::int64_t n) {  // n + 1 instructions, no micro-ops
+    vta::Builder b{config};
+    for (std::int64_t i = 0; i < n; ++i)
+      b.load({.memory = MemId::Inp,
+              .sram = i % 64,
+              .dram = static_cast<std::int64_t>(data.phys / 16) + i % 64,
+              .x_size = 1});
+    b.finish();
+    return b.take();
+  };
+  using vta::detail::DecodedStreams;
+  const auto small = stream_of(3), large = stream_of(40);
+  DecodedStreams set(1 << 20, DecodedStreams::decoded_bytes(small));
+  CHECK(set.entry_bytes(large) + DecodedStreams::decoded_bytes(large) ==
+        DecodedStreams{}.entry_bytes(large));  // counted without its decode
+  set.insert(small, 0, vta::decode_all(config.layout(), small.insns));
+  set.insert(large, 0, vta::decode_all(config.layout(), large.insns));
+  REQUIRE(set.find(small, 0).decoded != nullptr);
+  CHECK(set.find(small, 0).decoded->size() == small.insns.size());
+  CHECK(set.find(large, 0).proven);
+  CHECK(set.find(large, 0).decoded == nullptr);
+
+  // a device's default limit, 8 MiB of decoded instructions: a stream of 100,000 runs twice,
+  // checked once, and gives the same results
+  const auto huge = stream_of(100000);
+  REQUIRE(DecodedStreams::decoded_bytes(huge) > DecodedStreams::kDefaultDecodedBytes);
+  const auto first = dev.run(huge);
+  const auto second = dev.run(huge);
+  CHECK(dev.hazard_checks() == 1);
+  CHECK(dev.proven_streams() == 1);
+  CHECK(first.counters.inp_load_bytes > 0);
+  CHECK(second.counters == first.counters);
+  CHECK(second.timing.total_cycles == first.timing.total_cycles);
 }
 
 TEST_CASE("hazards: the proven streams' set keeps at most kMaxEntries") {
@@ -227,9 +271,9 @@ TEST_CASE("hazards: the proven streams' set keeps at most kMaxEntries") {
     set.insert(streams.back(), 0, {});
   }
   CHECK(set.size() == DecodedStreams::kMaxEntries);
-  CHECK_FALSE(set.find(streams.front(), 0));
-  CHECK(set.find(streams[1], 0) != nullptr);
-  CHECK(set.find(streams.back(), 0));
+  CHECK_FALSE(set.find(streams.front(), 0).proven);
+  CHECK(set.find(streams[1], 0).proven);
+  CHECK(set.find(streams.back(), 0).proven);
 }
 
 TEST_CASE("hazards: the tracker's tokens order only conflicting regions") {

@@ -8,6 +8,7 @@
 
 #include "../../examples/gallery_ops.hpp"
 #include <optional>
+#include <string>
 
 namespace te = dlavm::te;
 namespace ne = dlavm::ne;
@@ -284,4 +285,18 @@ TEST_CASE("DRAM bytes: little-endian elements of the dtype's width, read back as
   CHECK(back32 == i32);
   // too few bytes for the array
   CHECK_THROWS_AS(vta::from_dram_bytes(std::span(bytes).first(5), back), dlavm::ValueError);
+  // written into a caller's bytes: the same ones, the bytes after left as they were; too few
+  std::vector<std::uint8_t> into(10, 0xAA);
+  vta::dram_bytes(i32, into);
+  CHECK(std::vector<std::uint8_t>(into.begin(), into.begin() + 8) == b32);
+  CHECK((into[8] == 0xAA && into[9] == 0xAA));
+  const auto msg = [&] {
+    try {
+      vta::dram_bytes(i32, std::span(into).first(7));
+    } catch (const dlavm::ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }();
+  CHECK(msg.find("7 bytes for 2 elements of int32") != std::string::npos);
 }

@@ -7,6 +7,7 @@
 #include <dlavm/graph/layout.hpp>
 #include <dlavm/ne/functor.hpp>
 #include <dlavm/ne/simplify.hpp>
+#include <dlavm/te/block_cache.hpp>
 #include <dlavm/vta/hw/dump.hpp>
 
 #include <fmt/format.h>
@@ -268,6 +269,10 @@ class Executor::Run {
         }
   }
 
+  // The bytes an array passes through on its way to or from device memory, in a block of te's
+  // cache: a prefill's scores are 128 MiB of them, which new pages each run would cost.
+  using StagingBytes = std::vector<std::uint8_t, te::CachingAllocator<std::uint8_t>>;
+
   // The host array of value v: a constant, one the host computed, or one VTA wrote, copied out
   // of device memory at the bindings' shape.
   const te::NDArray& host_array(std::size_t v) {
@@ -276,7 +281,7 @@ class Executor::Run {
     if (!arrays_[v]) {
       te::NDArray a(value.dtype,
                     detail::concrete_dims(value.shape, bindings_, "value ", value.name));
-      std::vector<std::uint8_t> bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
+      StagingBytes bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
       r_.copy_out(value.storage, bytes.data(), bytes.size());
       vta::from_dram_bytes(bytes, a);
       arrays_[v] = std::move(a);
@@ -288,7 +293,9 @@ class Executor::Run {
   void to_device(std::size_t v) {
     const auto& value = m_.values()[v];
     if (!value.storage.vta) return;
-    const auto bytes = vta::dram_bytes(*arrays_[v]);
+    const auto& a = *arrays_[v];
+    StagingBytes bytes(a.size() * static_cast<std::size_t>(a.dtype().bytes()));
+    vta::dram_bytes(a, bytes);
     r_.copy_in(value.storage, bytes.data(), bytes.size());
   }
 

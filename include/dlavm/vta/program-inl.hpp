@@ -355,22 +355,29 @@ DLAVM_INLINE ProgramRun Program::run(Device& dev, std::initializer_list<te::NDAr
              std::span<const ne::Binding>(bindings.begin(), bindings.size()), options);
 }
 
-DLAVM_INLINE std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
+DLAVM_INLINE void dram_bytes(const te::NDArray& a, std::span<std::uint8_t> out) {
   const auto width = static_cast<std::size_t>(a.dtype().bytes());
   const auto data = a.data();
-  std::vector<std::uint8_t> out(data.size() * width);
+  if (out.size() < data.size() * width)
+    raise<ValueError>("dram_bytes: {} bytes for {} elements of {}", out.size(), data.size(),
+                      a.dtype());
   // one-byte elements as a plain narrowing loop the compiler vectorizes (a decode step moves
   // its scores and probabilities through here every step)
   if (width == 1) {
     std::transform(data.begin(), data.end(), out.begin(),
                    [](std::int64_t v) { return static_cast<std::uint8_t>(v); });
-    return out;
+    return;
   }
   for (std::size_t i = 0; i < data.size(); ++i) {
     const auto v = static_cast<std::uint64_t>(data[i]);
     for (std::size_t b = 0; b < width; ++b)
       out[i * width + b] = static_cast<std::uint8_t>(v >> (8 * b));
   }
+}
+
+DLAVM_INLINE std::vector<std::uint8_t> dram_bytes(const te::NDArray& a) {
+  std::vector<std::uint8_t> out(a.size() * static_cast<std::size_t>(a.dtype().bytes()));
+  dram_bytes(a, out);
   return out;
 }
 

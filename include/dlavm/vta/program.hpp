@@ -135,8 +135,10 @@ class Program {
 };
 
 // Little-endian two's-complement bytes of an integer array, as VTA's DRAM holds it, and back
-// (`a` keeps its dtype and shape; `bytes` holds a.size() elements of its width).
+// (`a` keeps its dtype and shape; `bytes` holds a.size() elements of its width); the bytes
+// written into `out` (ValueError where it holds fewer).
 std::vector<std::uint8_t> dram_bytes(const te::NDArray& a);
+void dram_bytes(const te::NDArray& a, std::span<std::uint8_t> out);
 void from_dram_bytes(std::span<const std::uint8_t> bytes, te::NDArray& a);
 
 // Compiles schedule s for VTA: lowering, the VTA passes, SRAM placement.

@@ -1,12 +1,13 @@
-// DecodedStreams: the decoded instructions of streams, by the streams' content and the
-// micro-op base they were placed at, up to a byte budget and kMaxEntries streams (the oldest
-// leave first; a lookup compares hashes entry by entry, then the whole stream). SimDevice keeps
-// the streams it has proven free of races in one: the check depends on the stream alone, an
-// executor runs the same streams step after step, and the same stream placed at the same base
-// decodes to the same instructions.
+// DecodedStreams: the streams a device has proven free of races, by the streams' content and
+// the micro-op base they were placed at, with their decoded instructions where those take at
+// most a per-stream limit (a larger stream is decoded again at each run, but not checked
+// again), up to a byte budget and kMaxEntries streams (the oldest leave first; a lookup
+// compares hashes entry by entry, then the whole stream). SimDevice keeps the streams it has
+// proven in one: the check depends on the stream alone, an executor runs the same streams step
+// after step, and the same stream placed at the same base decodes to the same instructions.
 //
-//   const auto* prog = proven.find(stream, base);
-//   if (!prog) { auto p = decode_all(...); check_hazards(...); proven.insert(stream, base, p); }
+//   const auto found = proven.find(stream, base);
+//   if (!found.decoded) { prog = decode_all(...); if (!found.proven) check_hazards(...); ... }
 #pragma once
 
 #include <dlavm/runtime/isa.hpp>
@@ -24,42 +25,60 @@ namespace dlavm::vta::detail {
 
 class DecodedStreams {
  public:
-  static constexpr std::size_t kDefaultBytes = std::size_t{8} << 20;
+  // 64 MiB of streams (the LLM layer's 2,048-token prefill is 20 MiB of words), each one's
+  // decode kept where it takes at most 8 MiB (about 87,000 instructions).
+  static constexpr std::size_t kDefaultBytes = std::size_t{64} << 20;
+  static constexpr std::size_t kDefaultDecodedBytes = std::size_t{8} << 20;
   static constexpr std::size_t kMaxEntries = 256;
 
-  explicit DecodedStreams(std::size_t max_bytes = kDefaultBytes) : max_bytes_(max_bytes) {}
+  explicit DecodedStreams(std::size_t max_bytes = kDefaultBytes,
+                          std::size_t max_decoded_bytes = kDefaultDecodedBytes)
+      : max_bytes_(max_bytes), max_decoded_bytes_(max_decoded_bytes) {}
 
-  // The instructions kept for `s` placed at micro-op `uop_base`, or nullptr. (Valid until the
-  // next insert.)
-  const std::vector<runtime::InsnFields>* find(const Stream& s, std::uint64_t uop_base) const {
+  // What find() knows of a stream: whether it was proven, and its decoded instructions where
+  // they were kept (valid until the next insert).
+  struct Found {
+    bool proven = false;
+    const std::vector<runtime::InsnFields>* decoded = nullptr;
+  };
+
+  // The stream `s` placed at micro-op `uop_base`, if proven.
+  Found find(const Stream& s, std::uint64_t uop_base) const {
     const auto h = hash(s, uop_base);
     for (const auto& e : entries_)
       if (e.hash == h && e.uop_base == uop_base && e.stream.insns == s.insns &&
           e.stream.uops == s.uops && e.stream.uop_relocs == s.uop_relocs)
-        return &e.prog;
-    return nullptr;
+        return {true, e.decoded ? &e.prog : nullptr};
+    return {};
   }
 
-  // Keeps `prog`, the words of `s` decoded as placed at `uop_base`. A stream larger than the
-  // budget is not kept.
+  // Keeps `s` as proven, with `prog`, its words decoded as placed at `uop_base`, where the
+  // decode takes at most the per-stream limit. A stream larger than the budget is not kept.
   void insert(const Stream& s, std::uint64_t uop_base, std::vector<runtime::InsnFields> prog) {
+    const bool decoded = decoded_bytes(s) <= max_decoded_bytes_;
     const auto b = entry_bytes(s);
     if (b > max_bytes_) return;
     while (!entries_.empty() && (bytes_ + b > max_bytes_ || entries_.size() == kMaxEntries)) {
       bytes_ -= entry_bytes(entries_.front().stream);
       entries_.pop_front();
     }
-    entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog)});
+    if (!decoded) prog = {};
+    entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog), decoded});
     bytes_ += b;
   }
 
   std::size_t size() const { return entries_.size(); }
 
-  // What the entry for `s` counts against the budget: its words, its decoded instructions (one
-  // per word) and its own fields.
-  static std::size_t entry_bytes(const Stream& s) {
-    return sizeof(Entry) + s.insn_bytes() + s.insns.size() * sizeof(runtime::InsnFields) +
-           s.uop_bytes() + s.uop_relocs.size() * sizeof(std::uint32_t);
+  // What the entry for `s` counts against the budget: its words, micro-ops, relocations and own
+  // fields, and its decoded instructions (one per word) where it keeps them.
+  std::size_t entry_bytes(const Stream& s) const {
+    const std::size_t own = sizeof(Entry) + s.insn_bytes() + s.uop_bytes() +
+                            s.uop_relocs.size() * sizeof(std::uint32_t);
+    const std::size_t decoded = decoded_bytes(s);
+    return own + (decoded <= max_decoded_bytes_ ? decoded : 0);
+  }
+  static std::size_t decoded_bytes(const Stream& s) {
+    return s.insns.size() * sizeof(runtime::InsnFields);
   }
 
  private:
@@ -68,6 +87,7 @@ class DecodedStreams {
     std::uint64_t uop_base;
     Stream stream;
     std::vector<runtime::InsnFields> prog;
+    bool decoded;
   };
 
   template <class T>
@@ -82,7 +102,7 @@ class DecodedStreams {
     return h;
   }
 
-  std::size_t max_bytes_;
+  std::size_t max_bytes_, max_decoded_bytes_;
   std::size_t bytes_ = 0;
   std::deque<Entry> entries_;
 };

@@ -23,14 +23,18 @@ DLAVM_INLINE void SimDevice::copy_out(Buffer src, std::size_t offset, void* dst,
 
 // The placed words are decoded once, for the race check, the run and the cycle model: they
 // are the words the simulator would read back from DRAM. A stream proven before at the same
-// micro-op base has the same words: its decode is kept with it.
+// micro-op base has the same words: it is not checked again, and its decode is kept with it
+// where the decode is small enough.
 DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlacement& at) {
   std::uint64_t insn_phys = 0;
   const auto words = place(stream, at, insn_phys);
   if (!check_hazards_) return run_decoded(decode_all(sim_.layout(), words));
   const std::uint64_t uop_base = (at.uops.phys + at.uop_offset) / Config::uop_elem_bytes();
-  if (const auto* prog = proven_.find(stream, uop_base)) return run_decoded(*prog);
+  const auto found = proven_.find(stream, uop_base);
+  if (found.decoded) return run_decoded(*found.decoded);
   auto prog = decode_all(sim_.layout(), words);
+  if (found.proven) return run_decoded(prog);
+  ++hazard_checks_;
   check_hazards(sim_.config(), prog, stream.uops, uop_base);
   const RunResult r = run_decoded(prog);
   proven_.insert(stream, uop_base, std::move(prog));

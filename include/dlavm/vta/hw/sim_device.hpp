@@ -1,6 +1,7 @@
 // SimDevice: a Device on the functional simulator. Streams run bit-exact (vta/hw/simulator.hpp),
 // are first proven free of races between the modules (vta/hw/hazards.hpp; once per stream: the
-// device keeps the streams it has proven, decoded, detail::DecodedStreams), and are timed by
+// device keeps the streams it has proven, decoded where small, detail::DecodedStreams), and are
+// timed by
 // the cycle model (vta/hw/cycle_model.hpp). Like DriverDevice's wait_cycles, a work budget per
 // run (Simulator::kDefaultWorkBudget units unless set) stops a stream that would run for
 // minutes with a DeviceError naming the instruction; configurations whose SRAMs exceed
@@ -47,10 +48,12 @@ class SimDevice : public Device {
   DLAVM_INLINE void copy_out(Buffer src, std::size_t offset, void* dst, std::size_t bytes) override;
 
   // Whether run() first proves the stream free of races (check_hazards); on by default. A
-  // stream proven once is neither checked nor decoded again at the same placement:
-  // proven_streams() are kept.
+  // stream proven once is not checked again at the same placement, nor decoded again where its
+  // decode was small enough to keep (detail::DecodedStreams): proven_streams() are kept, and
+  // hazard_checks() counts the checks that ran.
   void set_check_hazards(bool on) { check_hazards_ = on; }
   std::size_t proven_streams() const { return proven_.size(); }
+  std::size_t hazard_checks() const { return hazard_checks_; }
 
   // Work units (GEMM and ALU micro-op executions, SRAM elements loaded or stored) one run may
   // use; an instruction that would exceed them raises DeviceError before it runs.
@@ -64,6 +67,7 @@ class SimDevice : public Device {
   Simulator sim_;
   CycleModel model_;
   bool check_hazards_ = true;
+  std::size_t hazard_checks_ = 0;
   // streams proven free of races, by content and micro-op base, with their decoded words
   detail::DecodedStreams proven_;
   DLAVM_INLINE RunResult run_decoded(std::span<const InsnFields> prog);
