@@ -4966,10 +4966,6 @@ void for_each_row(const float* src, float* dst, std::int64_t outer, std::int64_t
     }
 }
 
-}  // namespace detail
-
-namespace detail {
-
 // exp(d), with no call where d is -infinity (a masked key: half of a causal softmax's scores),
 // whose exponential is +0.
 inline float exp_or_zero(float d) { return d == -HUGE_VALF ? 0.0f : std::exp(d); }
@@ -4982,14 +4978,6 @@ inline void softmax(const float* src, float* dst, std::int64_t outer, std::int64
                     std::int64_t inner) {
   detail::for_each_row(src, dst, outer, extent, inner, [&](const float* x, float* y, float m) {
     float s = 0.0f;
-    if (inner == 1) {  // (a contiguous row: the division vectorizes)
-      for (std::int64_t j = 0; j < extent; ++j) {
-        y[j] = detail::exp_or_zero(x[j] - m);
-        s += y[j];
-      }
-      for (std::int64_t j = 0; j < extent; ++j) y[j] /= s;
-      return;
-    }
     for (std::int64_t j = 0; j < extent; ++j) {
       y[j * inner] = detail::exp_or_zero(x[j * inner] - m);
       s += y[j * inner];
