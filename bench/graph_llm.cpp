@@ -68,9 +68,10 @@ BENCHMARK(BM_InstantiateLlmLayer)
     ->Args({17, 0, 1})
     ->Unit(benchmark::kMicrosecond);
 
-// The race check SimDevice runs before each stream (vta::check_hazards), over every VTA step's
-// stream of a 2,048-token prefill; range 0: the softmax (1: integers, on VTA, whose softmax is
-// 0.9 M ALU instructions). `instructions` counts the streams' instructions.
+// The race check SimDevice runs on a stream before its first run (vta::check_hazards), over
+// every VTA step's stream of a 2,048-token prefill, decoded and checked; range 0: the softmax
+// (1: integers, on VTA, a stream of 0.91 M instructions). `instructions` counts the streams'
+// instructions.
 void BM_CheckHazardsLlmPrefill(benchmark::State& state) {
   const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21,
                              static_cast<models::llm::Softmax>(state.range(0)));
