@@ -30,18 +30,19 @@ void BM_BuildLlmLayer(benchmark::State& state) {
 }
 BENCHMARK(BM_BuildLlmLayer)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
-// Instantiates the streams of the VTA steps `which` takes, at fixed DRAM addresses; returns
-// their instructions.
-template <class Which>
-std::size_t instantiate(const graph::Module& mod, std::span<const dlavm::ne::Binding> bindings,
-                        Which which) {
+// Instantiates the streams of the VTA steps `which` takes, at fixed DRAM addresses, and hands
+// each to `keep` (by default, dropped); returns their instructions.
+template <class Which, class Keep = void (*)(vta::Stream&&)>
+std::size_t instantiate(
+    const graph::Module& mod, std::span<const dlavm::ne::Binding> bindings, Which which,
+    Keep keep = [](vta::Stream&& s) { benchmark::DoNotOptimize(s); }) {
   std::size_t insns = 0;
   for (const auto& s : mod.steps()) {
     if (s.kind != graph::ModuleStep::Kind::Vta || !which(s)) continue;
     const std::vector<std::uint64_t> phys(s.inputs.size() + 1, 0x1000000);
-    const auto stream = s.program->instantiate(bindings, phys);
+    auto stream = s.program->instantiate(bindings, phys);
     insns += stream.insns.size();
-    benchmark::DoNotOptimize(stream);
+    keep(std::move(stream));
   }
   return insns;
 }
@@ -79,13 +80,9 @@ void BM_CheckHazardsLlmPrefill(benchmark::State& state) {
   const auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
   const dlavm::ne::Binding bindings[] = {{"token", 2048}, {"last_token", 0}};
   std::vector<vta::Stream> streams;
-  std::size_t insns = 0;
-  for (const auto& s : mod.steps()) {
-    if (s.kind != graph::ModuleStep::Kind::Vta) continue;
-    const std::vector<std::uint64_t> phys(s.inputs.size() + 1, 0x1000000);
-    streams.push_back(s.program->instantiate(bindings, phys));
-    insns += streams.back().insns.size();
-  }
+  const std::size_t insns = instantiate(
+      mod, bindings, [](const auto&) { return true; },
+      [&](vta::Stream&& s) { streams.push_back(std::move(s)); });
   for (auto _ : state)
     for (const auto& stream : streams) vta::check_hazards(target.env.config, stream);
   state.counters["instructions"] = static_cast<double>(insns);

@@ -53463,22 +53463,21 @@ class DecodedStreams {
     for (const auto& e : entries_)
       if (e.hash == h && e.uop_base == uop_base && e.stream.insns == s.insns &&
           e.stream.uops == s.uops && e.stream.uop_relocs == s.uop_relocs)
-        return {true, e.decoded ? &e.prog : nullptr};
+        return {true, keeps_decode(s) ? &e.prog : nullptr};
     return {};
   }
 
   // Keeps `s` as proven, with `prog`, its words decoded as placed at `uop_base`, where the
   // decode takes at most the per-stream limit. A stream larger than the budget is not kept.
   void insert(const Stream& s, std::uint64_t uop_base, std::vector<runtime::InsnFields> prog) {
-    const bool decoded = decoded_bytes(s) <= max_decoded_bytes_;
     const auto b = entry_bytes(s);
     if (b > max_bytes_) return;
     while (!entries_.empty() && (bytes_ + b > max_bytes_ || entries_.size() == kMaxEntries)) {
       bytes_ -= entry_bytes(entries_.front().stream);
       entries_.pop_front();
     }
-    if (!decoded) prog = {};
-    entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog), decoded});
+    if (!keeps_decode(s)) prog = {};
+    entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog)});
     bytes_ += b;
   }
 
@@ -53489,8 +53488,7 @@ class DecodedStreams {
   std::size_t entry_bytes(const Stream& s) const {
     const std::size_t own = sizeof(Entry) + s.insn_bytes() + s.uop_bytes() +
                             s.uop_relocs.size() * sizeof(std::uint32_t);
-    const std::size_t decoded = decoded_bytes(s);
-    return own + (decoded <= max_decoded_bytes_ ? decoded : 0);
+    return own + (keeps_decode(s) ? decoded_bytes(s) : 0);
   }
   static std::size_t decoded_bytes(const Stream& s) {
     return s.insns.size() * sizeof(runtime::InsnFields);
@@ -53501,9 +53499,10 @@ class DecodedStreams {
     std::uint64_t hash;
     std::uint64_t uop_base;
     Stream stream;
-    std::vector<runtime::InsnFields> prog;
-    bool decoded;
+    std::vector<runtime::InsnFields> prog;  // empty where the decode is not kept
   };
+
+  bool keeps_decode(const Stream& s) const { return decoded_bytes(s) <= max_decoded_bytes_; }
 
   template <class T>
   static std::size_t hash_of(const std::vector<T>& v) {

@@ -1482,12 +1482,12 @@ TEST_CASE(
   const float x[16] = {0.5f,    1.5f,     2.5f,  -0.5f,  -1.5f, -2.5f, 126.5f,  127.5f,
                        0x1p29f, -0x1p29f, 1e30f, -1e30f, NAN,   -0.0f, 0x1p28f, 3.75f};
   const float one[] = {1.0f};
-  const i64 zero[] = {0}, wide[] = {0};
+  const i64 zero[] = {0};
   i64 y[16], w[16];
   rt::quantize_linear(x, one, zero, y, 1, 1, 16, -128, 127);
   CHECK(std::vector<i64>(y, y + 16) ==
         std::vector<i64>{0, 2, 2, 0, -2, -2, 126, 127, 127, -128, 127, -128, 0, 0, 127, 4});
-  rt::quantize_linear(x, one, wide, w, 1, 1, 16, -(i64{1} << 28), i64{1} << 28);
+  rt::quantize_linear(x, one, zero, w, 1, 1, 16, -(i64{1} << 28), i64{1} << 28);
   CHECK(std::vector<i64>(w, w + 16) == std::vector<i64>{0, 2, 2, 0, -2, -2, 126, 128, i64{1} << 28,
                                                         -(i64{1} << 28), i64{1} << 28,
                                                         -(i64{1} << 28), 0, 0, i64{1} << 28, 4});
