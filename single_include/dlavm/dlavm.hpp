@@ -53089,11 +53089,18 @@ class EntryRuns {
     State state;
   };
 
-  // The run holding entry e, in [0, depth).
+  // The run holding entry e, in [0, depth). Most lookups find the run the last one found, or
+  // the one after it (an instruction's check and record look up the same entries, and a
+  // stream walks its buffers): those two are tried before the binary search.
   std::size_t holding(std::int64_t e) const {
+    const std::size_t h = last_;
+    if (h < runs_.size() && runs_[h].first <= e) {
+      if (h + 1 == runs_.size() || e < runs_[h + 1].first) return h;
+      if (h + 2 == runs_.size() || e < runs_[h + 2].first) return last_ = h + 1;
+    }
     const auto after = std::upper_bound(runs_.begin(), runs_.end(), e,
                                         [](std::int64_t v, const Run& r) { return v < r.first; });
-    return static_cast<std::size_t>(after - runs_.begin()) - 1;
+    return last_ = static_cast<std::size_t>(after - runs_.begin()) - 1;
   }
 
   // The run starting at entry e, split off the run holding it.
@@ -53117,13 +53124,14 @@ class EntryRuns {
     const std::size_t to = std::min(last, runs_.size() - 1);  // the run after, if any
     std::size_t kept = from;
     for (std::size_t r = from + 1; r <= to; ++r)
-      if (!(runs_[r].state == runs_[kept].state)) runs_[++kept] = runs_[r];
+      if (!(runs_[r].state == runs_[kept].state) && ++kept != r) runs_[kept] = runs_[r];
     runs_.erase(runs_.begin() + static_cast<std::ptrdiff_t>(kept + 1),
                 runs_.begin() + static_cast<std::ptrdiff_t>(to + 1));
   }
 
   std::int64_t depth_;
   std::vector<Run> runs_;
+  mutable std::size_t last_ = 0;  // the run the last lookup found (a hint, checked when read)
 };
 
 }  // namespace detail
@@ -53165,11 +53173,13 @@ class HazardChecker {
       : config_(config), layout_(config.layout()), prog_(prog), uops_(uops), uop_base_(uop_base) {}
 
   void run() {
-    // A stream that deadlocks is reported as the simulator reports it (naming the stuck
-    // instructions); below, every instruction then runs.
-    dispatch(prog_, [](std::uint32_t, std::uint64_t) { return std::uint64_t{0}; });
-    vector_clocks();
-    uop_sram_.assign(config_.uop_depth(), runtime::Uop{});
+    // The vector clocks run the modules as the simulator dispatches them. A stream they leave
+    // stuck deadlocks: it is reported as the simulator reports it, naming the stuck
+    // instructions (below, every instruction ran).
+    if (!vector_clocks()) {
+      dispatch(prog_, [](std::uint32_t, std::uint64_t) { return std::uint64_t{0}; });
+      raise<DeviceError>("deadlock on dependency tokens");  // (dispatch names it first)
+    }
     for (std::size_t i = 0; i < prog_.size(); ++i) {
       accesses(i);
       check(i);
@@ -53178,17 +53188,22 @@ class HazardChecker {
   }
 
  private:
-  std::size_t module(std::size_t i) const {
-    return static_cast<std::size_t>(runtime::queue_of(prog_[i])) - 1;
-  }
+  // (from a byte per instruction: the check reads the module of each entry's last writer, an
+  // instruction far back in the stream)
+  std::size_t module(std::size_t i) const { return module_[i]; }
 
   // 1. Vector clocks: done_[i][m] = how many instructions of module m are known complete when
   //    instruction i completes (its own module counting i itself). Token queues carry the
-  //    clock of the pushing instruction: l2c, c2l, c2s, s2c.
-  void vector_clocks() {
+  //    clock of the pushing instruction: l2c, c2l, c2s, s2c. False where a module is stuck.
+  bool vector_clocks() {
     const std::size_t n = prog_.size();
     done_.assign(n, Clock{});
     seq_.assign(n, 0);
+    module_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      check_dep_flags(prog_[i], i);
+      module_[i] = static_cast<std::uint8_t>(static_cast<int>(runtime::queue_of(prog_[i])) - 1);
+    }
     std::array<std::vector<std::size_t>, 3> queue;
     for (std::size_t i = 0; i < n; ++i) {
       seq_[i] = static_cast<std::int64_t>(queue[module(i)].size()) + 1;
@@ -53204,6 +53219,9 @@ class HazardChecker {
         for (; pos[m] < queue[m].size(); ++pos[m], progress = true)
           if (!complete(queue[m][pos[m]], tokens, head, last[m])) break;
     }
+    for (std::size_t m = 0; m < 3; ++m)
+      if (pos[m] < queue[m].size()) return false;
+    return true;
   }
   static std::size_t pop_queue(std::size_t m, bool prev) {
     return m == 0 ? 1 : m == 1 ? (prev ? 0 : 3) : 2;
@@ -53247,11 +53265,17 @@ class HazardChecker {
   // from the micro-ops loaded so far.
   std::pair<std::int64_t, std::int64_t> kernel_range(const InsnFields& f, int operand) const {
     std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (std::uint32_t u = f.uop_bgn; u < f.uop_end && u < uop_sram_.size(); ++u) {
+    const std::size_t end = std::min<std::size_t>(f.uop_end, uop_depth_);
+    for (std::size_t u = f.uop_bgn; u < end && u < uop_sram_.size(); ++u) {
       const auto& op = uop_sram_[u];
       const std::int64_t v = operand == 0 ? op.dst : operand == 1 ? op.src : op.wgt;
       lo = std::min(lo, v);
       hi = std::max(hi, v);
+    }
+    // entries past the last one a LOAD UOP reached hold zeros
+    if (std::max<std::size_t>(f.uop_bgn, uop_sram_.size()) < end) {
+      lo = std::min<std::int64_t>(lo, 0);
+      hi = std::max<std::int64_t>(hi, 0);
     }
     if (lo > hi || f.iter_out == 0 || f.iter_in == 0) return {0, 0};
     const std::int64_t out = operand == 0   ? f.dst_factor_out
@@ -53264,32 +53288,32 @@ class HazardChecker {
     return {lo, hi + 1};
   }
 
-  // 2. The accesses of instruction i (acc_); a LOAD UOP also fills the micro-op SRAM.
+  // 2. The accesses of instruction i (accesses_); a LOAD UOP also fills the micro-op SRAM.
   void accesses(std::size_t i) {
     const auto& f = prog_[i];
-    acc_.clear();
+    naccesses_ = 0;
     switch (f.opcode) {
       case Opcode::Load:
         load_access(f);
         break;
       case Opcode::Store:
-        acc_.push_back({2, f.sram_base, f.sram_base + std::int64_t{f.y_size} * f.x_size, false});
+        add({2, f.sram_base, f.sram_base + std::int64_t{f.y_size} * f.x_size, false});
         break;
       case Opcode::Gemm:
       case Opcode::Alu: {
-        acc_.push_back({3, f.uop_bgn, f.uop_end, false});
+        add({3, f.uop_bgn, f.uop_end, false});
         const auto [d0, d1] = kernel_range(f, 0);
         const bool gemm = f.opcode == Opcode::Gemm;
         if (gemm && !f.reset_reg) {
           const auto [s0, s1] = kernel_range(f, 1);
           const auto [w0, w1] = kernel_range(f, 2);
-          acc_.push_back({0, s0, s1, false});
-          acc_.push_back({1, w0, w1, false});
+          add({0, s0, s1, false});
+          add({1, w0, w1, false});
         } else if (!gemm && !f.use_imm) {
           const auto [s0, s1] = kernel_range(f, 1);
-          acc_.push_back({2, s0, s1, false});
+          add({2, s0, s1, false});
         }
-        acc_.push_back({2, d0, d1, true});
+        add({2, d0, d1, true});
         break;
       }
       default:
@@ -53304,9 +53328,14 @@ class HazardChecker {
                   : f.memory_type == MemId::Wgt ? 1
                   : f.memory_type == MemId::Uop ? 3
                                                 : 2;
-    acc_.push_back({m, f.sram_base, f.sram_base + box, true});
+    add({m, f.sram_base, f.sram_base + box, true});
     if (m != 3) return;
-    // DRAM micro-op d is uops_[d - uop_base_]; those outside the stream's are unknown
+    // DRAM micro-op d is uops_[d - uop_base_]; those outside the stream's are unknown. (The
+    // SRAM's copy grows to the entries loaded: zeroing all of it cost a decode step's streams
+    // a sixth of their check.)
+    const std::size_t reach =
+        std::min<std::size_t>(std::size_t{f.sram_base} + f.x_size, uop_depth_);
+    if (reach > uop_sram_.size()) uop_sram_.resize(reach);
     for (std::uint64_t k = 0; k < f.x_size; ++k) {
       const std::uint64_t at = std::uint64_t{f.dram_base} + k;
       const auto dst = static_cast<std::size_t>(f.sram_base + k);
@@ -53320,7 +53349,7 @@ class HazardChecker {
   void check(std::size_t i) const {
     const std::size_t m = module(i);
     const Clock clock = started(i);
-    for (const auto& a : acc_)
+    for (const auto& a : std::span(accesses_.data(), naccesses_))
       mem_[static_cast<std::size_t>(a.memory)].each(
           a.begin, a.end, [&](std::int64_t e, const EntryRuns::State& en) {
             if (en.writer >= 0) {
@@ -53350,7 +53379,7 @@ class HazardChecker {
   }
   // Instruction i's accesses become the entries' last writer or a reader.
   void record(std::size_t i) {
-    for (const auto& a : acc_) {
+    for (const auto& a : std::span(accesses_.data(), naccesses_)) {
       auto& runs = mem_[static_cast<std::size_t>(a.memory)];
       if (a.write)
         runs.write(a.begin, a.end, static_cast<std::int64_t>(i));
@@ -53364,12 +53393,18 @@ class HazardChecker {
   std::span<const InsnFields> prog_;
   std::span<const std::uint32_t> uops_;
   std::uint64_t uop_base_;
+  std::size_t uop_depth_ = config_.uop_depth();
   std::vector<Clock> done_;
   std::vector<std::int64_t> seq_;
+  std::vector<std::uint8_t> module_;  // each instruction's module, 0 load to 2 store
   std::vector<runtime::Uop> uop_sram_;
   std::array<EntryRuns, 4> mem_{EntryRuns(config_.inp_depth()), EntryRuns(config_.wgt_depth()),
                                 EntryRuns(config_.acc_depth()), EntryRuns(config_.uop_depth())};
-  std::vector<Access> acc_;
+  // instruction i's accesses (at most four: a GEMM's micro-ops, input, weights and
+  // accumulator)
+  std::array<Access, 4> accesses_{};
+  std::size_t naccesses_ = 0;
+  void add(const Access& a) { accesses_[naccesses_++] = a; }
 };
 
 }  // namespace detail

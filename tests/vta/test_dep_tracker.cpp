@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -146,6 +147,27 @@ TEST_CASE("hazards: a micro-op load from below the stream's micro-ops reads thos
   REQUIRE(loads == 1);
   const auto msg = what_of([&] { vta::check_hazards(config, prog, s.uops, kBase); });
   CHECK(msg.find("reads input entry 4") != std::string::npos);
+}
+
+// A kernel whose micro-op range passes the entries any LOAD UOP reached reads zeros there (what
+// the SRAM holds at reset): its range then starts at entry 0. The GEMM below reads input
+// entries 8..11 through its loaded micro-op; one more micro-op, never loaded, adds 0..3 and the
+// entries between, which the input load (4..7, no token) writes.
+TEST_CASE("hazards: micro-ops no load reached are zeros") {
+  const vta::Config config;
+  const auto s = weight_token_input_gemm(config, 0, 0, 8);
+  auto prog = vta::decode_all(config.layout(), s.insns);
+  CHECK_NOTHROW(vta::check_hazards(config, prog, s.uops, 0));
+  int gemms = 0;
+  for (auto& f : prog)
+    if (f.opcode == vta::Opcode::Gemm) {
+      ++f.uop_end;
+      ++gemms;
+    }
+  REQUIRE(gemms == 1);
+  const auto msg = what_of([&] { vta::check_hazards(config, prog, s.uops, 0); });
+  CHECK(msg.find("reads input entry 4 after LOAD #") != std::string::npos);
+  CHECK(msg.find("RAW race") != std::string::npos);
 }
 
 // A proven stream keeps its decode for the micro-op base it was placed at: placed at another
@@ -319,7 +341,21 @@ TEST_CASE("hazards: a deadlocking stream is reported, not waited on") {
   b.dep_pop(Queue::Compute, Queue::Load);  // waits for a token nobody pushes
   b.load({.memory = MemId::Inp, .x_size = 1});
   b.finish();
-  CHECK_THROWS_AS(vta::check_hazards(config, b.take()), dlavm::DeviceError);
+  const auto stream = b.take();
+  CHECK_THROWS_AS(vta::check_hazards(config, stream), dlavm::DeviceError);
+  // named as the simulator names it: the stuck module, instruction and the token it waits for
+  const auto msg = what_of([&] { vta::check_hazards(config, stream); });
+  CHECK(msg.find("load module stuck at LOAD #0 waiting for a token from compute") !=
+        std::string::npos);
+  // a flag its module cannot have, before any token is counted
+  vta::InsnFields load;
+  load.opcode = vta::Opcode::Load;
+  load.memory_type = MemId::Inp;
+  load.x_size = 1;
+  load.pop_prev_dep = true;
+  CHECK(what_of([&] {
+          vta::check_hazards(config, std::span<const vta::InsnFields>(&load, 1), {}, 0);
+        }).find("LOAD #0 runs on the load module, which has no previous module") == 0);
 }
 
 // Random programs over overlapping regions: the tracker's tokens make the concurrent run equal

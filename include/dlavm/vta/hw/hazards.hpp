@@ -95,11 +95,18 @@ class EntryRuns {
     State state;
   };
 
-  // The run holding entry e, in [0, depth).
+  // The run holding entry e, in [0, depth). Most lookups find the run the last one found, or
+  // the one after it (an instruction's check and record look up the same entries, and a
+  // stream walks its buffers): those two are tried before the binary search.
   std::size_t holding(std::int64_t e) const {
+    const std::size_t h = last_;
+    if (h < runs_.size() && runs_[h].first <= e) {
+      if (h + 1 == runs_.size() || e < runs_[h + 1].first) return h;
+      if (h + 2 == runs_.size() || e < runs_[h + 2].first) return last_ = h + 1;
+    }
     const auto after = std::upper_bound(runs_.begin(), runs_.end(), e,
                                         [](std::int64_t v, const Run& r) { return v < r.first; });
-    return static_cast<std::size_t>(after - runs_.begin()) - 1;
+    return last_ = static_cast<std::size_t>(after - runs_.begin()) - 1;
   }
 
   // The run starting at entry e, split off the run holding it.
@@ -123,13 +130,14 @@ class EntryRuns {
     const std::size_t to = std::min(last, runs_.size() - 1);  // the run after, if any
     std::size_t kept = from;
     for (std::size_t r = from + 1; r <= to; ++r)
-      if (!(runs_[r].state == runs_[kept].state)) runs_[++kept] = runs_[r];
+      if (!(runs_[r].state == runs_[kept].state) && ++kept != r) runs_[kept] = runs_[r];
     runs_.erase(runs_.begin() + static_cast<std::ptrdiff_t>(kept + 1),
                 runs_.begin() + static_cast<std::ptrdiff_t>(to + 1));
   }
 
   std::int64_t depth_;
   std::vector<Run> runs_;
+  mutable std::size_t last_ = 0;  // the run the last lookup found (a hint, checked when read)
 };
 
 }  // namespace detail
