@@ -328,6 +328,22 @@ void BM_StreamHazards(benchmark::State& state) {
   for (auto _ : state) vta::check_hazards(c.dev->config(), c.dev->stream);
 }
 
+// Decoding a stream's words into their fields (vta::decode_all): what SimDevice does once for
+// each stream it has not kept, before the check, the run and the cycle model read the fields.
+void BM_StreamDecode(benchmark::State& state) {
+  auto& c = stream_case(state.range(0));
+  label(state, c);
+  const auto layout = c.dev->simulator().layout();
+  for (auto _ : state) benchmark::DoNotOptimize(vta::decode_all(layout, c.dev->stream.insns));
+  state.counters["instructions"] = static_cast<double>(c.dev->stream.insns.size());
+}
+BENCHMARK(BM_StreamDecode)
+    ->ArgNames({"stream"})
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMicrosecond);
+
 void BM_StreamCycleModel(benchmark::State& state) {
   auto& c = stream_case(state.range(0));
   label(state, c);

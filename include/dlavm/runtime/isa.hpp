@@ -687,12 +687,54 @@ constexpr InsnWord pack(const IsaLayout& layout, const InsnFields& f) {
 // The opcode field: bits 0-2 of every form.
 constexpr Opcode opcode_of(const InsnWord& w) { return static_cast<Opcode>(w.word[0] & 7); }
 
+// Reads each field of the form straight into its member, as pack writes them (a device decodes
+// every instruction of each new stream it runs); at -Os, one loop over the form's fields.
 constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
   InsnFields f;
   const Form form = form_of(opcode_of(w));
-  const auto& table = layout.form(form);
-  for_each_field(form,
-                 [&](Field x) { f.set(x, get_field(w, table[static_cast<std::size_t>(x)])); });
+  const auto& t = layout.form(form);
+  if constexpr (!kSpecializedEncoder) {
+    for_each_field(form, [&](Field x) { f.set(x, get_field(w, t[static_cast<std::size_t>(x)])); });
+    return f;
+  }
+  const auto get = [&](Field x) {
+    return static_cast<std::uint32_t>(get_field(w, t[static_cast<std::size_t>(x)]));
+  };
+  f.opcode = static_cast<Opcode>(get(Field::opcode));
+  f.pop_prev_dep = get(Field::pop_prev_dep) != 0;
+  f.pop_next_dep = get(Field::pop_next_dep) != 0;
+  f.push_prev_dep = get(Field::push_prev_dep) != 0;
+  f.push_next_dep = get(Field::push_next_dep) != 0;
+  if (form == Form::Mem) {
+    f.memory_type = static_cast<MemId>(get(Field::memory_type));
+    f.sram_base = get(Field::sram_base);
+    f.dram_base = get(Field::dram_base);
+    f.y_size = get(Field::y_size);
+    f.x_size = get(Field::x_size);
+    f.x_stride = get(Field::x_stride);
+    f.y_pad_0 = get(Field::y_pad_0);
+    f.y_pad_1 = get(Field::y_pad_1);
+    f.x_pad_0 = get(Field::x_pad_0);
+    f.x_pad_1 = get(Field::x_pad_1);
+    return f;
+  }
+  f.reset_reg = get(Field::reset_reg) != 0;
+  f.uop_bgn = get(Field::uop_bgn);
+  f.uop_end = get(Field::uop_end);
+  f.iter_out = get(Field::iter_out);
+  f.iter_in = get(Field::iter_in);
+  f.dst_factor_out = get(Field::dst_factor_out);
+  f.dst_factor_in = get(Field::dst_factor_in);
+  f.src_factor_out = get(Field::src_factor_out);
+  f.src_factor_in = get(Field::src_factor_in);
+  if (form == Form::Gemm) {
+    f.wgt_factor_out = get(Field::wgt_factor_out);
+    f.wgt_factor_in = get(Field::wgt_factor_in);
+  } else {
+    f.alu_opcode = static_cast<AluOp>(get(Field::alu_opcode));
+    f.use_imm = get(Field::use_imm) != 0;
+    f.imm = static_cast<std::int32_t>(static_cast<std::int16_t>(get(Field::imm) & 0xFFFF));
+  }
   return f;
 }
 
