@@ -342,11 +342,6 @@ void BM_AppendKvCache(benchmark::State& state) {
 }
 BENCHMARK(BM_AppendKvCache)->Arg(0)->Arg(1)->ArgName("values")->Unit(benchmark::kMicrosecond);
 
-// 16 decode steps in a row from 2,031 cached positions to 2,047, as generation runs them (the
-// cache set outside the timing before the first): the host steps' share of their wall time,
-// where BM_DecodeStepLlmLayer, which sets the cache before every step, has each step's KV
-// append copy the whole cache to the device. Range 0: the softmax (1: integers, on VTA; 2: the
-// same in two kernels, models::llm::Softmax::IntegerSplit).
 // The gallery's layer (range 0 of the benchmark: its softmax) for 16 decode steps in a row
 // from 2,031 cached positions: its module, a random cache and a token's input.
 struct DecodeRun {
@@ -365,6 +360,13 @@ struct DecodeRun {
   const te::NDArray x = te::NDArray::random(DType::int8(), {1, 1, 512}, 4);
 };
 
+// 16 decode steps in a row from 2,031 cached positions to 2,047 (the cache set outside the
+// timing before the first), the same 16 in every iteration on one device, whose streams are
+// then proven and decoded once (BM_GenerateLlmLayer runs them as a generation loop does): the
+// host steps' share of their wall time, where BM_DecodeStepLlmLayer, which sets the cache
+// before every step, has each step's KV append copy the whole cache to the device. Range 0:
+// the softmax (1: integers, on VTA; 2: the same in two kernels,
+// models::llm::Softmax::IntegerSplit).
 void BM_DecodeRunLlmLayer(benchmark::State& state) {
   const DecodeRun run(state.range(0));
   vta::SimDevice dev(run.target.env.config);
