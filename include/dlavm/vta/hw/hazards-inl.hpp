@@ -140,6 +140,7 @@ class HazardChecker {
   }
 
   // 2. The accesses of instruction i (accesses_); a LOAD UOP also fills the micro-op SRAM.
+  void add(const Access& a) { accesses_[naccesses_++] = a; }
   void accesses(std::size_t i) {
     const auto& f = prog_[i];
     naccesses_ = 0;
@@ -255,7 +256,6 @@ class HazardChecker {
   // accumulator)
   std::array<Access, 4> accesses_{};
   std::size_t naccesses_ = 0;
-  void add(const Access& a) { accesses_[naccesses_++] = a; }
 };
 
 }  // namespace detail
