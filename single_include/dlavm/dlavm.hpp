@@ -53620,7 +53620,8 @@ class DecodedStreams {
 //
 // Speed: GEMM and ALU instructions run on SIMD kernels for the best instruction set of the CPU
 // (vta/hw/sim_kernels.hpp), which read shadow copies of the input and weight SRAMs that every
-// LOAD keeps in step; set_kernels(SimKernels::Scalar) runs the plain loops they are checked
+// LOAD keeps in step (a weight LOAD writes the shadow alone, from which wgt_sram() unpacks the
+// SRAM when asked); set_kernels(SimKernels::Scalar) runs the plain loops they are checked
 // against. Bounds are checked once per instruction, not per micro-op.
 //
 // Limits: a configuration whose four SRAMs (2^LOG_*_BUFF_SIZE bytes each) total more than
@@ -53732,6 +53733,9 @@ struct SimdKernels {
   // `elems` SRAM elements -> their shadows; the weight packing may read 4 bytes past the last.
   void (*pack_inp)(const std::int8_t* x, std::byte* shadow, std::size_t elems, TileShape) = nullptr;
   void (*pack_wgt)(const std::int8_t* w, std::byte* shadow, std::size_t elems, TileShape) = nullptr;
+  // The weight elements `elems` shadows hold, back (pack_wgt's inverse).
+  void (*unpack_wgt)(const std::byte* shadow, std::int8_t* w, std::size_t elems,
+                     TileShape) = nullptr;
   void (*gemm)(const GemmCall&) = nullptr;
   void (*reset)(const GemmCall&) = nullptr;
   void (*alu)(const AluCall&) = nullptr;
@@ -53752,9 +53756,11 @@ const SimdKernels* simd_kernels();
 ShadowLayout pair_layout(TileShape s);
 void pack_inp_pairs(const std::int8_t* x, std::byte* shadow, std::size_t elems, TileShape s);
 void pack_wgt_pairs(const std::int8_t* w, std::byte* shadow, std::size_t elems, TileShape s);
+void unpack_wgt_pairs(const std::byte* shadow, std::int8_t* w, std::size_t elems, TileShape s);
 ShadowLayout quad_layout(TileShape s);
 void pack_inp_quads(const std::int8_t* x, std::byte* shadow, std::size_t elems, TileShape s);
 void pack_wgt_quads(const std::int8_t* w, std::byte* shadow, std::size_t elems, TileShape s);
+void unpack_wgt_quads(const std::byte* shadow, std::int8_t* w, std::size_t elems, TileShape s);
 
 }  // namespace dlavm::vta::detail
 
@@ -53884,6 +53890,21 @@ DLAVM_INLINE void pack_wgt_pairs(const std::int8_t* w, std::byte* out, std::size
                       shadow::at(w, k, s));
 }
 
+DLAVM_INLINE void unpack_wgt_pairs(const std::byte* in, std::int8_t* w, std::size_t elems,
+                                   TileShape s) {
+  const std::size_t kp = shadow::pairs(s),
+                    chunk = static_cast<std::size_t>(gemm_chunk(s.block_out));
+  const std::size_t stride = pair_layout(s).wgt_bytes;
+  for (std::size_t e = 0; e < elems; ++e, in += stride)
+    for (std::size_t o = 0; o < static_cast<std::size_t>(s.block_out); ++o, w += s.block_in)
+      for (std::size_t k = 0; k < static_cast<std::size_t>(s.block_in); ++k) {
+        std::int16_t v = 0;
+        std::memcpy(&v, in + 2 * ((((o / chunk) * kp + k / 2) * chunk + o % chunk) * 2 + k % 2),
+                    sizeof(v));
+        w[k] = static_cast<std::int8_t>(v);
+      }
+}
+
 DLAVM_INLINE ShadowLayout quad_layout(TileShape s) {
   const std::size_t kq = shadow::quads(s), bo = static_cast<std::size_t>(s.block_out);
   return {static_cast<std::size_t>(s.batch) * kq * 4, shadow::round64(bo * kq * 4 + bo * 4)};
@@ -53915,6 +53936,18 @@ DLAVM_INLINE void pack_wgt_quads(const std::int8_t* w, std::byte* out, std::size
       const std::int32_t bias = 128 * sum;
       std::memcpy(out + bo * kq * 4 + o * 4, &bias, sizeof(bias));
     }
+}
+
+DLAVM_INLINE void unpack_wgt_quads(const std::byte* in, std::int8_t* w, std::size_t elems,
+                                   TileShape s) {
+  const std::size_t kq = shadow::quads(s),
+                    chunk = static_cast<std::size_t>(gemm_chunk(s.block_out));
+  const std::size_t stride = quad_layout(s).wgt_bytes;
+  for (std::size_t e = 0; e < elems; ++e, in += stride)
+    for (std::size_t o = 0; o < static_cast<std::size_t>(s.block_out); ++o, w += s.block_in)
+      for (std::size_t k = 0; k < static_cast<std::size_t>(s.block_in); ++k)
+        w[k] = static_cast<std::int8_t>(
+            in[(((o / chunk) * kq + k / 4) * chunk + o % chunk) * 4 + k % 4]);
 }
 
 }  // namespace dlavm::vta::detail
@@ -53967,6 +54000,10 @@ class Dram {
  public:
   static constexpr std::uint64_t kPage = 4096;
   static constexpr std::uint64_t kBase = 0x10000;
+  // Bytes of each host copy past its allocation, never part of it: the simulator's weight
+  // packing may read up to 4 bytes past the last element it packs, and packs LOADs straight
+  // from DRAM.
+  static constexpr std::size_t kHostSlack = 4;
 
   explicit Dram(std::uint64_t limit = std::uint64_t{1} << 32) : limit_(limit) {}
 
@@ -53982,7 +54019,7 @@ class Dram {
   std::uint64_t in_use() const;
 
  private:
-  // An allocation's host copy: `size` bytes from calloc.
+  // An allocation's host copy: `size` bytes from calloc (and kHostSlack more).
   struct Block {
     struct Free {
       void operator()(std::byte* p) const noexcept { std::free(p); }
@@ -54030,6 +54067,7 @@ class Simulator {
     return inp_;
   }
   std::span<std::int8_t> wgt_sram() {
+    if (wgt_behind_) catch_up_wgt();
     wgt_stale_ = true;
     return {wgt_.data(), wgt_.size() - kWgtSlack};
   }
@@ -54069,12 +54107,15 @@ class Simulator {
   // Adds what instruction i costs to info.work; raises DeviceError past the budget.
   void charge(const InsnFields& f, std::size_t i, RunInfo& info) const;
 
-  // Switches kernels: sizes the shadows for the new set (none for the scalar loops), stale.
+  // Switches kernels: sizes the shadows for the new set (none for the scalar loops), the
+  // input shadow stale, the weight shadow packed.
   void use_kernels(const detail::SimdKernels* k);
   // Rewrites the shadows of `count` input or weight elements from `first` (with the SIMD
   // kernels; the scalar loops do not read them, so that mode only marks them stale).
   void pack_shadow(MemId m, std::size_t first, std::size_t count);
   void refresh_shadows();
+  // The weight SRAM from its shadow, where LOADs packed their elements into the shadow alone.
+  void catch_up_wgt();
   detail::TileShape tile() const { return {batch_, block_in_, block_out_}; }
   // The micro-op loops of a GEMM or ALU instruction whose ranges check_loops accepted.
   detail::UopLoops uop_loops(const InsnFields& f) const;
@@ -54114,6 +54155,11 @@ class Simulator {
   std::vector<OutWriter> out_writer_;  // empty unless the design stores an output SRAM
   // Bytes after the weight SRAM that the weight packing kernel may read.
   static constexpr std::size_t kWgtSlack = 4;
+  // With the SIMD kernels a weight LOAD packs DRAM straight into the shadow, which the kernels
+  // read: copying it to wgt_ as well took twice as long as the packing in an LLM decode step,
+  // which loads each weight once. wgt_ then lags (wgt_behind_) until wgt_sram() or a switch of
+  // kernels asks for it.
+  bool wgt_behind_ = false;
   // Shadow copies for the SIMD GEMM (sim_kernels.hpp) in the form of the kernel set in use,
   // shadow_ bytes per element; stale after a write through inp_sram() / wgt_sram().
   std::vector<std::byte, detail::CacheLineAllocator<std::byte>> inp_shadow_, wgt_shadow_;
@@ -54288,11 +54334,16 @@ DLAVM_INLINE Simulator::Simulator(const Config& config) : config_(config) {
 }
 
 DLAVM_INLINE void Simulator::use_kernels(const detail::SimdKernels* k) {
+  if (wgt_behind_) catch_up_wgt();  // (from the shadows of the kernels in use until now)
   simd_ = k;
   shadow_ = k ? k->layout(tile()) : detail::ShadowLayout{};
   inp_shadow_.assign(config_.inp_depth() * shadow_.inp_bytes, std::byte{0});
   wgt_shadow_.assign(config_.wgt_depth() * shadow_.wgt_bytes, std::byte{0});
-  inp_stale_ = wgt_stale_ = true;
+  inp_stale_ = true;
+  // (the weights' now: a weight LOAD packs into the shadow alone only where it is in step)
+  if (simd_ != nullptr)
+    simd_->pack_wgt(wgt_.data(), wgt_shadow_.data(), config_.wgt_depth(), tile());
+  wgt_stale_ = false;
 }
 
 DLAVM_INLINE void Simulator::set_kernels(SimKernels k) {
@@ -54343,6 +54394,11 @@ DLAVM_INLINE detail::UopLoops Simulator::uop_loops(const InsnFields& f) const {
   return l;
 }
 
+DLAVM_INLINE void Simulator::catch_up_wgt() {
+  simd_->unpack_wgt(wgt_shadow_.data(), wgt_.data(), config_.wgt_depth(), tile());
+  wgt_behind_ = false;
+}
+
 DLAVM_INLINE void Simulator::refresh_shadows() {
   if (inp_stale_) simd_->pack_inp(inp_.data(), inp_shadow_.data(), config_.inp_depth(), tile());
   if (wgt_stale_) simd_->pack_wgt(wgt_.data(), wgt_shadow_.data(), config_.wgt_depth(), tile());
@@ -54366,7 +54422,7 @@ DLAVM_INLINE std::uint64_t Dram::alloc(std::size_t bytes) {
                        in_use(), limit_);
   // (calloc, not a vector: the operating system's zero pages, touched only where a run does)
   std::unique_ptr<std::byte, Block::Free> host(
-      static_cast<std::byte*>(std::calloc(std::max<std::size_t>(bytes, 1), 1)));
+      static_cast<std::byte*>(std::calloc(std::max<std::size_t>(bytes, 1) + kHostSlack, 1)));
   if (!host)
     raise<DeviceError>("DRAM allocation of {} bytes: the host has no memory for its copy", bytes);
   allocs_[at] = Block{std::move(host), bytes};
@@ -54554,6 +54610,16 @@ DLAVM_INLINE void Simulator::load(const InsnFields& f, std::size_t i, Counters& 
       pack_shadow(m, f.sram_base, rows * cols);
       break;
     case MemId::Wgt:
+      if (simd_ != nullptr && !wgt_stale_) {
+        // into the shadow alone (wgt_behind_); a padding element's shadow is zeros (the
+        // packing's reads past the box stay in the allocation's Dram::kHostSlack)
+        detail::load_box(wgt_shadow_.data(), shadow_.wgt_bytes, f, src, eb,
+                         [&](std::byte* dst, const std::byte* s, std::size_t n) {
+                           simd_->pack_wgt(reinterpret_cast<const std::int8_t*>(s), dst, n, tile());
+                         });
+        wgt_behind_ = true;
+        break;
+      }
       detail::load_box(wgt_.data(), eb, f, src, eb, copy);
       pack_shadow(m, f.sram_base, rows * cols);
       break;

@@ -279,9 +279,19 @@ std::string compare_stream(const vta::Config& c, const std::string& target, std:
   load_uops.x_stride = load_uops.x_size;
   const std::uint64_t out_phys = regions[4].first * c.out_elem_bytes();
   const std::size_t out_bytes = elems * c.out_elem_bytes();
+  // The weight SRAMs read back halfway and at the end: the SIMD kernels' LOADs pack DRAM into
+  // the shadow alone, and the span is unpacked from it.
+  const auto same_weights = [&](int i) {
+    const auto a = simd.wgt_sram(), b = scalar.wgt_sram();
+    return std::equal(a.begin(), a.end(), b.begin())
+               ? std::string()
+               : fmt::format("weight SRAMs differ after #{}", i);
+  };
   for (int i = -1; i < insns; ++i) {
     const auto f = i < 0 ? load_uops : maker.next(regions, gemm_uops);
     for (auto* s : sims) s->run(std::span<const vta::InsnFields>(&f, 1));
+    if (i == insns / 2)
+      if (auto diff = same_weights(i); !diff.empty()) return diff;
     const auto a = simd.acc_sram(), b = scalar.acc_sram();
     if (!std::equal(a.begin(), a.end(), b.begin()))
       return fmt::format("accumulators differ after #{}: {}", i, vta::disassemble(f));
@@ -290,7 +300,7 @@ std::string compare_stream(const vta::Config& c, const std::string& target, std:
     if (!std::equal(da, da + out_bytes, db))
       return fmt::format("stored bytes differ after #{}: {}", i, vta::disassemble(f));
   }
-  return "";
+  return same_weights(insns);
 }
 
 }  // namespace
@@ -368,6 +378,41 @@ TEST_CASE("vta simulator kernels: convolution-shaped micro-ops match the scalar 
       CAPTURE(c.log_batch);
       for (std::uint64_t seed = 200; seed < 240; ++seed)
         CHECK(compare_stream(c, t, seed, 60, 64, true) == "");
+    }
+  }
+}
+
+TEST_CASE("vta simulator kernels: a weight LOAD ending where its allocation ends") {
+  // The SIMD kernels pack a weight LOAD from DRAM into their shadow, and the span unpacks it.
+  auto targets = vta::Simulator::simd_targets();
+  targets.push_back("scalar");
+  std::mt19937_64 rng(7);
+  for (const auto& c : {vta::Config{}, shape_config(0, 1, 1, 3), shape_config(1, 3, 2, 3)}) {
+    const std::size_t eb = c.elem_bytes(MemId::Wgt);
+    for (const auto& t : targets) {
+      CAPTURE(t);
+      CAPTURE(c.log_block_in);
+      vta::Simulator sim(c);
+      if (t == "scalar") {
+        sim.set_kernels(vta::SimKernels::Scalar);
+      } else {
+        sim.set_simd_target(t);
+      }
+      const std::uint64_t elems = 3, phys = sim.dram().alloc(elems * eb);
+      const auto bytes = random_bytes(elems * eb, rng);
+      std::copy(bytes.begin(), bytes.end(), sim.dram().allocation(phys).begin());
+      vta::InsnFields f;
+      f.opcode = Opcode::Load;
+      f.memory_type = MemId::Wgt;
+      f.dram_base = static_cast<std::uint32_t>(phys / eb);
+      f.sram_base = 5;
+      f.y_size = 1;
+      f.x_size = static_cast<std::uint32_t>(elems);
+      f.x_stride = f.x_size;
+      sim.run(std::span<const vta::InsnFields>(&f, 1));
+      const auto wgt = sim.wgt_sram();
+      CHECK(std::equal(bytes.begin(), bytes.end(), wgt.begin() + 5 * eb,
+                       [](std::byte b, auto w) { return static_cast<std::int8_t>(b) == w; }));
     }
   }
 }

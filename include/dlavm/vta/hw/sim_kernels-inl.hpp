@@ -94,6 +94,12 @@ inline std::int8_t at(const std::int8_t* row, std::size_t k, TileShape s) {
 inline void put16(std::byte* out, std::size_t index, std::int16_t v) {
   std::memcpy(out + 2 * index, &v, sizeof(v));
 }
+// Where weight k of row o sits in an element's shadow, as the g-th value of its group (g = 2:
+// pairs, 4: quads; `groups` a row): the groups of `chunk` rows side by side.
+inline std::size_t wgt_slot(std::size_t o, std::size_t k, std::size_t chunk, std::size_t groups,
+                            std::size_t g) {
+  return (((o / chunk) * groups + k / g) * chunk + o % chunk) * g + k % g;
+}
 
 }  // namespace shadow
 
@@ -118,8 +124,7 @@ DLAVM_INLINE void pack_wgt_pairs(const std::int8_t* w, std::byte* out, std::size
   for (std::size_t e = 0; e < elems; ++e, out += stride)
     for (std::size_t o = 0; o < static_cast<std::size_t>(s.block_out); ++o, w += s.block_in)
       for (std::size_t k = 0; k < 2 * kp; ++k)
-        shadow::put16(out, (((o / chunk) * kp + k / 2) * chunk + o % chunk) * 2 + k % 2,
-                      shadow::at(w, k, s));
+        shadow::put16(out, shadow::wgt_slot(o, k, chunk, kp, 2), shadow::at(w, k, s));
 }
 
 DLAVM_INLINE ShadowLayout quad_layout(TileShape s) {
@@ -146,13 +151,30 @@ DLAVM_INLINE void pack_wgt_quads(const std::int8_t* w, std::byte* out, std::size
       std::int32_t sum = 0;
       for (std::size_t k = 0; k < 4 * kq; ++k) {
         const std::int8_t v = shadow::at(w, k, s);
-        out[(((o / chunk) * kq + k / 4) * chunk + o % chunk) * 4 + k % 4] =
-            static_cast<std::byte>(v);
+        out[shadow::wgt_slot(o, k, chunk, kq, 4)] = static_cast<std::byte>(v);
         sum += v;
       }
       const std::int32_t bias = 128 * sum;
       std::memcpy(out + bo * kq * 4 + o * 4, &bias, sizeof(bias));
     }
+}
+
+DLAVM_INLINE void unpack_wgt_groups(const std::byte* in, std::int8_t* w, std::size_t elems,
+                                    TileShape s, bool quads) {
+  const std::size_t g = quads ? 4 : 2, groups = quads ? shadow::quads(s) : shadow::pairs(s),
+                    chunk = static_cast<std::size_t>(gemm_chunk(s.block_out));
+  const std::size_t stride = (quads ? quad_layout(s) : pair_layout(s)).wgt_bytes;
+  for (std::size_t e = 0; e < elems; ++e, in += stride)
+    for (std::size_t o = 0; o < static_cast<std::size_t>(s.block_out); ++o, w += s.block_in)
+      for (std::size_t k = 0; k < static_cast<std::size_t>(s.block_in); ++k) {
+        const std::size_t slot = shadow::wgt_slot(o, k, chunk, groups, g);
+        std::int16_t v = 0;
+        if (quads)
+          v = static_cast<std::int8_t>(in[slot]);
+        else
+          std::memcpy(&v, in + 2 * slot, sizeof(v));
+        w[k] = static_cast<std::int8_t>(v);
+      }
 }
 
 }  // namespace dlavm::vta::detail

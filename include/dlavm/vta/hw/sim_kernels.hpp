@@ -82,6 +82,9 @@ struct SimdKernels {
   // `elems` SRAM elements -> their shadows; the weight packing may read 4 bytes past the last.
   void (*pack_inp)(const std::int8_t* x, std::byte* shadow, std::size_t elems, TileShape) = nullptr;
   void (*pack_wgt)(const std::int8_t* w, std::byte* shadow, std::size_t elems, TileShape) = nullptr;
+  // The weight elements `elems` shadows hold, back (pack_wgt's inverse).
+  void (*unpack_wgt)(const std::byte* shadow, std::int8_t* w, std::size_t elems,
+                     TileShape) = nullptr;
   void (*gemm)(const GemmCall&) = nullptr;
   void (*reset)(const GemmCall&) = nullptr;
   void (*alu)(const AluCall&) = nullptr;
@@ -105,6 +108,9 @@ void pack_wgt_pairs(const std::int8_t* w, std::byte* shadow, std::size_t elems, 
 ShadowLayout quad_layout(TileShape s);
 void pack_inp_quads(const std::int8_t* x, std::byte* shadow, std::size_t elems, TileShape s);
 void pack_wgt_quads(const std::int8_t* w, std::byte* shadow, std::size_t elems, TileShape s);
+// The weight elements either form's shadows hold (pack_wgt_pairs' or pack_wgt_quads' inverse).
+void unpack_wgt_groups(const std::byte* shadow, std::int8_t* w, std::size_t elems, TileShape s,
+                       bool quads);
 
 }  // namespace dlavm::vta::detail
 

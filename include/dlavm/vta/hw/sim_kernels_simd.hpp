@@ -197,6 +197,10 @@ DLAVM_SIM_ATTR inline void pack_wgt(const std::int8_t* w, std::byte* out, std::s
   }
 }
 
+inline void unpack_wgt(const std::byte* shadow, std::int8_t* w, std::size_t elems, TileShape s) {
+  unpack_wgt_groups(shadow, w, elems, s, uses_quads(s));
+}
+
 // ---- GEMM ----------------------------------------------------------------------------------
 
 // Calls body(a, x, w) for every iteration of an instruction's two loops: the accumulator,
@@ -833,8 +837,8 @@ inline const SimdKernels* sim_kernels() {
 #else
   constexpr const char* name = "SSSE3";
 #endif
-  static const SimdKernels kernels{name,   &layout, &pack_inp,  &pack_wgt,  &gemm,
-                                   &reset, &alu,    &truncate8, &truncate16};
+  static const SimdKernels kernels{name,  &layout, &pack_inp, &pack_wgt,  &unpack_wgt,
+                                   &gemm, &reset,  &alu,      &truncate8, &truncate16};
   return &kernels;
 }
 

@@ -156,11 +156,16 @@ DLAVM_INLINE Simulator::Simulator(const Config& config) : config_(config) {
 }
 
 DLAVM_INLINE void Simulator::use_kernels(const detail::SimdKernels* k) {
+  if (wgt_behind_) catch_up_wgt();  // (from the shadows of the kernels in use until now)
   simd_ = k;
   shadow_ = k ? k->layout(tile()) : detail::ShadowLayout{};
   inp_shadow_.assign(config_.inp_depth() * shadow_.inp_bytes, std::byte{0});
   wgt_shadow_.assign(config_.wgt_depth() * shadow_.wgt_bytes, std::byte{0});
-  inp_stale_ = wgt_stale_ = true;
+  inp_stale_ = true;
+  // (the weights' now: a weight LOAD packs into the shadow alone only where it is in step)
+  if (simd_ != nullptr)
+    simd_->pack_wgt(wgt_.data(), wgt_shadow_.data(), config_.wgt_depth(), tile());
+  wgt_stale_ = false;
 }
 
 DLAVM_INLINE void Simulator::set_kernels(SimKernels k) {
@@ -211,6 +216,11 @@ DLAVM_INLINE detail::UopLoops Simulator::uop_loops(const InsnFields& f) const {
   return l;
 }
 
+DLAVM_INLINE void Simulator::catch_up_wgt() {
+  simd_->unpack_wgt(wgt_shadow_.data(), wgt_.data(), config_.wgt_depth(), tile());
+  wgt_behind_ = false;
+}
+
 DLAVM_INLINE void Simulator::refresh_shadows() {
   if (inp_stale_) simd_->pack_inp(inp_.data(), inp_shadow_.data(), config_.inp_depth(), tile());
   if (wgt_stale_) simd_->pack_wgt(wgt_.data(), wgt_shadow_.data(), config_.wgt_depth(), tile());
@@ -234,7 +244,7 @@ DLAVM_INLINE std::uint64_t Dram::alloc(std::size_t bytes) {
                        in_use(), limit_);
   // (calloc, not a vector: the operating system's zero pages, touched only where a run does)
   std::unique_ptr<std::byte, Block::Free> host(
-      static_cast<std::byte*>(std::calloc(std::max<std::size_t>(bytes, 1), 1)));
+      static_cast<std::byte*>(std::calloc(std::max<std::size_t>(bytes, 1) + kHostSlack, 1)));
   if (!host)
     raise<DeviceError>("DRAM allocation of {} bytes: the host has no memory for its copy", bytes);
   allocs_[at] = Block{std::move(host), bytes};
@@ -422,6 +432,16 @@ DLAVM_INLINE void Simulator::load(const InsnFields& f, std::size_t i, Counters& 
       pack_shadow(m, f.sram_base, rows * cols);
       break;
     case MemId::Wgt:
+      if (simd_ != nullptr && !wgt_stale_) {
+        // into the shadow alone (wgt_behind_); a padding element's shadow is zeros (the
+        // packing's reads past the box stay in the allocation's Dram::kHostSlack)
+        detail::load_box(wgt_shadow_.data(), shadow_.wgt_bytes, f, src, eb,
+                         [&](std::byte* dst, const std::byte* s, std::size_t n) {
+                           simd_->pack_wgt(reinterpret_cast<const std::int8_t*>(s), dst, n, tile());
+                         });
+        wgt_behind_ = true;
+        break;
+      }
       detail::load_box(wgt_.data(), eb, f, src, eb, copy);
       pack_shadow(m, f.sram_base, rows * cols);
       break;

@@ -15,7 +15,8 @@
 //
 // Speed: GEMM and ALU instructions run on SIMD kernels for the best instruction set of the CPU
 // (vta/hw/sim_kernels.hpp), which read shadow copies of the input and weight SRAMs that every
-// LOAD keeps in step; set_kernels(SimKernels::Scalar) runs the plain loops they are checked
+// LOAD keeps in step (a weight LOAD writes the shadow alone, from which wgt_sram() unpacks the
+// SRAM when asked); set_kernels(SimKernels::Scalar) runs the plain loops they are checked
 // against. Bounds are checked once per instruction, not per micro-op.
 //
 // Limits: a configuration whose four SRAMs (2^LOG_*_BUFF_SIZE bytes each) total more than
@@ -84,6 +85,10 @@ class Dram {
  public:
   static constexpr std::uint64_t kPage = 4096;
   static constexpr std::uint64_t kBase = 0x10000;
+  // Bytes of each host copy past its allocation, never part of it: the simulator's weight
+  // packing may read up to 4 bytes past the last element it packs, and packs LOADs straight
+  // from DRAM.
+  static constexpr std::size_t kHostSlack = 4;
 
   explicit Dram(std::uint64_t limit = std::uint64_t{1} << 32) : limit_(limit) {}
 
@@ -99,7 +104,7 @@ class Dram {
   std::uint64_t in_use() const;
 
  private:
-  // An allocation's host copy: `size` bytes from calloc.
+  // An allocation's host copy: `size` bytes from calloc (and kHostSlack more).
   struct Block {
     struct Free {
       void operator()(std::byte* p) const noexcept { std::free(p); }
@@ -147,6 +152,7 @@ class Simulator {
     return inp_;
   }
   std::span<std::int8_t> wgt_sram() {
+    if (wgt_behind_) catch_up_wgt();
     wgt_stale_ = true;
     return {wgt_.data(), wgt_.size() - kWgtSlack};
   }
@@ -186,12 +192,15 @@ class Simulator {
   // Adds what instruction i costs to info.work; raises DeviceError past the budget.
   void charge(const InsnFields& f, std::size_t i, RunInfo& info) const;
 
-  // Switches kernels: sizes the shadows for the new set (none for the scalar loops), stale.
+  // Switches kernels: sizes the shadows for the new set (none for the scalar loops), the
+  // input shadow stale, the weight shadow packed.
   void use_kernels(const detail::SimdKernels* k);
   // Rewrites the shadows of `count` input or weight elements from `first` (with the SIMD
   // kernels; the scalar loops do not read them, so that mode only marks them stale).
   void pack_shadow(MemId m, std::size_t first, std::size_t count);
   void refresh_shadows();
+  // The weight SRAM from its shadow, where LOADs packed their elements into the shadow alone.
+  void catch_up_wgt();
   detail::TileShape tile() const { return {batch_, block_in_, block_out_}; }
   // The micro-op loops of a GEMM or ALU instruction whose ranges check_loops accepted.
   detail::UopLoops uop_loops(const InsnFields& f) const;
@@ -231,6 +240,11 @@ class Simulator {
   std::vector<OutWriter> out_writer_;  // empty unless the design stores an output SRAM
   // Bytes after the weight SRAM that the weight packing kernel may read.
   static constexpr std::size_t kWgtSlack = 4;
+  // With the SIMD kernels a weight LOAD packs DRAM straight into the shadow, which the kernels
+  // read: copying it to wgt_ as well took twice as long as the packing in an LLM decode step,
+  // which loads each weight once. wgt_ then lags (wgt_behind_) until wgt_sram() or a switch of
+  // kernels asks for it.
+  bool wgt_behind_ = false;
   // Shadow copies for the SIMD GEMM (sim_kernels.hpp) in the form of the kernel set in use,
   // shadow_ bytes per element; stale after a write through inp_sram() / wgt_sram().
   std::vector<std::byte, detail::CacheLineAllocator<std::byte>> inp_shadow_, wgt_shadow_;
