@@ -10968,15 +10968,17 @@ constexpr InsnWord pack(const IsaLayout& layout, const InsnFields& f) {
 // The opcode field: bits 0-2 of every form.
 constexpr Opcode opcode_of(const InsnWord& w) { return static_cast<Opcode>(w.word[0] & 7); }
 
-// Reads each field of the form straight into its member, as pack writes them (a device decodes
-// every instruction of each new stream it runs); at -Os, one loop over the form's fields.
-constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
-  InsnFields f;
+// Reads each field of the form straight into its member of `f`, as pack writes them (a device
+// decodes every instruction of each new stream it runs), the other fields left as they are; at
+// -Os, one loop over the form's fields. (Into the caller's fields: a decoded stream's vector
+// takes each instruction where it is written, not copied from a temporary whose narrow stores
+// the copy's wide loads would wait on.)
+constexpr void unpack_into(const IsaLayout& layout, const InsnWord& w, InsnFields& f) {
   const Form form = form_of(opcode_of(w));
   const auto& t = layout.form(form);
   if constexpr (!kSpecializedEncoder) {
     for_each_field(form, [&](Field x) { f.set(x, get_field(w, t[static_cast<std::size_t>(x)])); });
-    return f;
+    return;
   }
   const auto get = [&](Field x) {
     return static_cast<std::uint32_t>(get_field(w, t[static_cast<std::size_t>(x)]));
@@ -10997,7 +10999,7 @@ constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
     f.y_pad_1 = get(Field::y_pad_1);
     f.x_pad_0 = get(Field::x_pad_0);
     f.x_pad_1 = get(Field::x_pad_1);
-    return f;
+    return;
   }
   f.reset_reg = get(Field::reset_reg) != 0;
   f.uop_bgn = get(Field::uop_bgn);
@@ -11016,6 +11018,11 @@ constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
     f.use_imm = get(Field::use_imm) != 0;
     f.imm = static_cast<std::int32_t>(static_cast<std::int16_t>(get(Field::imm) & 0xFFFF));
   }
+}
+// The fields of a word (those of other forms zero).
+constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
+  InsnFields f;
+  unpack_into(layout, w, f);
   return f;
 }
 
@@ -20145,7 +20152,10 @@ DLAVM_INLINE std::vector<InsnFields> decode_all(const IsaLayout& layout,
                                                 std::span<const InsnWord> ws) {
   std::vector<InsnFields> out;
   out.reserve(ws.size());
-  for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(decode(layout, ws[i], i));
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    runtime::unpack_into(layout, ws[i], out.emplace_back());
+    check_enums(out.back(), i);
+  }
   return out;
 }
 
@@ -53756,11 +53766,12 @@ const SimdKernels* simd_kernels();
 ShadowLayout pair_layout(TileShape s);
 void pack_inp_pairs(const std::int8_t* x, std::byte* shadow, std::size_t elems, TileShape s);
 void pack_wgt_pairs(const std::int8_t* w, std::byte* shadow, std::size_t elems, TileShape s);
-void unpack_wgt_pairs(const std::byte* shadow, std::int8_t* w, std::size_t elems, TileShape s);
 ShadowLayout quad_layout(TileShape s);
 void pack_inp_quads(const std::int8_t* x, std::byte* shadow, std::size_t elems, TileShape s);
 void pack_wgt_quads(const std::int8_t* w, std::byte* shadow, std::size_t elems, TileShape s);
-void unpack_wgt_quads(const std::byte* shadow, std::int8_t* w, std::size_t elems, TileShape s);
+// The weight elements either form's shadows hold (pack_wgt_pairs' or pack_wgt_quads' inverse).
+void unpack_wgt_groups(const std::byte* shadow, std::int8_t* w, std::size_t elems, TileShape s,
+                       bool quads);
 
 }  // namespace dlavm::vta::detail
 
@@ -53862,6 +53873,12 @@ inline std::int8_t at(const std::int8_t* row, std::size_t k, TileShape s) {
 inline void put16(std::byte* out, std::size_t index, std::int16_t v) {
   std::memcpy(out + 2 * index, &v, sizeof(v));
 }
+// Where weight k of row o sits in an element's shadow, as the g-th value of its group (g = 2:
+// pairs, 4: quads; `groups` a row): the groups of `chunk` rows side by side.
+inline std::size_t wgt_slot(std::size_t o, std::size_t k, std::size_t chunk, std::size_t groups,
+                            std::size_t g) {
+  return (((o / chunk) * groups + k / g) * chunk + o % chunk) * g + k % g;
+}
 
 }  // namespace shadow
 
@@ -53886,23 +53903,7 @@ DLAVM_INLINE void pack_wgt_pairs(const std::int8_t* w, std::byte* out, std::size
   for (std::size_t e = 0; e < elems; ++e, out += stride)
     for (std::size_t o = 0; o < static_cast<std::size_t>(s.block_out); ++o, w += s.block_in)
       for (std::size_t k = 0; k < 2 * kp; ++k)
-        shadow::put16(out, (((o / chunk) * kp + k / 2) * chunk + o % chunk) * 2 + k % 2,
-                      shadow::at(w, k, s));
-}
-
-DLAVM_INLINE void unpack_wgt_pairs(const std::byte* in, std::int8_t* w, std::size_t elems,
-                                   TileShape s) {
-  const std::size_t kp = shadow::pairs(s),
-                    chunk = static_cast<std::size_t>(gemm_chunk(s.block_out));
-  const std::size_t stride = pair_layout(s).wgt_bytes;
-  for (std::size_t e = 0; e < elems; ++e, in += stride)
-    for (std::size_t o = 0; o < static_cast<std::size_t>(s.block_out); ++o, w += s.block_in)
-      for (std::size_t k = 0; k < static_cast<std::size_t>(s.block_in); ++k) {
-        std::int16_t v = 0;
-        std::memcpy(&v, in + 2 * ((((o / chunk) * kp + k / 2) * chunk + o % chunk) * 2 + k % 2),
-                    sizeof(v));
-        w[k] = static_cast<std::int8_t>(v);
-      }
+        shadow::put16(out, shadow::wgt_slot(o, k, chunk, kp, 2), shadow::at(w, k, s));
 }
 
 DLAVM_INLINE ShadowLayout quad_layout(TileShape s) {
@@ -53929,8 +53930,7 @@ DLAVM_INLINE void pack_wgt_quads(const std::int8_t* w, std::byte* out, std::size
       std::int32_t sum = 0;
       for (std::size_t k = 0; k < 4 * kq; ++k) {
         const std::int8_t v = shadow::at(w, k, s);
-        out[(((o / chunk) * kq + k / 4) * chunk + o % chunk) * 4 + k % 4] =
-            static_cast<std::byte>(v);
+        out[shadow::wgt_slot(o, k, chunk, kq, 4)] = static_cast<std::byte>(v);
         sum += v;
       }
       const std::int32_t bias = 128 * sum;
@@ -53938,16 +53938,22 @@ DLAVM_INLINE void pack_wgt_quads(const std::int8_t* w, std::byte* out, std::size
     }
 }
 
-DLAVM_INLINE void unpack_wgt_quads(const std::byte* in, std::int8_t* w, std::size_t elems,
-                                   TileShape s) {
-  const std::size_t kq = shadow::quads(s),
+DLAVM_INLINE void unpack_wgt_groups(const std::byte* in, std::int8_t* w, std::size_t elems,
+                                    TileShape s, bool quads) {
+  const std::size_t g = quads ? 4 : 2, groups = quads ? shadow::quads(s) : shadow::pairs(s),
                     chunk = static_cast<std::size_t>(gemm_chunk(s.block_out));
-  const std::size_t stride = quad_layout(s).wgt_bytes;
+  const std::size_t stride = (quads ? quad_layout(s) : pair_layout(s)).wgt_bytes;
   for (std::size_t e = 0; e < elems; ++e, in += stride)
     for (std::size_t o = 0; o < static_cast<std::size_t>(s.block_out); ++o, w += s.block_in)
-      for (std::size_t k = 0; k < static_cast<std::size_t>(s.block_in); ++k)
-        w[k] = static_cast<std::int8_t>(
-            in[(((o / chunk) * kq + k / 4) * chunk + o % chunk) * 4 + k % 4]);
+      for (std::size_t k = 0; k < static_cast<std::size_t>(s.block_in); ++k) {
+        const std::size_t slot = shadow::wgt_slot(o, k, chunk, groups, g);
+        std::int16_t v = 0;
+        if (quads)
+          v = static_cast<std::int8_t>(in[slot]);
+        else
+          std::memcpy(&v, in + 2 * slot, sizeof(v));
+        w[k] = static_cast<std::int8_t>(v);
+      }
 }
 
 }  // namespace dlavm::vta::detail

@@ -153,6 +153,9 @@ TEST_CASE("vta isa: overflowing fields and undecodable words are precise errors"
   bad.word[0] = 4;
   bad.word[1] = std::uint64_t{7} << 44;
   CHECK(what_of([&] { vta::decode(l, bad, 1); }).find("unknown ALU opcode 7") != std::string::npos);
+  // a stream's words decoded at once name the word's index in it
+  const vta::InsnWord words[] = {vta::encode(l, a, 0), vta::encode(l, a, 1), bad};
+  CHECK(what_of([&] { vta::decode_all(l, words); }).find("ALU #2: unknown ALU opcode 7") == 0);
 }
 
 TEST_CASE("vta isa: disassembler prints one readable line per instruction") {

@@ -687,15 +687,17 @@ constexpr InsnWord pack(const IsaLayout& layout, const InsnFields& f) {
 // The opcode field: bits 0-2 of every form.
 constexpr Opcode opcode_of(const InsnWord& w) { return static_cast<Opcode>(w.word[0] & 7); }
 
-// Reads each field of the form straight into its member, as pack writes them (a device decodes
-// every instruction of each new stream it runs); at -Os, one loop over the form's fields.
-constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
-  InsnFields f;
+// Reads each field of the form straight into its member of `f`, as pack writes them (a device
+// decodes every instruction of each new stream it runs), the other fields left as they are; at
+// -Os, one loop over the form's fields. (Into the caller's fields: a decoded stream's vector
+// takes each instruction where it is written, not copied from a temporary whose narrow stores
+// the copy's wide loads would wait on.)
+constexpr void unpack_into(const IsaLayout& layout, const InsnWord& w, InsnFields& f) {
   const Form form = form_of(opcode_of(w));
   const auto& t = layout.form(form);
   if constexpr (!kSpecializedEncoder) {
     for_each_field(form, [&](Field x) { f.set(x, get_field(w, t[static_cast<std::size_t>(x)])); });
-    return f;
+    return;
   }
   const auto get = [&](Field x) {
     return static_cast<std::uint32_t>(get_field(w, t[static_cast<std::size_t>(x)]));
@@ -716,7 +718,7 @@ constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
     f.y_pad_1 = get(Field::y_pad_1);
     f.x_pad_0 = get(Field::x_pad_0);
     f.x_pad_1 = get(Field::x_pad_1);
-    return f;
+    return;
   }
   f.reset_reg = get(Field::reset_reg) != 0;
   f.uop_bgn = get(Field::uop_bgn);
@@ -735,6 +737,11 @@ constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
     f.use_imm = get(Field::use_imm) != 0;
     f.imm = static_cast<std::int32_t>(static_cast<std::int16_t>(get(Field::imm) & 0xFFFF));
   }
+}
+// The fields of a word (those of other forms zero).
+constexpr InsnFields unpack(const IsaLayout& layout, const InsnWord& w) {
+  InsnFields f;
+  unpack_into(layout, w, f);
   return f;
 }
 

@@ -87,7 +87,10 @@ DLAVM_INLINE std::vector<InsnFields> decode_all(const IsaLayout& layout,
                                                 std::span<const InsnWord> ws) {
   std::vector<InsnFields> out;
   out.reserve(ws.size());
-  for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(decode(layout, ws[i], i));
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    runtime::unpack_into(layout, ws[i], out.emplace_back());
+    check_enums(out.back(), i);
+  }
   return out;
 }
 
