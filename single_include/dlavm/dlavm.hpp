@@ -53873,8 +53873,8 @@ inline std::int8_t at(const std::int8_t* row, std::size_t k, TileShape s) {
 inline void put16(std::byte* out, std::size_t index, std::int16_t v) {
   std::memcpy(out + 2 * index, &v, sizeof(v));
 }
-// Where weight k of row o sits in an element's shadow, as the g-th value of its group (g = 2:
-// pairs, 4: quads; `groups` a row): the groups of `chunk` rows side by side.
+// Where weight k of row o sits in an element's shadow, in groups of g values (2: pairs, 4:
+// quads), `groups` of them a row: the groups of `chunk` rows side by side.
 inline std::size_t wgt_slot(std::size_t o, std::size_t k, std::size_t chunk, std::size_t groups,
                             std::size_t g) {
   return (((o / chunk) * groups + k / g) * chunk + o % chunk) * g + k % g;
@@ -54346,7 +54346,7 @@ DLAVM_INLINE void Simulator::use_kernels(const detail::SimdKernels* k) {
   inp_shadow_.assign(config_.inp_depth() * shadow_.inp_bytes, std::byte{0});
   wgt_shadow_.assign(config_.wgt_depth() * shadow_.wgt_bytes, std::byte{0});
   inp_stale_ = true;
-  // (the weights' now: a weight LOAD packs into the shadow alone only where it is in step)
+  // the weight shadow packed now, so that weight LOADs may write it alone (wgt_behind_)
   if (simd_ != nullptr)
     simd_->pack_wgt(wgt_.data(), wgt_shadow_.data(), config_.wgt_depth(), tile());
   wgt_stale_ = false;

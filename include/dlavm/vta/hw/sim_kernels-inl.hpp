@@ -94,8 +94,8 @@ inline std::int8_t at(const std::int8_t* row, std::size_t k, TileShape s) {
 inline void put16(std::byte* out, std::size_t index, std::int16_t v) {
   std::memcpy(out + 2 * index, &v, sizeof(v));
 }
-// Where weight k of row o sits in an element's shadow, as the g-th value of its group (g = 2:
-// pairs, 4: quads; `groups` a row): the groups of `chunk` rows side by side.
+// Where weight k of row o sits in an element's shadow, in groups of g values (2: pairs, 4:
+// quads), `groups` of them a row: the groups of `chunk` rows side by side.
 inline std::size_t wgt_slot(std::size_t o, std::size_t k, std::size_t chunk, std::size_t groups,
                             std::size_t g) {
   return (((o / chunk) * groups + k / g) * chunk + o % chunk) * g + k % g;

@@ -162,7 +162,7 @@ DLAVM_INLINE void Simulator::use_kernels(const detail::SimdKernels* k) {
   inp_shadow_.assign(config_.inp_depth() * shadow_.inp_bytes, std::byte{0});
   wgt_shadow_.assign(config_.wgt_depth() * shadow_.wgt_bytes, std::byte{0});
   inp_stale_ = true;
-  // (the weights' now: a weight LOAD packs into the shadow alone only where it is in step)
+  // the weight shadow packed now, so that weight LOADs may write it alone (wgt_behind_)
   if (simd_ != nullptr)
     simd_->pack_wgt(wgt_.data(), wgt_shadow_.data(), config_.wgt_depth(), tile());
   wgt_stale_ = false;
