@@ -146,7 +146,9 @@ class Simulator {
 
   // SRAM contents, element-major: inp [depth][BATCH][BLOCK_IN], wgt [depth][BLOCK_OUT]
   // [BLOCK_IN], acc [depth][BATCH][BLOCK_OUT], uop [depth]. Writing through the input or
-  // weight span is seen by the next GEMM (the shadow copies are rebuilt from them).
+  // weight span is seen by the next GEMM (the shadow copies are rebuilt from them). A weight
+  // span shows the SRAM as it was when taken: with the SIMD kernels a later weight LOAD writes
+  // the shadow alone, so ask for the span again after a run.
   std::span<std::int8_t> inp_sram() {
     inp_stale_ = true;
     return inp_;
