@@ -94,6 +94,43 @@ BENCHMARK(BM_CheckHazardsLlmPrefill)
     ->ArgName("integer_softmax")
     ->Unit(benchmark::kMillisecond);
 
+// The race check of a decode step's integer softmax at (token 1, last_token 2,047), decoded
+// (its 1,691 instructions), as a generation loop's device runs it after the step at 2,046: the
+// whole stream (range 0: 0) or the entries its accesses add to the step before's
+// (vta::check_hazards_like, 1).
+void BM_CheckHazardsDecodeStep(benchmark::State& state) {
+  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, models::llm::Softmax::Integer);
+  const graph::Target target;
+  const auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
+  std::vector<vta::Stream> streams;
+  std::vector<std::vector<vta::InsnFields>> progs;
+  for (const std::int64_t last : {2046, 2047}) {
+    const dlavm::ne::Binding bindings[] = {{"token", 1}, {"last_token", last}};
+    instantiate(
+        mod, bindings, [](const auto& s) { return s.workload.op == "integer_softmax"; },
+        [&](vta::Stream&& s) {
+          progs.push_back(vta::decode_all(target.env.config.layout(), s.insns));
+          streams.push_back(std::move(s));
+        });
+  }
+  if (progs.size() != 2) return state.SkipWithError("not one integer softmax step");
+  const vta::DecodedStream before{progs[0], streams[0].uops}, now{progs[1], streams[1].uops};
+  bool added_alone = false;
+  for (auto _ : state) {
+    if (state.range(0) == 0)
+      vta::check_hazards(target.env.config, now.prog, now.uops, 0);
+    else
+      added_alone = vta::check_hazards_like(target.env.config, now, before);
+  }
+  if (state.range(0) == 1 && !added_alone) state.SkipWithError("checked whole");
+  state.counters["instructions"] = static_cast<double>(now.prog.size());
+}
+BENCHMARK(BM_CheckHazardsDecodeStep)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("like")
+    ->Unit(benchmark::kMicrosecond);
+
 // What a decode step instantiates when its new position starts a new tile of keys: the two
 // attention matmuls (every other stream is reused, graph::Module keeps it per packed shape).
 void BM_InstantiateDecodeMatmuls(benchmark::State& state) {

@@ -53054,6 +53054,8 @@ class DriverDevice : public Device {
 // for kernels with gaps, which only makes the check stricter).
 //
 //   vta::check_hazards(config, stream);   // raises DeviceError naming both instructions
+//   // a stream like one proven before, at the entries its accesses add (SimDevice does this)
+//   vta::check_hazards_like(config, {prog, stream.uops, base}, {proven_prog, proven.uops, base});
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -53118,6 +53120,7 @@ class EntryRuns {
   }
 
   std::size_t run_count() const { return runs_.size(); }
+  std::int64_t depth() const { return depth_; }
 
   // Instruction i writes [begin, end), or module m's instruction i reads it.
   void write(std::int64_t begin, std::int64_t end, std::int64_t i) {
@@ -53194,6 +53197,24 @@ void check_hazards(const Config& config, const Stream& stream);
 void check_hazards(const Config& config, std::span<const InsnFields> prog,
                    std::span<const std::uint32_t> uops, std::uint64_t uop_base);
 
+// A stream decoded as placed, as check_hazards takes it.
+struct DecodedStream {
+  std::span<const InsnFields> prog;
+  std::span<const std::uint32_t> uops;
+  std::uint64_t uop_base = 0;
+};
+
+// check_hazards of `stream` given `proven`, a stream check_hazards passed: where the two have
+// as many instructions, each of the same module and dependency flags (the same tokens, so the
+// same happens-before order), an access of `stream` that `proven` made too (the same entry, by
+// the same instruction, reading or writing) races with nothing, and only the entries that
+// `stream`'s accesses add are checked (a decode step's stream after the one before: the keys of
+// its last chunk); the result, and the message of a race, are those of check_hazards. Where
+// they differ in that, the whole stream is checked. Returns whether it checked the added
+// entries alone.
+bool check_hazards_like(const Config& config, const DecodedStream& stream,
+                        const DecodedStream& proven);
+
 }  // namespace dlavm::vta
 
 #ifndef DLAVM_COMPILED_LIB
@@ -53211,138 +53232,45 @@ namespace dlavm::vta {
 
 namespace detail {
 
-// check_hazards in two passes over the decoded stream: the vector clock each instruction
-// completes with (what it knows of the other modules through the dependency tokens), then
-// every SRAM access in stream order against the entry's last writer and readers.
-class HazardChecker {
+// The SRAM accesses of a decoded stream's instructions, taken in stream order: LOAD the padded
+// box it writes, STORE the accumulator rows it reads, GEMM and ALU their micro-ops and the range
+// those span with the loop factors, from the micro-ops the LOAD UOPs before them filled the
+// micro-op SRAM with.
+class StreamAccesses {
  public:
-  using Clock = std::array<std::int64_t, 3>;
+  // `stream`'s LOAD UOPs read its micro-ops from micro-op `uop_base` on (0 for a stream's own
+  // words, its placement's first micro-op for relocated ones).
+  StreamAccesses(const Config& config, const DecodedStream& stream)
+      : layout_(config.layout()),
+        prog_(stream.prog),
+        uops_(stream.uops),
+        uop_base_(stream.uop_base),
+        uop_depth_(config.uop_depth()) {}
 
-  // `prog` decoded, its LOAD UOPs reading `uops` from micro-op `uop_base` on (0 for a stream's
-  // own words, its placement's first micro-op for relocated ones).
-  HazardChecker(const Config& config, std::span<const InsnFields> prog,
-                std::span<const std::uint32_t> uops, std::uint64_t uop_base)
-      : config_(config), layout_(config.layout()), prog_(prog), uops_(uops), uop_base_(uop_base) {}
-
-  void run() {
-    // The vector clocks run the modules as the simulator dispatches them. A stream they leave
-    // stuck deadlocks: it is reported as the simulator reports it, naming the stuck
-    // instructions (below, every instruction ran).
-    if (!vector_clocks()) {
-      dispatch(prog_, [](std::uint32_t, std::uint64_t) { return std::uint64_t{0}; });
-      raise<DeviceError>("deadlock on dependency tokens");  // (dispatch names it first)
-    }
-    for (std::size_t i = 0; i < prog_.size(); ++i) {
-      accesses(i);
-      check(i);
-      record(i);
-    }
+  // Whether instructions f and g make the same accesses where the micro-op SRAM holds the same
+  // micro-ops: the fields of() reads are equal.
+  static bool same_accesses(const InsnFields& f, const InsnFields& g) {
+    return f.opcode == g.opcode && f.memory_type == g.memory_type && f.sram_base == g.sram_base &&
+           f.y_size == g.y_size && f.x_size == g.x_size && f.y_pad_0 == g.y_pad_0 &&
+           f.y_pad_1 == g.y_pad_1 && f.x_pad_0 == g.x_pad_0 && f.x_pad_1 == g.x_pad_1 &&
+           f.reset_reg == g.reset_reg && f.uop_bgn == g.uop_bgn && f.uop_end == g.uop_end &&
+           f.iter_out == g.iter_out && f.iter_in == g.iter_in &&
+           f.dst_factor_out == g.dst_factor_out && f.dst_factor_in == g.dst_factor_in &&
+           f.src_factor_out == g.src_factor_out && f.src_factor_in == g.src_factor_in &&
+           f.wgt_factor_out == g.wgt_factor_out && f.wgt_factor_in == g.wgt_factor_in &&
+           f.use_imm == g.use_imm &&
+           (f.opcode != Opcode::Load || f.memory_type != MemId::Uop || f.dram_base == g.dram_base);
   }
 
- private:
-  // (from a byte per instruction: the check reads the module of each entry's last writer, an
-  // instruction far back in the stream)
-  std::size_t module(std::size_t i) const { return module_[i]; }
-
-  // 1. Vector clocks: done_[i][m] = how many instructions of module m are known complete when
-  //    instruction i completes (its own module counting i itself). Token queues carry the
-  //    clock of the pushing instruction: l2c, c2l, c2s, s2c. False where a module is stuck.
-  bool vector_clocks() {
-    const std::size_t n = prog_.size();
-    done_.assign(n, Clock{});
-    seq_.assign(n, 0);
-    module_.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      check_dep_flags(prog_[i], i);
-      module_[i] = static_cast<std::uint8_t>(static_cast<int>(runtime::queue_of(prog_[i])) - 1);
-    }
-    std::array<std::vector<std::size_t>, 3> queue;
-    for (std::size_t i = 0; i < n; ++i) {
-      seq_[i] = static_cast<std::int64_t>(queue[module(i)].size()) + 1;
-      queue[module(i)].push_back(i);
-    }
-    std::array<std::vector<Clock>, 4> tokens;
-    std::array<std::size_t, 4> head{};
-    std::array<std::size_t, 3> pos{};
-    std::array<Clock, 3> last{};
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (std::size_t m = 0; m < 3; ++m)
-        for (; pos[m] < queue[m].size(); ++pos[m], progress = true)
-          if (!complete(queue[m][pos[m]], tokens, head, last[m])) break;
-    }
-    for (std::size_t m = 0; m < 3; ++m)
-      if (pos[m] < queue[m].size()) return false;
-    return true;
-  }
-  static std::size_t pop_queue(std::size_t m, bool prev) {
-    return m == 0 ? 1 : m == 1 ? (prev ? 0 : 3) : 2;
-  }
-  static std::size_t push_queue(std::size_t m, bool prev) {
-    return m == 0 ? 0 : m == 1 ? (prev ? 1 : 2) : 3;
-  }
-  // Instruction i completes if the tokens it pops are there: its clock joins theirs and its
-  // module's last; false when it must wait.
-  bool complete(std::size_t i, std::array<std::vector<Clock>, 4>& tokens,
-                std::array<std::size_t, 4>& head, Clock& last) {
+  // Instruction i taken without its accesses: a LOAD UOP still fills the micro-op SRAM.
+  void skip(std::size_t i) {
     const auto& f = prog_[i];
-    const std::size_t m = module(i);
-    const bool pp = f.pop_prev_dep && m > 0, pn = f.pop_next_dep && m < 2;
-    if ((pp && head[pop_queue(m, true)] == tokens[pop_queue(m, true)].size()) ||
-        (pn && head[pop_queue(m, false)] == tokens[pop_queue(m, false)].size()))
-      return false;
-    Clock c = last;
-    for (const auto& [flag, prev] : {std::pair{pp, true}, std::pair{pn, false}}) {
-      if (!flag) continue;
-      const auto q = pop_queue(m, prev);
-      const auto& t = tokens[q][head[q]++];
-      for (std::size_t k = 0; k < 3; ++k) c[k] = std::max(c[k], t[k]);
-    }
-    c[m] = seq_[i];
-    done_[i] = c;
-    last = c;
-    if (f.push_prev_dep && m > 0) tokens[push_queue(m, true)].push_back(c);
-    if (f.push_next_dep && m < 2) tokens[push_queue(m, false)].push_back(c);
-    return true;
+    if (f.opcode == Opcode::Load && f.memory_type == MemId::Uop) of(i);
   }
 
-  // The clock instruction i starts with: its own module's predecessor and its pops.
-  Clock started(std::size_t i) const {
-    auto c = done_[i];
-    c[module(i)] = seq_[i] - 1;
-    return c;
-  }
-
-  // The entries [lo, hi) an operand (0 dst, 1 src, 2 wgt) of a GEMM or ALU kernel touches,
-  // from the micro-ops loaded so far.
-  std::pair<std::int64_t, std::int64_t> kernel_range(const InsnFields& f, int operand) const {
-    std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-    const std::size_t end = std::min<std::size_t>(f.uop_end, uop_depth_);
-    for (std::size_t u = f.uop_bgn; u < end && u < uop_sram_.size(); ++u) {
-      const auto& op = uop_sram_[u];
-      const std::int64_t v = operand == 0 ? op.dst : operand == 1 ? op.src : op.wgt;
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
-    }
-    // entries past the last one a LOAD UOP reached hold zeros
-    if (std::max<std::size_t>(f.uop_bgn, uop_sram_.size()) < end) {
-      lo = std::min<std::int64_t>(lo, 0);
-      hi = std::max<std::int64_t>(hi, 0);
-    }
-    if (lo > hi || f.iter_out == 0 || f.iter_in == 0) return {0, 0};
-    const std::int64_t out = operand == 0   ? f.dst_factor_out
-                             : operand == 1 ? f.src_factor_out
-                                            : f.wgt_factor_out;
-    const std::int64_t in = operand == 0   ? f.dst_factor_in
-                            : operand == 1 ? f.src_factor_in
-                                           : f.wgt_factor_in;
-    hi += (std::int64_t{f.iter_out} - 1) * out + (std::int64_t{f.iter_in} - 1) * in;
-    return {lo, hi + 1};
-  }
-
-  // 2. The accesses of instruction i (accesses_); a LOAD UOP also fills the micro-op SRAM.
-  void add(const Access& a) { accesses_[naccesses_++] = a; }
-  void accesses(std::size_t i) {
+  // Instruction i's accesses (at most four: a GEMM's micro-ops, input, weights and
+  // accumulator), for i = 0, 1, 2, ... in turn (a LOAD UOP fills the micro-op SRAM).
+  std::span<const Access> of(std::size_t i) {
     const auto& f = prog_[i];
     naccesses_ = 0;
     switch (f.opcode) {
@@ -53372,7 +53300,41 @@ class HazardChecker {
       default:
         break;
     }
+    return {accesses_.data(), naccesses_};
   }
+
+  std::span<const std::uint32_t> uops() const { return uops_; }
+  std::uint64_t uop_base() const { return uop_base_; }
+
+ private:
+  // The entries [lo, hi) an operand (0 dst, 1 src, 2 wgt) of a GEMM or ALU kernel touches,
+  // from the micro-ops loaded so far.
+  std::pair<std::int64_t, std::int64_t> kernel_range(const InsnFields& f, int operand) const {
+    std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+    const std::size_t end = std::min<std::size_t>(f.uop_end, uop_depth_);
+    for (std::size_t u = f.uop_bgn; u < end && u < uop_sram_.size(); ++u) {
+      const auto& op = uop_sram_[u];
+      const std::int64_t v = operand == 0 ? op.dst : operand == 1 ? op.src : op.wgt;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    // entries past the last one a LOAD UOP reached hold zeros
+    if (std::max<std::size_t>(f.uop_bgn, uop_sram_.size()) < end) {
+      lo = std::min<std::int64_t>(lo, 0);
+      hi = std::max<std::int64_t>(hi, 0);
+    }
+    if (lo > hi || f.iter_out == 0 || f.iter_in == 0) return {0, 0};
+    const std::int64_t out = operand == 0   ? f.dst_factor_out
+                             : operand == 1 ? f.src_factor_out
+                                            : f.wgt_factor_out;
+    const std::int64_t in = operand == 0   ? f.dst_factor_in
+                            : operand == 1 ? f.src_factor_in
+                                           : f.wgt_factor_in;
+    hi += (std::int64_t{f.iter_out} - 1) * out + (std::int64_t{f.iter_in} - 1) * in;
+    return {lo, hi + 1};
+  }
+
+  void add(const Access& a) { accesses_[naccesses_++] = a; }
   void load_access(const InsnFields& f) {
     if (f.x_size == 0) return;
     const std::int64_t box = (std::int64_t{f.y_pad_0} + f.y_size + f.y_pad_1) *
@@ -53397,26 +53359,289 @@ class HazardChecker {
     }
   }
 
+  IsaLayout layout_;
+  std::span<const InsnFields> prog_;
+  std::span<const std::uint32_t> uops_;
+  std::uint64_t uop_base_;
+  std::size_t uop_depth_;
+  std::vector<runtime::Uop> uop_sram_;
+  std::array<Access, 4> accesses_{};
+  std::size_t naccesses_ = 0;
+};
+
+// check_hazards in two passes over the decoded stream: the vector clock each instruction
+// completes with (what it knows of the other modules through the dependency tokens), then
+// every SRAM access in stream order against the entry's last writer and readers.
+// check_hazards_like checks those of a stream like a proven one at the entries its accesses
+// add to the proven one's alone: the state of an entry (its last writer and readers) depends
+// on the accesses to it alone, so those entries' states, and any race reported, are the whole
+// check's.
+class HazardChecker {
+ public:
+  using Clock = std::array<std::int64_t, 3>;
+
+  HazardChecker(const Config& config, const DecodedStream& stream)
+      : config_(config), prog_(stream.prog), accesses_(config, stream) {}
+
+  // At most this many added entries are checked alone (the states of each): beyond, the
+  // whole stream's runs of entries cost less.
+  static constexpr std::size_t kMaxAddedEntries = 4096;
+  static constexpr std::size_t kMaxAddedRanges = 64;
+
+  void run() {
+    clocks();
+    check_all();
+  }
+
+  // run() given `proven`, a stream run() passed: where it has as many instructions, each of the
+  // same opcode, memory and dependency flags (so the same module and tokens), at the entries the
+  // stream's accesses add alone (at most kMaxAddedEntries in kMaxAddedRanges ranges); whether
+  // it did (else it checked the whole stream).
+  bool run_like(const DecodedStream& proven) {
+    bool same_tokens = proven.prog.size() == prog_.size();
+    for (std::size_t i = 0; i < prog_.size() && same_tokens; ++i) {
+      const auto &f = prog_[i], &g = proven.prog[i];
+      same_tokens = f.opcode == g.opcode && f.memory_type == g.memory_type &&
+                    f.pop_prev_dep == g.pop_prev_dep && f.pop_next_dep == g.pop_next_dep &&
+                    f.push_prev_dep == g.push_prev_dep && f.push_next_dep == g.push_next_dep;
+    }
+    if (!same_tokens) {
+      run();
+      return false;
+    }
+    clocks();
+    // 1. The entries each access adds to the proven stream's access of the same instruction in
+    //    the same place of its list (the same memory, both reads or both writes); an access
+    //    with no such counterpart adds all its entries. An instruction equal in the fields its
+    //    accesses read adds none while both micro-op SRAMs hold the same micro-ops (the same
+    //    micro-ops at the same base, loaded by equal LOAD UOPs so far).
+    StreamAccesses before(config_, proven), now = accesses_;
+    bool same_uops = std::ranges::equal(accesses_.uops(), before.uops()) &&
+                     accesses_.uop_base() == before.uop_base();
+    for (std::size_t i = 0; i < prog_.size(); ++i) {
+      const auto &f = prog_[i], &g = proven.prog[i];
+      const bool same = StreamAccesses::same_accesses(f, g);
+      if (same && same_uops) {
+        now.skip(i);
+        before.skip(i);
+        continue;
+      }
+      if (!same && f.opcode == Opcode::Load && f.memory_type == MemId::Uop) same_uops = false;
+      if (!same && g.opcode == Opcode::Load && g.memory_type == MemId::Uop) same_uops = false;
+      const auto a = now.of(i), b = before.of(i);
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        const auto m = static_cast<std::size_t>(a[k].memory);
+        // (inside the memory, as the runs hold it)
+        const auto lo = std::max<std::int64_t>(a[k].begin, 0), hi = std::min(a[k].end, depth(m));
+        if (k < b.size() && b[k].memory == a[k].memory && b[k].write == a[k].write) {
+          // [lo, hi) minus [b.begin, b.end): up to two ranges
+          add_range(added_[m], lo, std::min(hi, b[k].begin));
+          add_range(added_[m], std::max(lo, b[k].end), hi);
+        } else {
+          add_range(added_[m], lo, hi);
+        }
+      }
+    }
+    // Those entries' states, one each (a range's first at its `slot`), where an access's
+    // piece of them costs its entries rather than a search and a split of runs.
+    std::size_t slots = 0, ranges = 0;
+    for (auto& added : added_) {
+      merge(added);
+      ranges += added.size();
+      for (auto& r : added) {
+        r.slot = slots;
+        slots += static_cast<std::size_t>(r.end - r.begin);
+      }
+    }
+    if (slots > kMaxAddedEntries || ranges > kMaxAddedRanges) {
+      check_all();
+      return false;
+    }
+    states_.assign(slots, EntryRuns::State{});
+    // 2. Every access at those entries alone, in stream order.
+    for (std::size_t i = 0; i < prog_.size(); ++i) {
+      pieces_.clear();
+      for (const auto& a : accesses_.of(i)) {
+        // (a scan: a stream like the one before adds few ranges)
+        for (const auto& r : added_[static_cast<std::size_t>(a.memory)]) {
+          if (r.begin >= a.end) break;
+          if (r.end <= a.begin) continue;
+          const auto begin = std::max(a.begin, r.begin);
+          pieces_.push_back({{a.memory, begin, std::min(a.end, r.end), a.write},
+                             r.slot + static_cast<std::size_t>(begin - r.begin)});
+        }
+      }
+      if (pieces_.empty()) continue;
+      const std::size_t m = module(i);
+      const Clock clock = started(i);
+      for (const auto& p : pieces_)
+        for (std::int64_t e = p.access.begin; e < p.access.end; ++e)
+          check_entry(i, m, clock, p.access, e,
+                      states_[p.slot + static_cast<std::size_t>(e - p.access.begin)]);
+      for (const auto& p : pieces_)
+        for (std::size_t k = p.slot;
+             k < p.slot + static_cast<std::size_t>(p.access.end - p.access.begin); ++k) {
+          if (p.access.write)
+            states_[k] = {.writer = static_cast<std::int64_t>(i)};
+          else
+            states_[k].reader[m] = static_cast<std::int64_t>(i);
+        }
+    }
+    return true;
+  }
+
+ private:
+  struct Range {
+    std::int64_t begin, end;
+    std::size_t slot = 0;  // (run_like) the state of entry `begin` in states_
+  };
+  struct Piece {
+    Access access;
+    std::size_t slot;  // the state of its first entry
+  };
+  static void add_range(std::vector<Range>& v, std::int64_t begin, std::int64_t end) {
+    if (begin < end) v.push_back({begin, end});
+  }
+  // Sorted, and overlapping or touching ranges joined.
+  static void merge(std::vector<Range>& v) {
+    std::sort(v.begin(), v.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+    std::size_t kept = 0;
+    for (std::size_t r = 0; r < v.size(); ++r) {
+      if (kept > 0 && v[r].begin <= v[kept - 1].end)
+        v[kept - 1].end = std::max(v[kept - 1].end, v[r].end);
+      else
+        v[kept++] = v[r];
+    }
+    v.resize(kept);
+  }
+
+  // Every access of every instruction, in stream order.
+  void check_all() {
+    for (std::size_t i = 0; i < prog_.size(); ++i) {
+      const auto a = accesses_.of(i);
+      check(i, a);
+      record(i, a);
+    }
+  }
+
+  // The vector clocks run the modules as the simulator dispatches them. A stream they leave
+  // stuck deadlocks: it is reported as the simulator reports it, naming the stuck instructions
+  // (below, every instruction ran).
+  void clocks() {
+    if (!vector_clocks()) {
+      dispatch(prog_, [](std::uint32_t, std::uint64_t) { return std::uint64_t{0}; });
+      raise<DeviceError>("deadlock on dependency tokens");  // (dispatch names it first)
+    }
+  }
+
+  std::int64_t depth(std::size_t memory) const { return mem_[memory].depth(); }
+
+  // (from a byte per instruction: the check reads the module of each entry's last writer, an
+  // instruction far back in the stream)
+  std::size_t module(std::size_t i) const { return module_[i]; }
+
+  // 1. Vector clocks: done_[i][m] = how many instructions of module m are known complete when
+  //    instruction i completes (its own module counting i itself). Token queues carry the
+  //    clock of the pushing instruction: l2c, c2l, c2s, s2c. False where a module is stuck.
+  bool vector_clocks() {
+    const std::size_t n = prog_.size();
+    done_.resize(n);
+    seq_.resize(n);
+    module_.resize(n);
+    // each module's instructions and the tokens pushed to each queue, counted first
+    std::array<std::int64_t, 3> count{};
+    std::array<std::size_t, 4> pushes{};
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& f = prog_[i];
+      const auto m = static_cast<std::size_t>(runtime::queue_of(f)) - 1;
+      if ((m == 0 && (f.pop_prev_dep || f.push_prev_dep)) ||
+          (m == 2 && (f.pop_next_dep || f.push_next_dep)))
+        check_dep_flags(f, i);
+      module_[i] = static_cast<std::uint8_t>(m);
+      seq_[i] = ++count[m];
+      if (f.push_prev_dep && m > 0) ++pushes[push_queue(m, true)];
+      if (f.push_next_dep && m < 2) ++pushes[push_queue(m, false)];
+    }
+    std::array<std::vector<std::uint32_t>, 3> queue;
+    for (std::size_t m = 0; m < 3; ++m) queue[m].reserve(static_cast<std::size_t>(count[m]));
+    for (std::size_t i = 0; i < n; ++i) queue[module(i)].push_back(static_cast<std::uint32_t>(i));
+    std::array<std::vector<Clock>, 4> tokens;
+    for (std::size_t q = 0; q < 4; ++q) tokens[q].reserve(pushes[q]);
+    std::array<std::size_t, 4> head{};
+    std::array<std::size_t, 3> pos{};
+    std::array<Clock, 3> last{};
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (std::size_t m = 0; m < 3; ++m)
+        for (; pos[m] < queue[m].size(); ++pos[m], progress = true)
+          if (!complete(queue[m][pos[m]], tokens, head, last[m])) break;
+    }
+    for (std::size_t m = 0; m < 3; ++m)
+      if (pos[m] < queue[m].size()) return false;
+    return true;
+  }
+  static std::size_t pop_queue(std::size_t m, bool prev) {
+    return m == 0 ? 1 : m == 1 ? (prev ? 0 : 3) : 2;
+  }
+  static std::size_t push_queue(std::size_t m, bool prev) {
+    return m == 0 ? 0 : m == 1 ? (prev ? 1 : 2) : 3;
+  }
+  // Instruction i completes if the tokens it pops are there: its clock joins theirs and its
+  // module's last; false when it must wait.
+  bool complete(std::size_t i, std::array<std::vector<Clock>, 4>& tokens,
+                std::array<std::size_t, 4>& head, Clock& last) {
+    const auto& f = prog_[i];
+    const std::size_t m = module(i);
+    const bool pp = f.pop_prev_dep && m > 0, pn = f.pop_next_dep && m < 2;
+    const std::size_t qp = pop_queue(m, true), qn = pop_queue(m, false);
+    if ((pp && head[qp] == tokens[qp].size()) || (pn && head[qn] == tokens[qn].size()))
+      return false;
+    Clock c = last;
+    const auto join = [&](std::size_t q) {
+      const Clock& t = tokens[q][head[q]++];
+      for (std::size_t k = 0; k < 3; ++k) c[k] = std::max(c[k], t[k]);
+    };
+    if (pp) join(qp);
+    if (pn) join(qn);
+    c[m] = seq_[i];
+    done_[i] = c;
+    last = c;
+    if (f.push_prev_dep && m > 0) tokens[push_queue(m, true)].push_back(c);
+    if (f.push_next_dep && m < 2) tokens[push_queue(m, false)].push_back(c);
+    return true;
+  }
+
+  // The clock instruction i starts with: its own module's predecessor and its pops.
+  Clock started(std::size_t i) const {
+    auto c = done_[i];
+    c[module(i)] = seq_[i] - 1;
+    return c;
+  }
+
   // Every access of instruction i against the state before it: a writer or (for a write) a
   // reader of another module that i's clock does not cover is a race.
-  void check(std::size_t i) const {
+  void check(std::size_t i, std::span<const Access> accesses) const {
     const std::size_t m = module(i);
     const Clock clock = started(i);
-    for (const auto& a : std::span(accesses_.data(), naccesses_))
+    for (const auto& a : accesses)
       mem_[static_cast<std::size_t>(a.memory)].each(
-          a.begin, a.end, [&](std::int64_t e, const EntryRuns::State& en) {
-            if (en.writer >= 0) {
-              const auto w = static_cast<std::size_t>(en.writer);
-              const auto wm = module(w);
-              if (wm != m && clock[wm] < seq_[w]) race(i, a, en.writer, e, a.write ? "WAW" : "RAW");
-            }
-            if (a.write)
-              for (std::size_t r = 0; r < 3; ++r) {
-                if (r == m || en.reader[r] < 0) continue;
-                const auto ri = static_cast<std::size_t>(en.reader[r]);
-                if (clock[r] < seq_[ri]) race(i, a, en.reader[r], e, "WAR");
-              }
-          });
+          a.begin, a.end,
+          [&](std::int64_t e, const EntryRuns::State& en) { check_entry(i, m, clock, a, e, en); });
+  }
+  // Access `a` of instruction i (of module m, started at `clock`) at entry e, in state `en`.
+  void check_entry(std::size_t i, std::size_t m, const Clock& clock, const Access& a,
+                   std::int64_t e, const EntryRuns::State& en) const {
+    if (en.writer >= 0) {
+      const auto w = static_cast<std::size_t>(en.writer);
+      const auto wm = module(w);
+      if (wm != m && clock[wm] < seq_[w]) race(i, a, en.writer, e, a.write ? "WAW" : "RAW");
+    }
+    if (a.write)
+      for (std::size_t r = 0; r < 3; ++r) {
+        if (r == m || en.reader[r] < 0) continue;
+        const auto ri = static_cast<std::size_t>(en.reader[r]);
+        if (clock[r] < seq_[ri]) race(i, a, en.reader[r], e, "WAR");
+      }
   }
   [[noreturn]] void race(std::size_t i, const Access& a, std::int64_t other, std::int64_t entry,
                          const char* kind) const {
@@ -53431,8 +53656,8 @@ class HazardChecker {
         kind[0] == 'W' && kind[2] == 'R' ? "read" : "wrote", kind);
   }
   // Instruction i's accesses become the entries' last writer or a reader.
-  void record(std::size_t i) {
-    for (const auto& a : std::span(accesses_.data(), naccesses_)) {
+  void record(std::size_t i, std::span<const Access> accesses) {
+    for (const auto& a : accesses) {
       auto& runs = mem_[static_cast<std::size_t>(a.memory)];
       if (a.write)
         runs.write(a.begin, a.end, static_cast<std::int64_t>(i));
@@ -53442,21 +53667,18 @@ class HazardChecker {
   }
 
   const Config& config_;
-  const IsaLayout layout_;
   std::span<const InsnFields> prog_;
-  std::span<const std::uint32_t> uops_;
-  std::uint64_t uop_base_;
-  std::size_t uop_depth_ = config_.uop_depth();
+  StreamAccesses accesses_;
   std::vector<Clock> done_;
   std::vector<std::int64_t> seq_;
   std::vector<std::uint8_t> module_;  // each instruction's module, 0 load to 2 store
-  std::vector<runtime::Uop> uop_sram_;
   std::array<EntryRuns, 4> mem_{EntryRuns(config_.inp_depth()), EntryRuns(config_.wgt_depth()),
                                 EntryRuns(config_.acc_depth()), EntryRuns(config_.uop_depth())};
-  // instruction i's accesses (at most four: a GEMM's micro-ops, input, weights and
-  // accumulator)
-  std::array<Access, 4> accesses_{};
-  std::size_t naccesses_ = 0;
+  // run_like's: the entries added, by memory (sorted, apart), their states, and an
+  // instruction's accesses there
+  std::array<std::vector<Range>, 4> added_;
+  std::vector<EntryRuns::State> states_;
+  std::vector<Piece> pieces_;
 };
 
 }  // namespace detail
@@ -53467,7 +53689,12 @@ DLAVM_INLINE void check_hazards(const Config& config, const Stream& stream) {
 
 DLAVM_INLINE void check_hazards(const Config& config, std::span<const InsnFields> prog,
                                 std::span<const std::uint32_t> uops, std::uint64_t uop_base) {
-  detail::HazardChecker(config, prog, uops, uop_base).run();
+  detail::HazardChecker(config, {prog, uops, uop_base}).run();
+}
+
+DLAVM_INLINE bool check_hazards_like(const Config& config, const DecodedStream& stream,
+                                     const DecodedStream& proven) {
+  return detail::HazardChecker(config, stream).run_like(proven);
 }
 
 }  // namespace dlavm::vta
@@ -53509,9 +53736,12 @@ DLAVM_INLINE void check_hazards(const Config& config, std::span<const InsnFields
 //
 //   const auto found = proven.find(stream, base);
 //   if (!found.decoded) { prog = decode_all(...); if (!found.proven) check_hazards(...); ... }
+// A stream not found may be checked like one kept (find_like: the same tokens, check_hazards_like).
 
 // begin dlavm/runtime/isa.hpp
 // end dlavm/runtime/isa.hpp
+// begin dlavm/vta/hw/hazards.hpp
+// end dlavm/vta/hw/hazards.hpp
 // begin dlavm/vta/hw/stream.hpp
 // end dlavm/vta/hw/stream.hpp
 
@@ -53519,6 +53749,8 @@ DLAVM_INLINE void check_hazards(const Config& config, std::span<const InsnFields
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -53564,8 +53796,21 @@ class DecodedStreams {
       entries_.pop_front();
     }
     if (!keeps_decode(s)) prog = {};
-    entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog)});
+    const auto tokens = token_hash(prog);
+    entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog), tokens});
     bytes_ += b;
+  }
+
+  // The proven stream kept decoded that is most like `prog` (decoded as placed) for
+  // check_hazards_like: the latest with as many instructions, of the same modules and
+  // dependency flags by a hash of them (which check_hazards_like compares), or nullopt. Valid
+  // until the next insert.
+  std::optional<DecodedStream> find_like(std::span<const runtime::InsnFields> prog) const {
+    const auto tokens = token_hash(prog);
+    for (auto e = entries_.rbegin(); e != entries_.rend(); ++e)
+      if (e->prog.size() == prog.size() && !prog.empty() && e->tokens == tokens)
+        return DecodedStream{e->prog, e->stream.uops, e->uop_base};
+    return std::nullopt;
   }
 
   std::size_t size() const { return entries_.size(); }
@@ -53587,7 +53832,20 @@ class DecodedStreams {
     std::uint64_t uop_base;
     Stream stream;
     std::vector<runtime::InsnFields> prog;  // empty where the decode is not kept
+    std::uint64_t tokens;                   // token_hash(prog)
   };
+
+  // A hash of each instruction's module and dependency flags.
+  static std::uint64_t token_hash(std::span<const runtime::InsnFields> prog) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (const auto& f : prog) {
+      const auto bits = static_cast<std::uint64_t>(runtime::queue_of(f)) |
+                        std::uint64_t{f.pop_prev_dep} << 2 | std::uint64_t{f.pop_next_dep} << 3 |
+                        std::uint64_t{f.push_prev_dep} << 4 | std::uint64_t{f.push_next_dep} << 5;
+      h = (h ^ bits) * 0x100000001b3ULL;
+    }
+    return h;
+  }
 
   bool keeps_decode(const Stream& s) const { return decoded_bytes(s) <= max_decoded_bytes_; }
 
@@ -54884,10 +55142,13 @@ class SimDevice : public Device {
   // Whether run() first proves the stream free of races (check_hazards); on by default. A
   // stream proven once is not checked again at the same placement, nor decoded again where its
   // decode was small enough to keep (detail::DecodedStreams): proven_streams() are kept, and
-  // hazard_checks() counts the checks that ran.
+  // hazard_checks() counts the checks that ran. Of those, incremental_checks() checked only the
+  // entries a stream's accesses add to those of a kept one with the same tokens
+  // (check_hazards_like).
   void set_check_hazards(bool on) { check_hazards_ = on; }
   std::size_t proven_streams() const { return proven_.size(); }
   std::size_t hazard_checks() const { return hazard_checks_; }
+  std::size_t incremental_checks() const { return incremental_checks_; }
 
   // Work units (GEMM and ALU micro-op executions, SRAM elements loaded or stored) one run may
   // use; an instruction that would exceed them raises DeviceError before it runs.
@@ -54901,7 +55162,7 @@ class SimDevice : public Device {
   Simulator sim_;
   CycleModel model_;
   bool check_hazards_ = true;
-  std::size_t hazard_checks_ = 0;
+  std::size_t hazard_checks_ = 0, incremental_checks_ = 0;
   // streams proven free of races, by content and micro-op base, with their decoded words
   detail::DecodedStreams proven_;
   DLAVM_INLINE RunResult run_decoded(std::span<const InsnFields> prog);
@@ -54938,7 +55199,8 @@ DLAVM_INLINE void SimDevice::copy_out(Buffer src, std::size_t offset, void* dst,
 // The placed words are decoded once, for the race check, the run and the cycle model: they
 // are the words the simulator would read back from DRAM. A stream proven before at the same
 // micro-op base has the same words: it is not checked again, and its decode is kept with it
-// where the decode is small enough.
+// where the decode is small enough. A stream with the tokens of one proven before (a decode
+// step's after the step before) is checked at the entries its accesses add alone.
 DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlacement& at) {
   std::uint64_t insn_phys = 0;
   const auto words = place(stream, at, insn_phys);
@@ -54949,7 +55211,11 @@ DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlace
   auto prog = decode_all(sim_.layout(), words);
   if (found.proven) return run_decoded(prog);
   ++hazard_checks_;
-  check_hazards(sim_.config(), prog, stream.uops, uop_base);
+  const DecodedStream decoded{prog, stream.uops, uop_base};
+  if (const auto like = proven_.find_like(prog))
+    incremental_checks_ += check_hazards_like(sim_.config(), decoded, *like) ? 1 : 0;
+  else
+    check_hazards(sim_.config(), prog, stream.uops, uop_base);
   const RunResult r = run_decoded(prog);
   proven_.insert(stream, uop_base, std::move(prog));
   return r;

@@ -8,15 +8,19 @@
 //
 //   const auto found = proven.find(stream, base);
 //   if (!found.decoded) { prog = decode_all(...); if (!found.proven) check_hazards(...); ... }
+// A stream not found may be checked like one kept (find_like: the same tokens, check_hazards_like).
 #pragma once
 
 #include <dlavm/runtime/isa.hpp>
+#include <dlavm/vta/hw/hazards.hpp>
 #include <dlavm/vta/hw/stream.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -62,8 +66,21 @@ class DecodedStreams {
       entries_.pop_front();
     }
     if (!keeps_decode(s)) prog = {};
-    entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog)});
+    const auto tokens = token_hash(prog);
+    entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog), tokens});
     bytes_ += b;
+  }
+
+  // The proven stream kept decoded that is most like `prog` (decoded as placed) for
+  // check_hazards_like: the latest with as many instructions, of the same modules and
+  // dependency flags by a hash of them (which check_hazards_like compares), or nullopt. Valid
+  // until the next insert.
+  std::optional<DecodedStream> find_like(std::span<const runtime::InsnFields> prog) const {
+    const auto tokens = token_hash(prog);
+    for (auto e = entries_.rbegin(); e != entries_.rend(); ++e)
+      if (e->prog.size() == prog.size() && !prog.empty() && e->tokens == tokens)
+        return DecodedStream{e->prog, e->stream.uops, e->uop_base};
+    return std::nullopt;
   }
 
   std::size_t size() const { return entries_.size(); }
@@ -85,7 +102,20 @@ class DecodedStreams {
     std::uint64_t uop_base;
     Stream stream;
     std::vector<runtime::InsnFields> prog;  // empty where the decode is not kept
+    std::uint64_t tokens;                   // token_hash(prog)
   };
+
+  // A hash of each instruction's module and dependency flags.
+  static std::uint64_t token_hash(std::span<const runtime::InsnFields> prog) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (const auto& f : prog) {
+      const auto bits = static_cast<std::uint64_t>(runtime::queue_of(f)) |
+                        std::uint64_t{f.pop_prev_dep} << 2 | std::uint64_t{f.pop_next_dep} << 3 |
+                        std::uint64_t{f.push_prev_dep} << 4 | std::uint64_t{f.push_next_dep} << 5;
+      h = (h ^ bits) * 0x100000001b3ULL;
+    }
+    return h;
+  }
 
   bool keeps_decode(const Stream& s) const { return decoded_bytes(s) <= max_decoded_bytes_; }
 

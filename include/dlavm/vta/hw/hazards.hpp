@@ -11,6 +11,8 @@
 // for kernels with gaps, which only makes the check stricter).
 //
 //   vta::check_hazards(config, stream);   // raises DeviceError naming both instructions
+//   // a stream like one proven before, at the entries its accesses add (SimDevice does this)
+//   vta::check_hazards_like(config, {prog, stream.uops, base}, {proven_prog, proven.uops, base});
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -72,6 +74,7 @@ class EntryRuns {
   }
 
   std::size_t run_count() const { return runs_.size(); }
+  std::int64_t depth() const { return depth_; }
 
   // Instruction i writes [begin, end), or module m's instruction i reads it.
   void write(std::int64_t begin, std::int64_t end, std::int64_t i) {
@@ -147,6 +150,24 @@ void check_hazards(const Config& config, const Stream& stream);
 // `uop_base` of DRAM on), so that a device decodes once for the check, the run and the model.
 void check_hazards(const Config& config, std::span<const InsnFields> prog,
                    std::span<const std::uint32_t> uops, std::uint64_t uop_base);
+
+// A stream decoded as placed, as check_hazards takes it.
+struct DecodedStream {
+  std::span<const InsnFields> prog;
+  std::span<const std::uint32_t> uops;
+  std::uint64_t uop_base = 0;
+};
+
+// check_hazards of `stream` given `proven`, a stream check_hazards passed: where the two have
+// as many instructions, each of the same module and dependency flags (the same tokens, so the
+// same happens-before order), an access of `stream` that `proven` made too (the same entry, by
+// the same instruction, reading or writing) races with nothing, and only the entries that
+// `stream`'s accesses add are checked (a decode step's stream after the one before: the keys of
+// its last chunk); the result, and the message of a race, are those of check_hazards. Where
+// they differ in that, the whole stream is checked. Returns whether it checked the added
+// entries alone.
+bool check_hazards_like(const Config& config, const DecodedStream& stream,
+                        const DecodedStream& proven);
 
 }  // namespace dlavm::vta
 

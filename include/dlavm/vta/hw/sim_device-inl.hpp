@@ -24,7 +24,8 @@ DLAVM_INLINE void SimDevice::copy_out(Buffer src, std::size_t offset, void* dst,
 // The placed words are decoded once, for the race check, the run and the cycle model: they
 // are the words the simulator would read back from DRAM. A stream proven before at the same
 // micro-op base has the same words: it is not checked again, and its decode is kept with it
-// where the decode is small enough.
+// where the decode is small enough. A stream with the tokens of one proven before (a decode
+// step's after the step before) is checked at the entries its accesses add alone.
 DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlacement& at) {
   std::uint64_t insn_phys = 0;
   const auto words = place(stream, at, insn_phys);
@@ -35,7 +36,11 @@ DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlace
   auto prog = decode_all(sim_.layout(), words);
   if (found.proven) return run_decoded(prog);
   ++hazard_checks_;
-  check_hazards(sim_.config(), prog, stream.uops, uop_base);
+  const DecodedStream decoded{prog, stream.uops, uop_base};
+  if (const auto like = proven_.find_like(prog))
+    incremental_checks_ += check_hazards_like(sim_.config(), decoded, *like) ? 1 : 0;
+  else
+    check_hazards(sim_.config(), prog, stream.uops, uop_base);
   const RunResult r = run_decoded(prog);
   proven_.insert(stream, uop_base, std::move(prog));
   return r;

@@ -50,10 +50,13 @@ class SimDevice : public Device {
   // Whether run() first proves the stream free of races (check_hazards); on by default. A
   // stream proven once is not checked again at the same placement, nor decoded again where its
   // decode was small enough to keep (detail::DecodedStreams): proven_streams() are kept, and
-  // hazard_checks() counts the checks that ran.
+  // hazard_checks() counts the checks that ran. Of those, incremental_checks() checked only the
+  // entries a stream's accesses add to those of a kept one with the same tokens
+  // (check_hazards_like).
   void set_check_hazards(bool on) { check_hazards_ = on; }
   std::size_t proven_streams() const { return proven_.size(); }
   std::size_t hazard_checks() const { return hazard_checks_; }
+  std::size_t incremental_checks() const { return incremental_checks_; }
 
   // Work units (GEMM and ALU micro-op executions, SRAM elements loaded or stored) one run may
   // use; an instruction that would exceed them raises DeviceError before it runs.
@@ -67,7 +70,7 @@ class SimDevice : public Device {
   Simulator sim_;
   CycleModel model_;
   bool check_hazards_ = true;
-  std::size_t hazard_checks_ = 0;
+  std::size_t hazard_checks_ = 0, incremental_checks_ = 0;
   // streams proven free of races, by content and micro-op base, with their decoded words
   detail::DecodedStreams proven_;
   DLAVM_INLINE RunResult run_decoded(std::span<const InsnFields> prog);
