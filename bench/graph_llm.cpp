@@ -94,33 +94,43 @@ BENCHMARK(BM_CheckHazardsLlmPrefill)
     ->ArgName("integer_softmax")
     ->Unit(benchmark::kMillisecond);
 
-// The race check of a decode step's integer softmax at (token 1, last_token 2,047), decoded
-// (its 1,691 instructions), as a generation loop's device runs it after the step at 2,046: the
-// whole stream (range 0: 0) or the entries its accesses add to the step before's
-// (vta::check_hazards_like, 1).
-void BM_CheckHazardsDecodeStep(benchmark::State& state) {
-  const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, models::llm::Softmax::Integer);
-  const graph::Target target;
-  const auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
-  std::vector<vta::Stream> streams;
-  std::vector<std::vector<vta::InsnFields>> progs;
-  for (const std::int64_t last : {2046, 2047}) {
-    const dlavm::ne::Binding bindings[] = {{"token", 1}, {"last_token", last}};
-    instantiate(
-        mod, bindings, [](const auto& s) { return s.workload.op == "integer_softmax"; },
-        [&](vta::Stream&& s) {
-          progs.push_back(vta::decode_all(target.env.config.layout(), s.insns));
-          streams.push_back(std::move(s));
-        });
+// A decode step's integer softmax at (token 1, last_token 2,047) and the step before's at
+// 2,046, as a generation loop's device meets them: their streams (1,691 instructions each,
+// micro-ops placed at 0) and their decodes.
+struct SoftmaxDecodeSteps {
+  SoftmaxDecodeSteps() {
+    const models::LlmLayer net(512, 8, 2048, 2048, 2048, 21, models::llm::Softmax::Integer);
+    const auto mod = graph::build(net.function(), target, {.name = "llm_layer"});
+    for (const std::int64_t last : {2046, 2047}) {
+      const dlavm::ne::Binding bindings[] = {{"token", 1}, {"last_token", last}};
+      instantiate(
+          mod, bindings, [](const auto& s) { return s.workload.op == "integer_softmax"; },
+          [&](vta::Stream&& s) {
+            progs.push_back(vta::decode_all(target.env.config.layout(), s.insns));
+            streams.push_back(std::move(s));
+          });
+    }
   }
-  if (progs.size() != 2) return state.SkipWithError("not one integer softmax step");
-  const vta::DecodedStream before{progs[0], streams[0].uops}, now{progs[1], streams[1].uops};
+  bool valid() const { return progs.size() == 2; }
+  graph::Target target;
+  std::vector<vta::Stream> streams;  // the step before's, this step's
+  std::vector<std::vector<vta::InsnFields>> progs;
+};
+
+// The race check of the step's stream, decoded: the whole stream (range 0: 0) or the entries
+// its accesses add to the step before's (vta::check_hazards_like, 1).
+void BM_CheckHazardsDecodeStep(benchmark::State& state) {
+  const SoftmaxDecodeSteps steps;
+  if (!steps.valid()) return state.SkipWithError("not one integer softmax step");
+  const auto& config = steps.target.env.config;
+  const vta::DecodedStream before{steps.progs[0], steps.streams[0].uops},
+      now{steps.progs[1], steps.streams[1].uops};
   bool added_alone = false;
   for (auto _ : state) {
     if (state.range(0) == 0)
-      vta::check_hazards(target.env.config, now.prog, now.uops, 0);
+      vta::check_hazards(config, now.prog, now.uops, 0);
     else
-      added_alone = vta::check_hazards_like(target.env.config, now, before);
+      added_alone = vta::check_hazards_like(config, now, before);
   }
   if (state.range(0) == 1 && !added_alone) state.SkipWithError("checked whole");
   state.counters["instructions"] = static_cast<double>(now.prog.size());
@@ -130,6 +140,20 @@ BENCHMARK(BM_CheckHazardsDecodeStep)
     ->Arg(1)
     ->ArgName("like")
     ->Unit(benchmark::kMicrosecond);
+
+// The step's words decoded: each (range 0: 0, vta::decode_all) or, the step before's kept
+// decoded as a device keeps the streams it proved, from its decode where their words agree (1).
+void BM_DecodeDecodeStep(benchmark::State& state) {
+  const SoftmaxDecodeSteps steps;
+  if (!steps.valid()) return state.SkipWithError("not one integer softmax step");
+  const auto layout = steps.target.env.config.layout();
+  vta::detail::DecodedStreams kept;
+  if (state.range(0) == 1) kept.insert(steps.streams[0], 0, steps.progs[0]);
+  const auto& s = steps.streams[1];
+  for (auto _ : state) benchmark::DoNotOptimize(kept.decode(layout, s.insns, s, 0));
+  state.counters["instructions"] = static_cast<double>(s.insns.size());
+}
+BENCHMARK(BM_DecodeDecodeStep)->Arg(0)->Arg(1)->ArgName("like")->Unit(benchmark::kMicrosecond);
 
 // What a decode step instantiates when its new position starts a new tile of keys: the two
 // attention matmuls (every other stream is reused, graph::Module keeps it per packed shape).

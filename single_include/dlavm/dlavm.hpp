@@ -53736,12 +53736,15 @@ DLAVM_INLINE bool check_hazards_like(const Config& config, const DecodedStream& 
 //
 //   const auto found = proven.find(stream, base);
 //   if (!found.decoded) { prog = decode_all(...); if (!found.proven) check_hazards(...); ... }
-// A stream not found may be checked like one kept (find_like: the same tokens, check_hazards_like).
+// A stream not found is decoded from the latest like it where their words agree (decode), and
+// checked like one kept (find_like: the same tokens, check_hazards_like).
 
 // begin dlavm/runtime/isa.hpp
 // end dlavm/runtime/isa.hpp
 // begin dlavm/vta/hw/hazards.hpp
 // end dlavm/vta/hw/hazards.hpp
+// begin dlavm/vta/hw/isa.hpp
+// end dlavm/vta/hw/isa.hpp
 // begin dlavm/vta/hw/stream.hpp
 // end dlavm/vta/hw/stream.hpp
 
@@ -53799,6 +53802,31 @@ class DecodedStreams {
     const auto tokens = token_hash(prog);
     entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog), tokens});
     bytes_ += b;
+  }
+
+  // `words`, stream `s` placed at micro-op `uop_base`, decoded (decode_all): where the latest
+  // stream kept decoded with as many instructions was placed at the same base and relocates the
+  // same words, an instruction whose word equals the one at its index there takes that one's
+  // decode (the same word placed the same way), the others are decoded.
+  std::vector<runtime::InsnFields> decode(const IsaLayout& layout, std::span<const InsnWord> words,
+                                          const Stream& s, std::uint64_t uop_base) const {
+    const Entry* like = nullptr;
+    for (auto e = entries_.rbegin(); e != entries_.rend() && like == nullptr; ++e)
+      if (!e->prog.empty() && e->prog.size() == s.insns.size() && e->uop_base == uop_base &&
+          e->stream.uop_relocs == s.uop_relocs)
+        like = &*e;
+    if (like == nullptr) return decode_all(layout, words);
+    std::vector<runtime::InsnFields> out;
+    out.reserve(words.size());
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      if (s.insns[i] == like->stream.insns[i]) {
+        out.push_back(like->prog[i]);
+      } else {
+        runtime::unpack_into(layout, words[i], out.emplace_back());
+        check_enums(out.back(), i);
+      }
+    }
+    return out;
   }
 
   // The proven stream kept decoded that is most like `prog` (decoded as placed) for
@@ -55208,7 +55236,7 @@ DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlace
   const std::uint64_t uop_base = (at.uops.phys + at.uop_offset) / Config::uop_elem_bytes();
   const auto found = proven_.find(stream, uop_base);
   if (found.decoded) return run_decoded(*found.decoded);
-  auto prog = decode_all(sim_.layout(), words);
+  auto prog = proven_.decode(sim_.layout(), words, stream, uop_base);
   if (found.proven) return run_decoded(prog);
   ++hazard_checks_;
   const DecodedStream decoded{prog, stream.uops, uop_base};

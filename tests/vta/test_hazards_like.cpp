@@ -229,3 +229,36 @@ TEST_CASE("hazards: a device checks a stream like one it proved at the entries i
   CHECK(dev.hazard_checks() == 3);
   CHECK(dev.proven_streams() == 2);
 }
+
+// A device decodes a stream from the latest it kept decoded with as many instructions, placed
+// at the same base and relocating the same words: where a word is that one's, its decode;
+// elsewhere the word's own. Either way decode_all's.
+TEST_CASE("hazards: a stream decoded from a kept one where their words agree") {
+  using namespace hazards_like_test;
+  const vta::Config config;
+  const auto layout = config.layout();
+  constexpr std::uint64_t kBase = 0x1234;  // where the micro-ops are placed, in micro-ops
+  const auto placed = [&](const vta::Stream& s) {
+    std::vector<vta::InsnWord> words(s.insns.size());
+    REQUIRE(s.relocate(kBase, words.data()));
+    return words;
+  };
+  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    const auto kept = random_program(config, rng);
+    vta::detail::DecodedStreams proven;
+    proven.insert(kept, kBase, vta::decode_all(layout, placed(kept)));
+    // a few words another word of the stream (each decodes)
+    auto s = kept;
+    for (int c = 0; c < 3; ++c) s.insns[rng() % s.insns.size()] = s.insns[rng() % s.insns.size()];
+    const auto words = placed(s);
+    CHECK(proven.decode(layout, words, s, kBase) == vta::decode_all(layout, words));
+    // the same words, none relocated: the micro-op loads keep their addresses
+    REQUIRE(!s.uop_relocs.empty());
+    s.uop_relocs.clear();
+    const auto absolute = placed(s);
+    REQUIRE(absolute != words);
+    CHECK(proven.decode(layout, absolute, s, kBase) == vta::decode_all(layout, absolute));
+  }
+}

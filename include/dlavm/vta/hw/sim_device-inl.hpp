@@ -33,7 +33,7 @@ DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlace
   const std::uint64_t uop_base = (at.uops.phys + at.uop_offset) / Config::uop_elem_bytes();
   const auto found = proven_.find(stream, uop_base);
   if (found.decoded) return run_decoded(*found.decoded);
-  auto prog = decode_all(sim_.layout(), words);
+  auto prog = proven_.decode(sim_.layout(), words, stream, uop_base);
   if (found.proven) return run_decoded(prog);
   ++hazard_checks_;
   const DecodedStream decoded{prog, stream.uops, uop_base};
