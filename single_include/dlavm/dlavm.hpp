@@ -53189,6 +53189,17 @@ class EntryRuns {
   mutable std::size_t last_ = 0;  // the run the last lookup found (a hint, checked when read)
 };
 
+// An instruction's module and dependency flags, as bits: streams whose instructions have the
+// same pairwise (as many of them) have the same happens-before order (check_hazards_like).
+inline std::uint32_t token_bits(const InsnFields& f) {
+  return static_cast<std::uint32_t>(runtime::queue_of(f)) | std::uint32_t{f.pop_prev_dep} << 2 |
+         std::uint32_t{f.pop_next_dep} << 3 | std::uint32_t{f.push_prev_dep} << 4 |
+         std::uint32_t{f.push_next_dep} << 5;
+}
+inline bool same_tokens(const InsnFields& f, const InsnFields& g) {
+  return token_bits(f) == token_bits(g);
+}
+
 }  // namespace detail
 
 void check_hazards(const Config& config, const Stream& stream);
@@ -53205,7 +53216,7 @@ struct DecodedStream {
 };
 
 // check_hazards of `stream` given `proven`, a stream check_hazards passed: where the two have
-// as many instructions, each of the same module and dependency flags (the same tokens, so the
+// as many instructions, each of the same module and dependency flags (detail::same_tokens: the
 // same happens-before order), an access of `stream` that `proven` made too (the same entry, by
 // the same instruction, reading or writing) races with nothing, and only the entries that
 // `stream`'s accesses add are checked (a decode step's stream after the one before: the keys of
@@ -53262,10 +53273,13 @@ class StreamAccesses {
            (f.opcode != Opcode::Load || f.memory_type != MemId::Uop || f.dram_base == g.dram_base);
   }
 
+  static bool loads_uops(const InsnFields& f) {
+    return f.opcode == Opcode::Load && f.memory_type == MemId::Uop;
+  }
+
   // Instruction i taken without its accesses: a LOAD UOP still fills the micro-op SRAM.
   void skip(std::size_t i) {
-    const auto& f = prog_[i];
-    if (f.opcode == Opcode::Load && f.memory_type == MemId::Uop) of(i);
+    if (loads_uops(prog_[i])) of(i);
   }
 
   // Instruction i's accesses (at most four: a GEMM's micro-ops, input, weights and
@@ -53302,9 +53316,6 @@ class StreamAccesses {
     }
     return {accesses_.data(), naccesses_};
   }
-
-  std::span<const std::uint32_t> uops() const { return uops_; }
-  std::uint64_t uop_base() const { return uop_base_; }
 
  private:
   // The entries [lo, hi) an operand (0 dst, 1 src, 2 wgt) of a GEMM or ALU kernel touches,
@@ -53381,7 +53392,7 @@ class HazardChecker {
   using Clock = std::array<std::int64_t, 3>;
 
   HazardChecker(const Config& config, const DecodedStream& stream)
-      : config_(config), prog_(stream.prog), accesses_(config, stream) {}
+      : config_(config), stream_(stream), prog_(stream.prog), accesses_(config, stream) {}
 
   // At most this many added entries are checked alone (the states of each): beyond, the
   // whole stream's runs of entries cost less.
@@ -53394,30 +53405,46 @@ class HazardChecker {
   }
 
   // run() given `proven`, a stream run() passed: where it has as many instructions, each of the
-  // same opcode, memory and dependency flags (so the same module and tokens), at the entries the
-  // stream's accesses add alone (at most kMaxAddedEntries in kMaxAddedRanges ranges); whether
-  // it did (else it checked the whole stream).
+  // same module and dependency flags (same_tokens), at the entries the stream's accesses add
+  // alone (at most kMaxAddedEntries in kMaxAddedRanges ranges); whether it did (else it checked
+  // the whole stream).
   bool run_like(const DecodedStream& proven) {
-    bool same_tokens = proven.prog.size() == prog_.size();
-    for (std::size_t i = 0; i < prog_.size() && same_tokens; ++i) {
-      const auto &f = prog_[i], &g = proven.prog[i];
-      same_tokens = f.opcode == g.opcode && f.memory_type == g.memory_type &&
-                    f.pop_prev_dep == g.pop_prev_dep && f.pop_next_dep == g.pop_next_dep &&
-                    f.push_prev_dep == g.push_prev_dep && f.push_next_dep == g.push_next_dep;
-    }
-    if (!same_tokens) {
+    bool same = proven.prog.size() == prog_.size();
+    for (std::size_t i = 0; i < prog_.size() && same; ++i)
+      same = same_tokens(prog_[i], proven.prog[i]);
+    if (!same) {
       run();
       return false;
     }
     clocks();
-    // 1. The entries each access adds to the proven stream's access of the same instruction in
-    //    the same place of its list (the same memory, both reads or both writes); an access
-    //    with no such counterpart adds all its entries. An instruction equal in the fields its
-    //    accesses read adds none while both micro-op SRAMs hold the same micro-ops (the same
-    //    micro-ops at the same base, loaded by equal LOAD UOPs so far).
-    StreamAccesses before(config_, proven), now = accesses_;
-    bool same_uops = std::ranges::equal(accesses_.uops(), before.uops()) &&
-                     accesses_.uop_base() == before.uop_base();
+    if (!add_entries(proven)) {
+      check_all();
+      return false;
+    }
+    check_added();
+    return true;
+  }
+
+ private:
+  struct Range {
+    std::int64_t begin, end;
+    std::size_t slot = 0;  // (check_added) the state of entry `begin` in states_
+  };
+  struct Piece {
+    Access access;
+    std::size_t slot;  // the state of its first entry
+  };
+
+  // The entries each access adds to the proven stream's access of the same instruction in the
+  // same place of its list (the same memory, both reads or both writes), into added_; an access
+  // with no such counterpart adds all its entries. An instruction equal in the fields its
+  // accesses read adds none while both micro-op SRAMs hold the same micro-ops (the same
+  // micro-ops at the same base, loaded by equal LOAD UOPs so far). False where they are more
+  // than kMaxAddedEntries or kMaxAddedRanges.
+  bool add_entries(const DecodedStream& proven) {
+    StreamAccesses now(config_, stream_), before(config_, proven);
+    bool same_uops =
+        std::ranges::equal(stream_.uops, proven.uops) && stream_.uop_base == proven.uop_base;
     for (std::size_t i = 0; i < prog_.size(); ++i) {
       const auto &f = prog_[i], &g = proven.prog[i];
       const bool same = StreamAccesses::same_accesses(f, g);
@@ -53426,8 +53453,8 @@ class HazardChecker {
         before.skip(i);
         continue;
       }
-      if (!same && f.opcode == Opcode::Load && f.memory_type == MemId::Uop) same_uops = false;
-      if (!same && g.opcode == Opcode::Load && g.memory_type == MemId::Uop) same_uops = false;
+      if (!same && (StreamAccesses::loads_uops(f) || StreamAccesses::loads_uops(g)))
+        same_uops = false;
       const auto a = now.of(i), b = before.of(i);
       for (std::size_t k = 0; k < a.size(); ++k) {
         const auto m = static_cast<std::size_t>(a[k].memory);
@@ -53442,23 +53469,23 @@ class HazardChecker {
         }
       }
     }
-    // Those entries' states, one each (a range's first at its `slot`), where an access's
-    // piece of them costs its entries rather than a search and a split of runs.
-    std::size_t slots = 0, ranges = 0;
+    // each range's first state (a stream like the one before adds few entries: one state each,
+    // where an access's part of them costs its entries rather than a search and a split of runs)
+    std::size_t ranges = 0;
     for (auto& added : added_) {
       merge(added);
       ranges += added.size();
       for (auto& r : added) {
-        r.slot = slots;
-        slots += static_cast<std::size_t>(r.end - r.begin);
+        r.slot = states_.size();
+        states_.resize(states_.size() + static_cast<std::size_t>(r.end - r.begin));
+        if (states_.size() > kMaxAddedEntries) return false;
       }
     }
-    if (slots > kMaxAddedEntries || ranges > kMaxAddedRanges) {
-      check_all();
-      return false;
-    }
-    states_.assign(slots, EntryRuns::State{});
-    // 2. Every access at those entries alone, in stream order.
+    return ranges <= kMaxAddedRanges;
+  }
+
+  // Every access at the added entries alone, in stream order, against their states.
+  void check_added() {
     for (std::size_t i = 0; i < prog_.size(); ++i) {
       pieces_.clear();
       for (const auto& a : accesses_.of(i)) {
@@ -53487,18 +53514,8 @@ class HazardChecker {
             states_[k].reader[m] = static_cast<std::int64_t>(i);
         }
     }
-    return true;
   }
 
- private:
-  struct Range {
-    std::int64_t begin, end;
-    std::size_t slot = 0;  // (run_like) the state of entry `begin` in states_
-  };
-  struct Piece {
-    Access access;
-    std::size_t slot;  // the state of its first entry
-  };
   static void add_range(std::vector<Range>& v, std::int64_t begin, std::int64_t end) {
     if (begin < end) v.push_back({begin, end});
   }
@@ -53667,6 +53684,7 @@ class HazardChecker {
   }
 
   const Config& config_;
+  DecodedStream stream_;
   std::span<const InsnFields> prog_;
   StreamAccesses accesses_;
   std::vector<Clock> done_;
@@ -53804,35 +53822,31 @@ class DecodedStreams {
     bytes_ += b;
   }
 
-  // `words`, stream `s` placed at micro-op `uop_base`, decoded (decode_all): where the latest
-  // stream kept decoded with as many instructions was placed at the same base and relocates the
-  // same words, an instruction whose word equals the one at its index there takes that one's
-  // decode (the same word placed the same way), the others are decoded.
+  // decode_all(layout, words) of `words`, stream `s`'s words as placed with its micro-ops at
+  // micro-op `uop_base` (the layout the kept decodes were made with): where the latest stream
+  // kept decoded with as many instructions was placed at the same base and relocates the same
+  // words, each word equal to the one at its index there takes that one's decode (the same
+  // word placed the same way); the others are decoded.
   std::vector<runtime::InsnFields> decode(const IsaLayout& layout, std::span<const InsnWord> words,
                                           const Stream& s, std::uint64_t uop_base) const {
     const Entry* like = nullptr;
     for (auto e = entries_.rbegin(); e != entries_.rend() && like == nullptr; ++e)
       if (!e->prog.empty() && e->prog.size() == s.insns.size() && e->uop_base == uop_base &&
-          e->stream.uop_relocs == s.uop_relocs)
+          e->stream.uop_relocs == s.uop_relocs && words.size() == s.insns.size())
         like = &*e;
     if (like == nullptr) return decode_all(layout, words);
     std::vector<runtime::InsnFields> out;
     out.reserve(words.size());
-    for (std::size_t i = 0; i < words.size(); ++i) {
-      if (s.insns[i] == like->stream.insns[i]) {
-        out.push_back(like->prog[i]);
-      } else {
-        runtime::unpack_into(layout, words[i], out.emplace_back());
-        check_enums(out.back(), i);
-      }
-    }
+    for (std::size_t i = 0; i < words.size(); ++i)
+      out.push_back(s.insns[i] == like->stream.insns[i] ? like->prog[i]
+                                                        : vta::decode(layout, words[i], i));
     return out;
   }
 
   // The proven stream kept decoded that is most like `prog` (decoded as placed) for
-  // check_hazards_like: the latest with as many instructions, of the same modules and
-  // dependency flags by a hash of them (which check_hazards_like compares), or nullopt. Valid
-  // until the next insert.
+  // check_hazards_like: the latest with as many instructions and the same hash of their modules
+  // and dependency flags (check_hazards_like compares them), or nullopt. Valid until the next
+  // insert.
   std::optional<DecodedStream> find_like(std::span<const runtime::InsnFields> prog) const {
     const auto tokens = token_hash(prog);
     for (auto e = entries_.rbegin(); e != entries_.rend(); ++e)
@@ -53863,15 +53877,10 @@ class DecodedStreams {
     std::uint64_t tokens;                   // token_hash(prog)
   };
 
-  // A hash of each instruction's module and dependency flags.
+  // A hash of each instruction's module and dependency flags (token_bits).
   static std::uint64_t token_hash(std::span<const runtime::InsnFields> prog) {
     std::uint64_t h = 0xcbf29ce484222325ULL;
-    for (const auto& f : prog) {
-      const auto bits = static_cast<std::uint64_t>(runtime::queue_of(f)) |
-                        std::uint64_t{f.pop_prev_dep} << 2 | std::uint64_t{f.pop_next_dep} << 3 |
-                        std::uint64_t{f.push_prev_dep} << 4 | std::uint64_t{f.push_next_dep} << 5;
-      h = (h ^ bits) * 0x100000001b3ULL;
-    }
+    for (const auto& f : prog) h = (h ^ token_bits(f)) * 0x100000001b3ULL;
     return h;
   }
 

@@ -73,35 +73,31 @@ class DecodedStreams {
     bytes_ += b;
   }
 
-  // `words`, stream `s` placed at micro-op `uop_base`, decoded (decode_all): where the latest
-  // stream kept decoded with as many instructions was placed at the same base and relocates the
-  // same words, an instruction whose word equals the one at its index there takes that one's
-  // decode (the same word placed the same way), the others are decoded.
+  // decode_all(layout, words) of `words`, stream `s`'s words as placed with its micro-ops at
+  // micro-op `uop_base` (the layout the kept decodes were made with): where the latest stream
+  // kept decoded with as many instructions was placed at the same base and relocates the same
+  // words, each word equal to the one at its index there takes that one's decode (the same
+  // word placed the same way); the others are decoded.
   std::vector<runtime::InsnFields> decode(const IsaLayout& layout, std::span<const InsnWord> words,
                                           const Stream& s, std::uint64_t uop_base) const {
     const Entry* like = nullptr;
     for (auto e = entries_.rbegin(); e != entries_.rend() && like == nullptr; ++e)
       if (!e->prog.empty() && e->prog.size() == s.insns.size() && e->uop_base == uop_base &&
-          e->stream.uop_relocs == s.uop_relocs)
+          e->stream.uop_relocs == s.uop_relocs && words.size() == s.insns.size())
         like = &*e;
     if (like == nullptr) return decode_all(layout, words);
     std::vector<runtime::InsnFields> out;
     out.reserve(words.size());
-    for (std::size_t i = 0; i < words.size(); ++i) {
-      if (s.insns[i] == like->stream.insns[i]) {
-        out.push_back(like->prog[i]);
-      } else {
-        runtime::unpack_into(layout, words[i], out.emplace_back());
-        check_enums(out.back(), i);
-      }
-    }
+    for (std::size_t i = 0; i < words.size(); ++i)
+      out.push_back(s.insns[i] == like->stream.insns[i] ? like->prog[i]
+                                                        : vta::decode(layout, words[i], i));
     return out;
   }
 
   // The proven stream kept decoded that is most like `prog` (decoded as placed) for
-  // check_hazards_like: the latest with as many instructions, of the same modules and
-  // dependency flags by a hash of them (which check_hazards_like compares), or nullopt. Valid
-  // until the next insert.
+  // check_hazards_like: the latest with as many instructions and the same hash of their modules
+  // and dependency flags (check_hazards_like compares them), or nullopt. Valid until the next
+  // insert.
   std::optional<DecodedStream> find_like(std::span<const runtime::InsnFields> prog) const {
     const auto tokens = token_hash(prog);
     for (auto e = entries_.rbegin(); e != entries_.rend(); ++e)
@@ -132,15 +128,10 @@ class DecodedStreams {
     std::uint64_t tokens;                   // token_hash(prog)
   };
 
-  // A hash of each instruction's module and dependency flags.
+  // A hash of each instruction's module and dependency flags (token_bits).
   static std::uint64_t token_hash(std::span<const runtime::InsnFields> prog) {
     std::uint64_t h = 0xcbf29ce484222325ULL;
-    for (const auto& f : prog) {
-      const auto bits = static_cast<std::uint64_t>(runtime::queue_of(f)) |
-                        std::uint64_t{f.pop_prev_dep} << 2 | std::uint64_t{f.pop_next_dep} << 3 |
-                        std::uint64_t{f.push_prev_dep} << 4 | std::uint64_t{f.push_next_dep} << 5;
-      h = (h ^ bits) * 0x100000001b3ULL;
-    }
+    for (const auto& f : prog) h = (h ^ token_bits(f)) * 0x100000001b3ULL;
     return h;
   }
 

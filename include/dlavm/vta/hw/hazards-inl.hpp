@@ -40,10 +40,13 @@ class StreamAccesses {
            (f.opcode != Opcode::Load || f.memory_type != MemId::Uop || f.dram_base == g.dram_base);
   }
 
+  static bool loads_uops(const InsnFields& f) {
+    return f.opcode == Opcode::Load && f.memory_type == MemId::Uop;
+  }
+
   // Instruction i taken without its accesses: a LOAD UOP still fills the micro-op SRAM.
   void skip(std::size_t i) {
-    const auto& f = prog_[i];
-    if (f.opcode == Opcode::Load && f.memory_type == MemId::Uop) of(i);
+    if (loads_uops(prog_[i])) of(i);
   }
 
   // Instruction i's accesses (at most four: a GEMM's micro-ops, input, weights and
@@ -80,9 +83,6 @@ class StreamAccesses {
     }
     return {accesses_.data(), naccesses_};
   }
-
-  std::span<const std::uint32_t> uops() const { return uops_; }
-  std::uint64_t uop_base() const { return uop_base_; }
 
  private:
   // The entries [lo, hi) an operand (0 dst, 1 src, 2 wgt) of a GEMM or ALU kernel touches,
@@ -159,7 +159,7 @@ class HazardChecker {
   using Clock = std::array<std::int64_t, 3>;
 
   HazardChecker(const Config& config, const DecodedStream& stream)
-      : config_(config), prog_(stream.prog), accesses_(config, stream) {}
+      : config_(config), stream_(stream), prog_(stream.prog), accesses_(config, stream) {}
 
   // At most this many added entries are checked alone (the states of each): beyond, the
   // whole stream's runs of entries cost less.
@@ -172,30 +172,46 @@ class HazardChecker {
   }
 
   // run() given `proven`, a stream run() passed: where it has as many instructions, each of the
-  // same opcode, memory and dependency flags (so the same module and tokens), at the entries the
-  // stream's accesses add alone (at most kMaxAddedEntries in kMaxAddedRanges ranges); whether
-  // it did (else it checked the whole stream).
+  // same module and dependency flags (same_tokens), at the entries the stream's accesses add
+  // alone (at most kMaxAddedEntries in kMaxAddedRanges ranges); whether it did (else it checked
+  // the whole stream).
   bool run_like(const DecodedStream& proven) {
-    bool same_tokens = proven.prog.size() == prog_.size();
-    for (std::size_t i = 0; i < prog_.size() && same_tokens; ++i) {
-      const auto &f = prog_[i], &g = proven.prog[i];
-      same_tokens = f.opcode == g.opcode && f.memory_type == g.memory_type &&
-                    f.pop_prev_dep == g.pop_prev_dep && f.pop_next_dep == g.pop_next_dep &&
-                    f.push_prev_dep == g.push_prev_dep && f.push_next_dep == g.push_next_dep;
-    }
-    if (!same_tokens) {
+    bool same = proven.prog.size() == prog_.size();
+    for (std::size_t i = 0; i < prog_.size() && same; ++i)
+      same = same_tokens(prog_[i], proven.prog[i]);
+    if (!same) {
       run();
       return false;
     }
     clocks();
-    // 1. The entries each access adds to the proven stream's access of the same instruction in
-    //    the same place of its list (the same memory, both reads or both writes); an access
-    //    with no such counterpart adds all its entries. An instruction equal in the fields its
-    //    accesses read adds none while both micro-op SRAMs hold the same micro-ops (the same
-    //    micro-ops at the same base, loaded by equal LOAD UOPs so far).
-    StreamAccesses before(config_, proven), now = accesses_;
-    bool same_uops = std::ranges::equal(accesses_.uops(), before.uops()) &&
-                     accesses_.uop_base() == before.uop_base();
+    if (!add_entries(proven)) {
+      check_all();
+      return false;
+    }
+    check_added();
+    return true;
+  }
+
+ private:
+  struct Range {
+    std::int64_t begin, end;
+    std::size_t slot = 0;  // (check_added) the state of entry `begin` in states_
+  };
+  struct Piece {
+    Access access;
+    std::size_t slot;  // the state of its first entry
+  };
+
+  // The entries each access adds to the proven stream's access of the same instruction in the
+  // same place of its list (the same memory, both reads or both writes), into added_; an access
+  // with no such counterpart adds all its entries. An instruction equal in the fields its
+  // accesses read adds none while both micro-op SRAMs hold the same micro-ops (the same
+  // micro-ops at the same base, loaded by equal LOAD UOPs so far). False where they are more
+  // than kMaxAddedEntries or kMaxAddedRanges.
+  bool add_entries(const DecodedStream& proven) {
+    StreamAccesses now(config_, stream_), before(config_, proven);
+    bool same_uops =
+        std::ranges::equal(stream_.uops, proven.uops) && stream_.uop_base == proven.uop_base;
     for (std::size_t i = 0; i < prog_.size(); ++i) {
       const auto &f = prog_[i], &g = proven.prog[i];
       const bool same = StreamAccesses::same_accesses(f, g);
@@ -204,8 +220,8 @@ class HazardChecker {
         before.skip(i);
         continue;
       }
-      if (!same && f.opcode == Opcode::Load && f.memory_type == MemId::Uop) same_uops = false;
-      if (!same && g.opcode == Opcode::Load && g.memory_type == MemId::Uop) same_uops = false;
+      if (!same && (StreamAccesses::loads_uops(f) || StreamAccesses::loads_uops(g)))
+        same_uops = false;
       const auto a = now.of(i), b = before.of(i);
       for (std::size_t k = 0; k < a.size(); ++k) {
         const auto m = static_cast<std::size_t>(a[k].memory);
@@ -220,23 +236,23 @@ class HazardChecker {
         }
       }
     }
-    // Those entries' states, one each (a range's first at its `slot`), where an access's
-    // piece of them costs its entries rather than a search and a split of runs.
-    std::size_t slots = 0, ranges = 0;
+    // each range's first state (a stream like the one before adds few entries: one state each,
+    // where an access's part of them costs its entries rather than a search and a split of runs)
+    std::size_t ranges = 0;
     for (auto& added : added_) {
       merge(added);
       ranges += added.size();
       for (auto& r : added) {
-        r.slot = slots;
-        slots += static_cast<std::size_t>(r.end - r.begin);
+        r.slot = states_.size();
+        states_.resize(states_.size() + static_cast<std::size_t>(r.end - r.begin));
+        if (states_.size() > kMaxAddedEntries) return false;
       }
     }
-    if (slots > kMaxAddedEntries || ranges > kMaxAddedRanges) {
-      check_all();
-      return false;
-    }
-    states_.assign(slots, EntryRuns::State{});
-    // 2. Every access at those entries alone, in stream order.
+    return ranges <= kMaxAddedRanges;
+  }
+
+  // Every access at the added entries alone, in stream order, against their states.
+  void check_added() {
     for (std::size_t i = 0; i < prog_.size(); ++i) {
       pieces_.clear();
       for (const auto& a : accesses_.of(i)) {
@@ -265,18 +281,8 @@ class HazardChecker {
             states_[k].reader[m] = static_cast<std::int64_t>(i);
         }
     }
-    return true;
   }
 
- private:
-  struct Range {
-    std::int64_t begin, end;
-    std::size_t slot = 0;  // (run_like) the state of entry `begin` in states_
-  };
-  struct Piece {
-    Access access;
-    std::size_t slot;  // the state of its first entry
-  };
   static void add_range(std::vector<Range>& v, std::int64_t begin, std::int64_t end) {
     if (begin < end) v.push_back({begin, end});
   }
@@ -445,6 +451,7 @@ class HazardChecker {
   }
 
   const Config& config_;
+  DecodedStream stream_;
   std::span<const InsnFields> prog_;
   StreamAccesses accesses_;
   std::vector<Clock> done_;

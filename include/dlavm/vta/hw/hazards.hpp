@@ -143,6 +143,17 @@ class EntryRuns {
   mutable std::size_t last_ = 0;  // the run the last lookup found (a hint, checked when read)
 };
 
+// An instruction's module and dependency flags, as bits: streams whose instructions have the
+// same pairwise (as many of them) have the same happens-before order (check_hazards_like).
+inline std::uint32_t token_bits(const InsnFields& f) {
+  return static_cast<std::uint32_t>(runtime::queue_of(f)) | std::uint32_t{f.pop_prev_dep} << 2 |
+         std::uint32_t{f.pop_next_dep} << 3 | std::uint32_t{f.push_prev_dep} << 4 |
+         std::uint32_t{f.push_next_dep} << 5;
+}
+inline bool same_tokens(const InsnFields& f, const InsnFields& g) {
+  return token_bits(f) == token_bits(g);
+}
+
 }  // namespace detail
 
 void check_hazards(const Config& config, const Stream& stream);
@@ -159,7 +170,7 @@ struct DecodedStream {
 };
 
 // check_hazards of `stream` given `proven`, a stream check_hazards passed: where the two have
-// as many instructions, each of the same module and dependency flags (the same tokens, so the
+// as many instructions, each of the same module and dependency flags (detail::same_tokens: the
 // same happens-before order), an access of `stream` that `proven` made too (the same entry, by
 // the same instruction, reading or writing) races with nothing, and only the entries that
 // `stream`'s accesses add are checked (a decode step's stream after the one before: the keys of
