@@ -53189,8 +53189,9 @@ class EntryRuns {
   mutable std::size_t last_ = 0;  // the run the last lookup found (a hint, checked when read)
 };
 
-// An instruction's module and dependency flags, as bits: streams whose instructions have the
-// same pairwise (as many of them) have the same happens-before order (check_hazards_like).
+// An instruction's module and dependency flags, as bits: two streams of as many instructions
+// with the same bits instruction by instruction have the same happens-before order
+// (check_hazards_like).
 inline std::uint32_t token_bits(const InsnFields& f) {
   return static_cast<std::uint32_t>(runtime::queue_of(f)) | std::uint32_t{f.pop_prev_dep} << 2 |
          std::uint32_t{f.pop_next_dep} << 3 | std::uint32_t{f.push_prev_dep} << 4 |
@@ -53220,9 +53221,9 @@ struct DecodedStream {
 // same happens-before order), an access of `stream` that `proven` made too (the same entry, by
 // the same instruction, reading or writing) races with nothing, and only the entries that
 // `stream`'s accesses add are checked (a decode step's stream after the one before: the keys of
-// its last chunk); the result, and the message of a race, are those of check_hazards. Where
-// they differ in that, the whole stream is checked. Returns whether it checked the added
-// entries alone.
+// its last chunk); the result, and the message of a race, are those of check_hazards. Where the
+// tokens differ, or the added entries are more than 4,096 or in more than 64 ranges, the whole
+// stream is checked. Returns whether it checked the added entries alone.
 bool check_hazards_like(const Config& config, const DecodedStream& stream,
                         const DecodedStream& proven);
 
@@ -53831,10 +53832,10 @@ class DecodedStreams {
                                           const Stream& s, std::uint64_t uop_base) const {
     const Entry* like = nullptr;
     for (auto e = entries_.rbegin(); e != entries_.rend() && like == nullptr; ++e)
-      if (!e->prog.empty() && e->prog.size() == s.insns.size() && e->uop_base == uop_base &&
-          e->stream.uop_relocs == s.uop_relocs && words.size() == s.insns.size())
+      if (!e->prog.empty() && e->prog.size() == words.size() && e->uop_base == uop_base &&
+          e->stream.uop_relocs == s.uop_relocs)
         like = &*e;
-    if (like == nullptr) return decode_all(layout, words);
+    if (like == nullptr || words.size() != s.insns.size()) return decode_all(layout, words);
     std::vector<runtime::InsnFields> out;
     out.reserve(words.size());
     for (std::size_t i = 0; i < words.size(); ++i)

@@ -82,10 +82,10 @@ class DecodedStreams {
                                           const Stream& s, std::uint64_t uop_base) const {
     const Entry* like = nullptr;
     for (auto e = entries_.rbegin(); e != entries_.rend() && like == nullptr; ++e)
-      if (!e->prog.empty() && e->prog.size() == s.insns.size() && e->uop_base == uop_base &&
-          e->stream.uop_relocs == s.uop_relocs && words.size() == s.insns.size())
+      if (!e->prog.empty() && e->prog.size() == words.size() && e->uop_base == uop_base &&
+          e->stream.uop_relocs == s.uop_relocs)
         like = &*e;
-    if (like == nullptr) return decode_all(layout, words);
+    if (like == nullptr || words.size() != s.insns.size()) return decode_all(layout, words);
     std::vector<runtime::InsnFields> out;
     out.reserve(words.size());
     for (std::size_t i = 0; i < words.size(); ++i)

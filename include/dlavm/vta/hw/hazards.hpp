@@ -143,8 +143,9 @@ class EntryRuns {
   mutable std::size_t last_ = 0;  // the run the last lookup found (a hint, checked when read)
 };
 
-// An instruction's module and dependency flags, as bits: streams whose instructions have the
-// same pairwise (as many of them) have the same happens-before order (check_hazards_like).
+// An instruction's module and dependency flags, as bits: two streams of as many instructions
+// with the same bits instruction by instruction have the same happens-before order
+// (check_hazards_like).
 inline std::uint32_t token_bits(const InsnFields& f) {
   return static_cast<std::uint32_t>(runtime::queue_of(f)) | std::uint32_t{f.pop_prev_dep} << 2 |
          std::uint32_t{f.pop_next_dep} << 3 | std::uint32_t{f.push_prev_dep} << 4 |
@@ -174,9 +175,9 @@ struct DecodedStream {
 // same happens-before order), an access of `stream` that `proven` made too (the same entry, by
 // the same instruction, reading or writing) races with nothing, and only the entries that
 // `stream`'s accesses add are checked (a decode step's stream after the one before: the keys of
-// its last chunk); the result, and the message of a race, are those of check_hazards. Where
-// they differ in that, the whole stream is checked. Returns whether it checked the added
-// entries alone.
+// its last chunk); the result, and the message of a race, are those of check_hazards. Where the
+// tokens differ, or the added entries are more than 4,096 or in more than 64 ranges, the whole
+// stream is checked. Returns whether it checked the added entries alone.
 bool check_hazards_like(const Config& config, const DecodedStream& stream,
                         const DecodedStream& proven);
 
