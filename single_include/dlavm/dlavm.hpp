@@ -54033,10 +54033,15 @@ struct ShadowLayout {
   std::size_t inp_bytes = 0, wgt_bytes = 0;
 };
 
+// Bytes past the last element a weight packing (SimdKernels::pack_wgt) may read: its 32-bit
+// gathers of a row's last pair. Every buffer it packs from keeps this many after its end.
+inline constexpr std::size_t kWgtPackReadsPast = 4;
+
 struct SimdKernels {
   const char* target = "";  // Highway's name of the instruction set
   ShadowLayout (*layout)(TileShape) = nullptr;
-  // `elems` SRAM elements -> their shadows; the weight packing may read 4 bytes past the last.
+  // `elems` SRAM elements -> their shadows; the weight packing may read kWgtPackReadsPast bytes
+  // past the last.
   void (*pack_inp)(const std::int8_t* x, std::byte* shadow, std::size_t elems, TileShape) = nullptr;
   void (*pack_wgt)(const std::int8_t* w, std::byte* shadow, std::size_t elems, TileShape) = nullptr;
   // The weight elements `elems` shadows hold, back (pack_wgt's inverse).
@@ -54302,10 +54307,9 @@ class Dram {
  public:
   static constexpr std::uint64_t kPage = 4096;
   static constexpr std::uint64_t kBase = 0x10000;
-  // Bytes of each host copy past its allocation, never part of it: the simulator's weight
-  // packing may read up to 4 bytes past the last element it packs, and packs LOADs straight
-  // from DRAM.
-  static constexpr std::size_t kHostSlack = 4;
+  // Bytes of each host copy past its allocation, never part of it: the simulator packs weight
+  // LOADs straight from DRAM, and the packing reads past the last element it packs.
+  static constexpr std::size_t kHostSlack = detail::kWgtPackReadsPast;
 
   explicit Dram(std::uint64_t limit = std::uint64_t{1} << 32) : limit_(limit) {}
 
@@ -54458,7 +54462,7 @@ class Simulator {
   std::vector<Uop> uop_;
   std::vector<OutWriter> out_writer_;  // empty unless the design stores an output SRAM
   // Bytes after the weight SRAM that the weight packing kernel may read.
-  static constexpr std::size_t kWgtSlack = 4;
+  static constexpr std::size_t kWgtSlack = detail::kWgtPackReadsPast;
   // With the SIMD kernels a weight LOAD packs DRAM straight into the shadow, which the kernels
   // read: copying it to wgt_ as well took twice as long as the packing in an LLM decode step,
   // which loads each weight once. wgt_ then lags (wgt_behind_) until wgt_sram() or a switch of

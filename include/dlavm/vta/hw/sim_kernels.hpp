@@ -76,10 +76,15 @@ struct ShadowLayout {
   std::size_t inp_bytes = 0, wgt_bytes = 0;
 };
 
+// Bytes past the last element a weight packing (SimdKernels::pack_wgt) may read: its 32-bit
+// gathers of a row's last pair. Every buffer it packs from keeps this many after its end.
+inline constexpr std::size_t kWgtPackReadsPast = 4;
+
 struct SimdKernels {
   const char* target = "";  // Highway's name of the instruction set
   ShadowLayout (*layout)(TileShape) = nullptr;
-  // `elems` SRAM elements -> their shadows; the weight packing may read 4 bytes past the last.
+  // `elems` SRAM elements -> their shadows; the weight packing may read kWgtPackReadsPast bytes
+  // past the last.
   void (*pack_inp)(const std::int8_t* x, std::byte* shadow, std::size_t elems, TileShape) = nullptr;
   void (*pack_wgt)(const std::int8_t* w, std::byte* shadow, std::size_t elems, TileShape) = nullptr;
   // The weight elements `elems` shadows hold, back (pack_wgt's inverse).
