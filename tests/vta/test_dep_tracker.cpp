@@ -239,6 +239,33 @@ TEST_CASE("hazards: the proven streams' set keeps its byte budget, oldest out fi
   CHECK(set.find(a, 1).decoded->size() == a.insns.size());
 }
 
+// What a stream's race check kept (detail::HazardProof) counts against the budget beside its
+// decode, and find_like gives it with the stream.
+TEST_CASE("hazards: the proven streams' set counts the proofs it keeps") {
+  const vta::Config config;
+  vta::Builder b{config};
+  for (std::int64_t i = 0; i < 3; ++i) b.load({.memory = MemId::Inp, .sram = i, .x_size = 1});
+  b.finish();
+  const auto s = b.take();
+  const auto prog = vta::decode_all(config.layout(), s.insns);
+  vta::detail::HazardProof proof;
+  vta::detail::check_hazards_proving(config, {prog, s.uops, 0}, nullptr, nullptr, &proof);
+  REQUIRE(proof.first.size() == prog.size() + 1);
+  using vta::detail::DecodedStreams;
+  const auto bytes = DecodedStreams{}.entry_bytes(s) + proof.bytes();
+  DecodedStreams tight(bytes - 1);
+  tight.insert(s, 0, prog, proof);  // over the budget with its proof: not kept
+  CHECK_FALSE(tight.find(s, 0).proven);
+  DecodedStreams set(bytes);
+  set.insert(s, 0, prog, proof);
+  CHECK(set.find(s, 0).proven);
+  const auto like = set.find_like(prog);
+  REQUIRE(like.has_value());
+  REQUIRE(like->proof != nullptr);
+  CHECK(like->proof->first == proof.first);
+  CHECK(like->proof->clocks == proof.clocks);
+}
+
 // A stream whose decode takes more than the per-stream limit is kept as proven, by its words
 // alone (counted without the decode): found again, it is decoded but not checked.
 TEST_CASE("hazards: a stream too large to keep decoded is kept proven, and not checked again") {

@@ -58,18 +58,24 @@ class DecodedStreams {
     return {};
   }
 
-  // Keeps `s` as proven, with `prog`, its words decoded as placed at `uop_base`, where the
-  // decode takes at most the per-stream limit. A stream larger than the budget is not kept.
-  void insert(const Stream& s, std::uint64_t uop_base, std::vector<runtime::InsnFields> prog) {
-    const auto b = entry_bytes(s);
+  // Keeps `s` as proven, with `prog`, its words decoded as placed at `uop_base`, and `proof`,
+  // what its race check kept (check_hazards_proving), where the decode takes at most the
+  // per-stream limit. A stream larger than the budget is not kept.
+  void insert(const Stream& s, std::uint64_t uop_base, std::vector<runtime::InsnFields> prog,
+              HazardProof proof = {}) {
+    if (!keeps_decode(s)) {
+      prog = {};
+      proof = {};
+    }
+    const auto b = entry_bytes(s) + proof.bytes();
     if (b > max_bytes_) return;
     while (!entries_.empty() && (bytes_ + b > max_bytes_ || entries_.size() == kMaxEntries)) {
-      bytes_ -= entry_bytes(entries_.front().stream);
+      bytes_ -= entries_.front().bytes;
       entries_.pop_front();
     }
-    if (!keeps_decode(s)) prog = {};
     const auto tokens = token_hash(prog);
-    entries_.push_back({hash(s, uop_base), uop_base, s, std::move(prog), tokens});
+    entries_.push_back(
+        {hash(s, uop_base), uop_base, s, std::move(prog), tokens, std::move(proof), b});
     bytes_ += b;
   }
 
@@ -96,20 +102,29 @@ class DecodedStreams {
 
   // The proven stream kept decoded that is most like `prog` (decoded as placed) for
   // check_hazards_like: the latest with as many instructions and the same hash of their modules
-  // and dependency flags (check_hazards_like compares them), or nullopt. Valid until the next
-  // insert.
-  std::optional<DecodedStream> find_like(std::span<const runtime::InsnFields> prog) const {
+  // and dependency flags (check_hazards_like compares them), with its proof where kept, or
+  // nullopt. Valid until the next insert.
+  struct Like {
+    DecodedStream stream;
+    const HazardProof* proof = nullptr;
+  };
+  std::optional<Like> find_like(std::span<const runtime::InsnFields> prog) const {
     const auto tokens = token_hash(prog);
     for (auto e = entries_.rbegin(); e != entries_.rend(); ++e)
       if (e->prog.size() == prog.size() && !prog.empty() && e->tokens == tokens)
-        return DecodedStream{e->prog, e->stream.uops, e->uop_base};
+        return Like{{e->prog, e->stream.uops, e->uop_base},
+                    e->proof.first.empty() ? nullptr : &e->proof};
     return std::nullopt;
   }
 
   std::size_t size() const { return entries_.size(); }
 
+  // Whether `s`'s entry keeps its decode, and the proof that comes with it.
+  bool keeps_decode(const Stream& s) const { return decoded_bytes(s) <= max_decoded_bytes_; }
+
   // What the entry for `s` counts against the budget: its words, micro-ops, relocations and own
-  // fields, and its decoded instructions (one per word) where it keeps them.
+  // fields, and its decoded instructions (one per word) where it keeps them (and the proof kept
+  // with them, HazardProof::bytes, beside).
   std::size_t entry_bytes(const Stream& s) const {
     const std::size_t own = sizeof(Entry) + s.insn_bytes() + s.uop_bytes() +
                             s.uop_relocs.size() * sizeof(std::uint32_t);
@@ -126,6 +141,8 @@ class DecodedStreams {
     Stream stream;
     std::vector<runtime::InsnFields> prog;  // empty where the decode is not kept
     std::uint64_t tokens;                   // token_hash(prog)
+    HazardProof proof;                      // kept with the decode (empty where none)
+    std::size_t bytes;                      // what it counts against the budget
   };
 
   // A hash of each instruction's module and dependency flags (token_bits).
@@ -134,8 +151,6 @@ class DecodedStreams {
     for (const auto& f : prog) h = (h ^ token_bits(f)) * 0x100000001b3ULL;
     return h;
   }
-
-  bool keeps_decode(const Stream& s) const { return decoded_bytes(s) <= max_decoded_bytes_; }
 
   template <class T>
   static std::size_t hash_of(const std::vector<T>& v) {

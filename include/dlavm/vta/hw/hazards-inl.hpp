@@ -5,6 +5,8 @@
 #include <dlavm/vta/hw/hazards.hpp>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 
 namespace dlavm::vta {
 
@@ -147,6 +149,24 @@ class StreamAccesses {
   std::size_t naccesses_ = 0;
 };
 
+// Whether two decoded instructions are equal field for field (InsnFields' operator==, its two
+// runs of 32-bit fields compared as bytes: a decode step's streams differ in few instructions).
+inline bool same_fields(const InsnFields& a, const InsnFields& b) {
+  static_assert(
+      offsetof(InsnFields, x_pad_1) - offsetof(InsnFields, sram_base) == 8 * sizeof(std::uint32_t),
+      "sram_base to x_pad_1: nine 32-bit fields in a row");
+  static_assert(offsetof(InsnFields, wgt_factor_in) - offsetof(InsnFields, uop_bgn) ==
+                    9 * sizeof(std::uint32_t),
+                "uop_bgn to wgt_factor_in: ten 32-bit fields in a row");
+  return a.opcode == b.opcode && a.pop_prev_dep == b.pop_prev_dep &&
+         a.pop_next_dep == b.pop_next_dep && a.push_prev_dep == b.push_prev_dep &&
+         a.push_next_dep == b.push_next_dep && a.memory_type == b.memory_type &&
+         a.reset_reg == b.reset_reg && a.alu_opcode == b.alu_opcode && a.use_imm == b.use_imm &&
+         a.imm == b.imm &&
+         std::memcmp(&a.sram_base, &b.sram_base, 9 * sizeof(std::uint32_t)) == 0 &&
+         std::memcmp(&a.uop_bgn, &b.uop_bgn, 10 * sizeof(std::uint32_t)) == 0;
+}
+
 // check_hazards in two passes over the decoded stream: the vector clock each instruction
 // completes with (what it knows of the other modules through the dependency tokens), then
 // every SRAM access in stream order against the entry's last writer and readers.
@@ -160,6 +180,9 @@ class HazardChecker {
 
   HazardChecker(const Config& config, const DecodedStream& stream)
       : config_(config), stream_(stream), prog_(stream.prog), accesses_(config, stream) {}
+
+  // The stream's proof (HazardProof) kept into `proof` by the run that proves it.
+  void prove_into(HazardProof* proof) { proof_ = proof; }
 
   // At most this many added entries are checked alone (the states of each): beyond, the
   // whole stream's runs of entries cost less.
@@ -175,16 +198,40 @@ class HazardChecker {
   // same module and dependency flags (same_tokens), at the entries the stream's accesses add
   // alone (at most kMaxAddedEntries in kMaxAddedRanges ranges); whether it did (else it checked
   // the whole stream).
-  bool run_like(const DecodedStream& proven) {
+  // `proven_proof` (where not null): proven's proof, whose clocks and accesses are not
+  // computed again.
+  bool run_like(const DecodedStream& proven, const HazardProof* proven_proof = nullptr) {
     bool same = proven.prog.size() == prog_.size();
-    for (std::size_t i = 0; i < prog_.size() && same; ++i)
-      same = same_tokens(prog_[i], proven.prog[i]);
+    bool loads_differ = false;  // a LOAD UOP differs: the micro-ops the others read may
+    if (proven_proof != nullptr) {
+      // (one pass: the instructions that differ from proven's, whose tokens must not)
+      for (std::size_t i = 0; i < prog_.size() && same; ++i) {
+        const auto &f = prog_[i], &g = proven.prog[i];
+        if (same_fields(f, g)) continue;
+        same = same_tokens(f, g);
+        loads_differ = loads_differ || StreamAccesses::loads_uops(f);
+        differ_.push_back(static_cast<std::uint32_t>(i));
+      }
+    } else {
+      for (std::size_t i = 0; i < prog_.size() && same; ++i)
+        same = same_tokens(prog_[i], proven.prog[i]);
+    }
     if (!same) {
       run();
       return false;
     }
-    clocks();
+    // (with the same micro-ops, an instruction equal to proven's makes its accesses: the
+    // proof's, so that only those that differ are taken anew)
+    if (proven_proof != nullptr && proven_proof->first.size() == prog_.size() + 1 &&
+        proven_proof->clocks != nullptr && !loads_differ &&
+        std::ranges::equal(stream_.uops, proven.uops) && stream_.uop_base == proven.uop_base)
+      proven_proof_ = proven_proof;
+    if (proven_proof_ != nullptr)
+      use_clocks(proven_proof_->clocks);  // (the same tokens: the same clocks)
+    else
+      clocks();
     if (!add_entries(proven)) {
+      proven_proof_ = nullptr;  // (check_all takes every access anew)
       check_all();
       return false;
     }
@@ -209,6 +256,24 @@ class HazardChecker {
   // micro-ops at the same base, loaded by equal LOAD UOPs so far). False where they are more
   // than kMaxAddedEntries or kMaxAddedRanges.
   bool add_entries(const DecodedStream& proven) {
+    if (proven_proof_ != nullptr) {
+      // the instructions that differ alone, the LOAD UOPs before each (equal ones) filling the
+      // micro-op SRAM their accesses read
+      StreamAccesses now(config_, stream_);
+      std::size_t load = 0;
+      for (const std::uint32_t i : differ_) {
+        // (not a LOAD UOP: where one differs, no proof is read)
+        if (StreamAccesses::same_accesses(prog_[i], proven.prog[i])) continue;
+        for (; load < i; ++load) now.skip(load);  // (skip() passes all but LOAD UOPs)
+        load = i + 1;
+        const auto a = now.of(i);
+        // (check_added reads these, the proof the others)
+        changed_.push_back({i, static_cast<std::uint32_t>(changed_accesses_.size())});
+        changed_accesses_.insert(changed_accesses_.end(), a.begin(), a.end());
+        add_accesses(a, proven_accesses(i));
+      }
+      return assign_states();
+    }
     StreamAccesses now(config_, stream_), before(config_, proven);
     bool same_uops =
         std::ranges::equal(stream_.uops, proven.uops) && stream_.uop_base == proven.uop_base;
@@ -222,20 +287,30 @@ class HazardChecker {
       }
       if (!same && (StreamAccesses::loads_uops(f) || StreamAccesses::loads_uops(g)))
         same_uops = false;
-      const auto a = now.of(i), b = before.of(i);
-      for (std::size_t k = 0; k < a.size(); ++k) {
-        const auto m = static_cast<std::size_t>(a[k].memory);
-        // (inside the memory, as the runs hold it)
-        const auto lo = std::max<std::int64_t>(a[k].begin, 0), hi = std::min(a[k].end, depth(m));
-        if (k < b.size() && b[k].memory == a[k].memory && b[k].write == a[k].write) {
-          // [lo, hi) minus [b.begin, b.end): up to two ranges
-          add_range(added_[m], lo, std::min(hi, b[k].begin));
-          add_range(added_[m], std::max(lo, b[k].end), hi);
-        } else {
-          add_range(added_[m], lo, hi);
-        }
+      add_accesses(now.of(i), before.of(i));
+    }
+    return assign_states();
+  }
+
+  // The entries accesses `a` add to `b`, an instruction's in the proven stream.
+  void add_accesses(std::span<const Access> a, std::span<const Access> b) {
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      const auto m = static_cast<std::size_t>(a[k].memory);
+      // (inside the memory, as the runs hold it)
+      const auto lo = std::max<std::int64_t>(a[k].begin, 0), hi = std::min(a[k].end, depth(m));
+      if (k < b.size() && b[k].memory == a[k].memory && b[k].write == a[k].write) {
+        // [lo, hi) minus [b.begin, b.end): up to two ranges
+        add_range(added_[m], lo, std::min(hi, b[k].begin));
+        add_range(added_[m], std::max(lo, b[k].end), hi);
+      } else {
+        add_range(added_[m], lo, hi);
       }
     }
+  }
+
+  // Each added range's first state; false where they are more than kMaxAddedEntries or
+  // kMaxAddedRanges.
+  bool assign_states() {
     // each range's first state (a stream like the one before adds few entries: one state each,
     // where an access's part of them costs its entries rather than a search and a split of runs)
     std::size_t ranges = 0;
@@ -253,9 +328,23 @@ class HazardChecker {
 
   // Every access at the added entries alone, in stream order, against their states.
   void check_added() {
+    changed_.push_back({static_cast<std::uint32_t>(prog_.size()),
+                        static_cast<std::uint32_t>(changed_accesses_.size())});
+    std::size_t next = 0;  // the next of changed_
     for (std::size_t i = 0; i < prog_.size(); ++i) {
       pieces_.clear();
-      for (const auto& a : accesses_.of(i)) {
+      std::span<const Access> accesses;
+      if (proven_proof_ == nullptr) {
+        accesses = accesses_.of(i);
+      } else if (changed_[next].insn == i) {
+        accesses = {changed_accesses_.data() + changed_[next].first,
+                    changed_[next + 1].first - changed_[next].first};
+        ++next;
+      } else {
+        accesses = proven_accesses(i);
+      }
+      if (proven_proof_ == nullptr) keep(accesses);
+      for (const auto& a : accesses) {
         // (a scan: a stream like the one before adds few ranges)
         for (const auto& r : added_[static_cast<std::size_t>(a.memory)]) {
           if (r.begin >= a.end) break;
@@ -281,6 +370,7 @@ class HazardChecker {
             states_[k].reader[m] = static_cast<std::int64_t>(i);
         }
     }
+    finish_proof();
   }
 
   static void add_range(std::vector<Range>& v, std::int64_t begin, std::int64_t end) {
@@ -303,9 +393,61 @@ class HazardChecker {
   void check_all() {
     for (std::size_t i = 0; i < prog_.size(); ++i) {
       const auto a = accesses_.of(i);
+      keep(a);
       check(i, a);
       record(i, a);
     }
+    finish_proof();
+  }
+
+  // Proven instruction i's accesses, from its proof.
+  std::span<const Access> proven_accesses(std::size_t i) const {
+    const auto& p = *proven_proof_;
+    return {p.accesses.data() + p.first[i], p.first[i + 1] - p.first[i]};
+  }
+  // The next instruction's accesses, into the proof being kept (in stream order).
+  void keep(std::span<const Access> a) {
+    if (proof_ == nullptr) return;
+    if (proof_->first.empty()) {
+      proof_->accesses.clear();
+      proof_->accesses.reserve(prog_.size() * 4);
+      proof_->first.reserve(prog_.size() + 1);
+      proof_->first.push_back(0);
+    }
+    proof_->accesses.insert(proof_->accesses.end(), a.begin(), a.end());
+    proof_->first.push_back(static_cast<std::uint32_t>(proof_->accesses.size()));
+  }
+  // The proof complete: the clocks too (an empty stream keeps its first offset alone); with
+  // proven_proof_, its accesses those of proven's, the changed ones replaced.
+  void finish_proof() {
+    if (proof_ == nullptr) return;
+    if (proven_proof_ != nullptr) {
+      const auto& p = *proven_proof_;
+      bool same_counts = true;  // (most often: then the offsets are proven's too)
+      for (std::size_t c = 0; c + 1 < changed_.size() && same_counts; ++c)
+        same_counts = changed_[c + 1].first - changed_[c].first ==
+                      p.first[changed_[c].insn + 1] - p.first[changed_[c].insn];
+      if (same_counts) {
+        proof_->first = p.first;
+        proof_->accesses = p.accesses;
+        for (std::size_t c = 0; c + 1 < changed_.size(); ++c)
+          std::copy(changed_accesses_.begin() + changed_[c].first,
+                    changed_accesses_.begin() + changed_[c + 1].first,
+                    proof_->accesses.begin() + p.first[changed_[c].insn]);
+      } else {
+        std::size_t c = 0;
+        for (std::size_t i = 0; i < prog_.size(); ++i)
+          if (changed_[c].insn == i) {
+            keep({changed_accesses_.data() + changed_[c].first,
+                  changed_[c + 1].first - changed_[c].first});
+            ++c;
+          } else {
+            keep(proven_accesses(i));
+          }
+      }
+    }
+    if (proof_->first.empty()) proof_->first.push_back(0);
+    proof_->clocks = clocks_;
   }
 
   // The vector clocks run the modules as the simulator dispatches them. A stream they leave
@@ -324,14 +466,25 @@ class HazardChecker {
   // instruction far back in the stream)
   std::size_t module(std::size_t i) const { return module_[i]; }
 
+  // Clocks computed, or a proof's (shared).
+  void use_clocks(std::shared_ptr<const HazardProof::Clocks> c) {
+    clocks_ = std::move(c);
+    done_ = clocks_->done.data();
+    seq_ = clocks_->seq.data();
+    module_ = clocks_->module.data();
+  }
+
   // 1. Vector clocks: done_[i][m] = how many instructions of module m are known complete when
   //    instruction i completes (its own module counting i itself). Token queues carry the
   //    clock of the pushing instruction: l2c, c2l, c2s, s2c. False where a module is stuck.
   bool vector_clocks() {
     const std::size_t n = prog_.size();
-    done_.resize(n);
-    seq_.resize(n);
-    module_.resize(n);
+    auto made = std::make_shared<HazardProof::Clocks>();
+    made->done.resize(n);
+    made->seq.resize(n);
+    made->module.resize(n);
+    own_ = made.get();
+    use_clocks(std::move(made));
     // each module's instructions and the tokens pushed to each queue, counted first
     std::array<std::int64_t, 3> count{};
     std::array<std::size_t, 4> pushes{};
@@ -341,8 +494,8 @@ class HazardChecker {
       if ((m == 0 && (f.pop_prev_dep || f.push_prev_dep)) ||
           (m == 2 && (f.pop_next_dep || f.push_next_dep)))
         check_dep_flags(f, i);
-      module_[i] = static_cast<std::uint8_t>(m);
-      seq_[i] = ++count[m];
+      own_->module[i] = static_cast<std::uint8_t>(m);
+      own_->seq[i] = ++count[m];
       if (f.push_prev_dep && m > 0) ++pushes[push_queue(m, true)];
       if (f.push_next_dep && m < 2) ++pushes[push_queue(m, false)];
     }
@@ -388,7 +541,7 @@ class HazardChecker {
     if (pp) join(qp);
     if (pn) join(qn);
     c[m] = seq_[i];
-    done_[i] = c;
+    own_->done[i] = c;
     last = c;
     if (f.push_prev_dep && m > 0) tokens[push_queue(m, true)].push_back(c);
     if (f.push_next_dep && m < 2) tokens[push_queue(m, false)].push_back(c);
@@ -454,9 +607,15 @@ class HazardChecker {
   DecodedStream stream_;
   std::span<const InsnFields> prog_;
   StreamAccesses accesses_;
-  std::vector<Clock> done_;
-  std::vector<std::int64_t> seq_;
-  std::vector<std::uint8_t> module_;  // each instruction's module, 0 load to 2 store
+  // the clocks (HazardProof::Clocks), computed (own_) or a proof's: each instruction's clock,
+  // place among its module's and module (0 load to 2 store)
+  std::shared_ptr<const HazardProof::Clocks> clocks_;
+  HazardProof::Clocks* own_ = nullptr;
+  const Clock* done_ = nullptr;
+  const std::int64_t* seq_ = nullptr;
+  const std::uint8_t* module_ = nullptr;
+  const HazardProof* proven_proof_ = nullptr;  // run_like's, where given
+  HazardProof* proof_ = nullptr;               // the proof being kept (prove_into)
   std::array<EntryRuns, 4> mem_{EntryRuns(config_.inp_depth()), EntryRuns(config_.wgt_depth()),
                                 EntryRuns(config_.acc_depth()), EntryRuns(config_.uop_depth())};
   // run_like's: the entries added, by memory (sorted, apart), their states, and an
@@ -464,6 +623,14 @@ class HazardChecker {
   std::array<std::vector<Range>, 4> added_;
   std::vector<EntryRuns::State> states_;
   std::vector<Piece> pieces_;
+  // with proven_proof_: the instructions whose accesses differ from proven's (add_entries), in
+  // order, each with the first of its accesses in changed_accesses_
+  struct Changed {
+    std::uint32_t insn, first;
+  };
+  std::vector<Changed> changed_;  // (check_added ends it with one past the last instruction)
+  std::vector<Access> changed_accesses_;
+  std::vector<std::uint32_t> differ_;  // (run_like) the instructions not equal to proven's
 };
 
 }  // namespace detail
@@ -480,6 +647,22 @@ DLAVM_INLINE void check_hazards(const Config& config, std::span<const InsnFields
 DLAVM_INLINE bool check_hazards_like(const Config& config, const DecodedStream& stream,
                                      const DecodedStream& proven) {
   return detail::HazardChecker(config, stream).run_like(proven);
+}
+
+DLAVM_INLINE bool detail::check_hazards_proving(const Config& config, const DecodedStream& stream,
+                                                const DecodedStream* proven,
+                                                const HazardProof* proven_proof,
+                                                HazardProof* proof) {
+  HazardChecker checker(config, stream);
+  if (proof != nullptr) {
+    *proof = {};
+    checker.prove_into(proof);
+  }
+  if (proven == nullptr) {
+    checker.run();
+    return false;
+  }
+  return checker.run_like(*proven, proven_proof);
 }
 
 }  // namespace dlavm::vta

@@ -24,6 +24,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -180,6 +181,37 @@ struct DecodedStream {
 // stream is checked. Returns whether it checked the added entries alone.
 bool check_hazards_like(const Config& config, const DecodedStream& stream,
                         const DecodedStream& proven);
+
+namespace detail {
+
+// What a race check computed of a stream it proved, kept so that the check of a stream like it
+// (check_hazards_like) need not compute it again: each instruction's module, place among its
+// module's and vector clock (shared: a stream with the same tokens has the same ones), and its
+// accesses.
+struct HazardProof {
+  struct Clocks {
+    std::vector<std::array<std::int64_t, 3>> done;
+    std::vector<std::int64_t> seq;
+    std::vector<std::uint8_t> module;
+  };
+  std::shared_ptr<const Clocks> clocks;
+  std::vector<Access> accesses;      // instruction i's: [first[i], first[i + 1])
+  std::vector<std::uint32_t> first;  // one more than the instructions; empty: no proof
+  std::size_t bytes() const {
+    const std::size_t n = first.empty() ? 0 : first.size() - 1;
+    return accesses.size() * sizeof(Access) + first.size() * sizeof(std::uint32_t) +
+           n * (sizeof(std::array<std::int64_t, 3>) + sizeof(std::int64_t) + 1);
+  }
+};
+
+// check_hazards of `stream` where `proven` is null, else check_hazards_like given `proven`
+// and, where not null, its proof (from this function); `stream`'s proof into `proof` where not
+// null. Returns whether it checked the added entries alone.
+bool check_hazards_proving(const Config& config, const DecodedStream& stream,
+                           const DecodedStream* proven, const HazardProof* proven_proof,
+                           HazardProof* proof);
+
+}  // namespace detail
 
 }  // namespace dlavm::vta
 

@@ -37,12 +37,14 @@ DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlace
   if (found.proven) return run_decoded(prog);
   ++hazard_checks_;
   const DecodedStream decoded{prog, stream.uops, uop_base};
-  if (const auto like = proven_.find_like(prog))
-    incremental_checks_ += check_hazards_like(sim_.config(), decoded, *like) ? 1 : 0;
-  else
-    check_hazards(sim_.config(), prog, stream.uops, uop_base);
+  detail::HazardProof proof;  // (kept where the decode is)
+  const auto like = proven_.find_like(prog);
+  if (detail::check_hazards_proving(sim_.config(), decoded, like ? &like->stream : nullptr,
+                                    like ? like->proof : nullptr,
+                                    proven_.keeps_decode(stream) ? &proof : nullptr))
+    ++incremental_checks_;
   const RunResult r = run_decoded(prog);
-  proven_.insert(stream, uop_base, std::move(prog));
+  proven_.insert(stream, uop_base, std::move(prog), std::move(proof));
   return r;
 }
 
