@@ -136,7 +136,8 @@ void BM_CheckHazardsDecodeStep(benchmark::State& state) {
     else if (state.range(0) == 1)
       added_alone = vta::check_hazards_like(config, now, before);
     else
-      added_alone = vta::detail::check_hazards_proving(config, now, &before, &before_proof, &proof);
+      added_alone = vta::detail::check_hazards_proving(config, now, &before, &before_proof, &proof)
+                        .added_alone;
   }
   if (state.range(0) != 0 && !added_alone) state.SkipWithError("checked whole");
   state.counters["instructions"] = static_cast<double>(now.prog.size());

@@ -152,19 +152,23 @@ class StreamAccesses {
 // Whether two decoded instructions are equal field for field (InsnFields' operator==, its two
 // runs of 32-bit fields compared as bytes: a decode step's streams differ in few instructions).
 inline bool same_fields(const InsnFields& a, const InsnFields& b) {
-  static_assert(
-      offsetof(InsnFields, x_pad_1) - offsetof(InsnFields, sram_base) == 8 * sizeof(std::uint32_t),
-      "sram_base to x_pad_1: nine 32-bit fields in a row");
-  static_assert(offsetof(InsnFields, wgt_factor_in) - offsetof(InsnFields, uop_bgn) ==
-                    9 * sizeof(std::uint32_t),
+  static_assert(runtime::kFieldCount == 29, "every field compared below");
+  constexpr std::size_t kFirst = offsetof(InsnFields, sram_base),
+                        kSecond = offsetof(InsnFields, uop_bgn);
+  static_assert(offsetof(InsnFields, x_pad_1) - kFirst == 8 * sizeof(std::uint32_t),
+                "sram_base to x_pad_1: nine 32-bit fields in a row");
+  static_assert(offsetof(InsnFields, wgt_factor_in) - kSecond == 9 * sizeof(std::uint32_t),
                 "uop_bgn to wgt_factor_in: ten 32-bit fields in a row");
+  const auto at = [](const InsnFields& f, std::size_t offset) {
+    return reinterpret_cast<const unsigned char*>(&f) + offset;
+  };
   return a.opcode == b.opcode && a.pop_prev_dep == b.pop_prev_dep &&
          a.pop_next_dep == b.pop_next_dep && a.push_prev_dep == b.push_prev_dep &&
          a.push_next_dep == b.push_next_dep && a.memory_type == b.memory_type &&
          a.reset_reg == b.reset_reg && a.alu_opcode == b.alu_opcode && a.use_imm == b.use_imm &&
          a.imm == b.imm &&
-         std::memcmp(&a.sram_base, &b.sram_base, 9 * sizeof(std::uint32_t)) == 0 &&
-         std::memcmp(&a.uop_bgn, &b.uop_bgn, 10 * sizeof(std::uint32_t)) == 0;
+         std::memcmp(at(a, kFirst), at(b, kFirst), 9 * sizeof(std::uint32_t)) == 0 &&
+         std::memcmp(at(a, kSecond), at(b, kSecond), 10 * sizeof(std::uint32_t)) == 0;
 }
 
 // check_hazards in two passes over the decoded stream: the vector clock each instruction
@@ -198,39 +202,34 @@ class HazardChecker {
   // same module and dependency flags (same_tokens), at the entries the stream's accesses add
   // alone (at most kMaxAddedEntries in kMaxAddedRanges ranges); whether it did (else it checked
   // the whole stream).
-  // `proven_proof` (where not null): proven's proof, whose clocks and accesses are not
-  // computed again.
+  // `proven_proof` (where not null): what proven's check computed (check_hazards_proving), read
+  // where the micro-ops, their base and every LOAD UOP are proven's: then neither the clocks
+  // nor the accesses of the instructions equal to proven's are computed again.
   bool run_like(const DecodedStream& proven, const HazardProof* proven_proof = nullptr) {
+    // (one pass: the instructions that differ from proven's, whose tokens must not)
     bool same = proven.prog.size() == prog_.size();
     bool loads_differ = false;  // a LOAD UOP differs: the micro-ops the others read may
-    if (proven_proof != nullptr) {
-      // (one pass: the instructions that differ from proven's, whose tokens must not)
-      for (std::size_t i = 0; i < prog_.size() && same; ++i) {
-        const auto &f = prog_[i], &g = proven.prog[i];
-        if (same_fields(f, g)) continue;
-        same = same_tokens(f, g);
-        loads_differ = loads_differ || StreamAccesses::loads_uops(f);
-        differ_.push_back(static_cast<std::uint32_t>(i));
-      }
-    } else {
-      for (std::size_t i = 0; i < prog_.size() && same; ++i)
-        same = same_tokens(prog_[i], proven.prog[i]);
+    for (std::size_t i = 0; i < prog_.size() && same; ++i) {
+      const auto &f = prog_[i], &g = proven.prog[i];
+      if (same_fields(f, g)) continue;
+      same = same_tokens(f, g);
+      loads_differ = loads_differ || StreamAccesses::loads_uops(f) || StreamAccesses::loads_uops(g);
+      differ_.push_back(static_cast<std::uint32_t>(i));
     }
     if (!same) {
       run();
       return false;
     }
-    // (with the same micro-ops, an instruction equal to proven's makes its accesses: the
-    // proof's, so that only those that differ are taken anew)
+    const bool same_uops =
+        std::ranges::equal(stream_.uops, proven.uops) && stream_.uop_base == proven.uop_base;
     if (proven_proof != nullptr && proven_proof->first.size() == prog_.size() + 1 &&
-        proven_proof->clocks != nullptr && !loads_differ &&
-        std::ranges::equal(stream_.uops, proven.uops) && stream_.uop_base == proven.uop_base)
+        proven_proof->clocks != nullptr && same_uops && !loads_differ) {
       proven_proof_ = proven_proof;
-    if (proven_proof_ != nullptr)
       use_clocks(proven_proof_->clocks);  // (the same tokens: the same clocks)
-    else
+    } else {
       clocks();
-    if (!add_entries(proven)) {
+    }
+    if (!add_entries(proven, same_uops)) {
       proven_proof_ = nullptr;  // (check_all takes every access anew)
       check_all();
       return false;
@@ -238,6 +237,8 @@ class HazardChecker {
     check_added();
     return true;
   }
+  // Whether run_like checked the added entries given proven's proof.
+  bool read_proof() const { return proven_proof_ != nullptr; }
 
  private:
   struct Range {
@@ -255,40 +256,34 @@ class HazardChecker {
   // accesses read adds none while both micro-op SRAMs hold the same micro-ops (the same
   // micro-ops at the same base, loaded by equal LOAD UOPs so far). False where they are more
   // than kMaxAddedEntries or kMaxAddedRanges.
-  bool add_entries(const DecodedStream& proven) {
-    if (proven_proof_ != nullptr) {
-      // the instructions that differ alone, the LOAD UOPs before each (equal ones) filling the
-      // micro-op SRAM their accesses read
-      StreamAccesses now(config_, stream_);
-      std::size_t load = 0;
-      for (const std::uint32_t i : differ_) {
-        // (not a LOAD UOP: where one differs, no proof is read)
-        if (StreamAccesses::same_accesses(prog_[i], proven.prog[i])) continue;
-        for (; load < i; ++load) now.skip(load);  // (skip() passes all but LOAD UOPs)
-        load = i + 1;
-        const auto a = now.of(i);
-        // (check_added reads these, the proof the others)
-        changed_.push_back({i, static_cast<std::uint32_t>(changed_accesses_.size())});
-        changed_accesses_.insert(changed_accesses_.end(), a.begin(), a.end());
-        add_accesses(a, proven_accesses(i));
-      }
-      return assign_states();
-    }
+  bool add_entries(const DecodedStream& proven, bool same_uops) {
     StreamAccesses now(config_, stream_), before(config_, proven);
-    bool same_uops =
-        std::ranges::equal(stream_.uops, proven.uops) && stream_.uop_base == proven.uop_base;
+    std::size_t d = 0;  // the next of differ_
     for (std::size_t i = 0; i < prog_.size(); ++i) {
+      const bool differs = d < differ_.size() && differ_[d] == i;
+      d += differs ? 1 : 0;
       const auto &f = prog_[i], &g = proven.prog[i];
-      const bool same = StreamAccesses::same_accesses(f, g);
+      const bool same = !differs || StreamAccesses::same_accesses(f, g);
       if (same && same_uops) {
         now.skip(i);
-        before.skip(i);
+        if (proven_proof_ == nullptr) before.skip(i);
         continue;
       }
       if (!same && (StreamAccesses::loads_uops(f) || StreamAccesses::loads_uops(g)))
         same_uops = false;
-      add_accesses(now.of(i), before.of(i));
+      const auto a = now.of(i);
+      if (proven_proof_ == nullptr) {
+        add_accesses(a, before.of(i));
+        continue;
+      }
+      // (check_added reads these, the proof the others)
+      changed_.push_back(
+          {static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(changed_accesses_.size())});
+      changed_accesses_.insert(changed_accesses_.end(), a.begin(), a.end());
+      add_accesses(a, proven_accesses(i));
     }
+    changed_.push_back({static_cast<std::uint32_t>(prog_.size()),
+                        static_cast<std::uint32_t>(changed_accesses_.size())});  // (the end)
     return assign_states();
   }
 
@@ -328,22 +323,14 @@ class HazardChecker {
 
   // Every access at the added entries alone, in stream order, against their states.
   void check_added() {
-    changed_.push_back({static_cast<std::uint32_t>(prog_.size()),
-                        static_cast<std::uint32_t>(changed_accesses_.size())});
+    // (the proof kept: proven's accesses copied whole at the end, the changed ones replaced,
+    // where each changed instruction makes as many as its counterpart; else one by one)
+    copy_proven_ = proven_proof_ != nullptr && changed_counts_same();
     std::size_t next = 0;  // the next of changed_
     for (std::size_t i = 0; i < prog_.size(); ++i) {
       pieces_.clear();
-      std::span<const Access> accesses;
-      if (proven_proof_ == nullptr) {
-        accesses = accesses_.of(i);
-      } else if (changed_[next].insn == i) {
-        accesses = {changed_accesses_.data() + changed_[next].first,
-                    changed_[next + 1].first - changed_[next].first};
-        ++next;
-      } else {
-        accesses = proven_accesses(i);
-      }
-      if (proven_proof_ == nullptr) keep(accesses);
+      const auto accesses = accesses_at(i, next);
+      if (!copy_proven_) keep(accesses);
       for (const auto& a : accesses) {
         // (a scan: a stream like the one before adds few ranges)
         for (const auto& r : added_[static_cast<std::size_t>(a.memory)]) {
@@ -405,46 +392,45 @@ class HazardChecker {
     const auto& p = *proven_proof_;
     return {p.accesses.data() + p.first[i], p.first[i + 1] - p.first[i]};
   }
+  // Instruction i's accesses for check_added: taken anew, or given proven's proof a changed
+  // instruction's (`next`: the next of changed_) or proven's.
+  std::span<const Access> accesses_at(std::size_t i, std::size_t& next) {
+    if (proven_proof_ == nullptr) return accesses_.of(i);
+    if (changed_[next].insn != i) return proven_accesses(i);
+    const auto& c = changed_[next++];
+    return {changed_accesses_.data() + c.first, changed_[next].first - c.first};
+  }
+  // Whether each changed instruction makes as many accesses as proven's (most often).
+  bool changed_counts_same() const {
+    const auto& p = *proven_proof_;
+    for (std::size_t c = 0; c + 1 < changed_.size(); ++c)
+      if (changed_[c + 1].first - changed_[c].first !=
+          p.first[changed_[c].insn + 1] - p.first[changed_[c].insn])
+        return false;
+    return true;
+  }
   // The next instruction's accesses, into the proof being kept (in stream order).
   void keep(std::span<const Access> a) {
     if (proof_ == nullptr) return;
     if (proof_->first.empty()) {
-      proof_->accesses.clear();
-      proof_->accesses.reserve(prog_.size() * 4);
       proof_->first.reserve(prog_.size() + 1);
       proof_->first.push_back(0);
     }
     proof_->accesses.insert(proof_->accesses.end(), a.begin(), a.end());
     proof_->first.push_back(static_cast<std::uint32_t>(proof_->accesses.size()));
   }
-  // The proof complete: the clocks too (an empty stream keeps its first offset alone); with
-  // proven_proof_, its accesses those of proven's, the changed ones replaced.
+  // The proof complete: the clocks too, and where check_added copies them, proven's accesses
+  // with the changed ones replaced (an empty stream keeps its first offset alone).
   void finish_proof() {
     if (proof_ == nullptr) return;
-    if (proven_proof_ != nullptr) {
+    if (copy_proven_) {
       const auto& p = *proven_proof_;
-      bool same_counts = true;  // (most often: then the offsets are proven's too)
-      for (std::size_t c = 0; c + 1 < changed_.size() && same_counts; ++c)
-        same_counts = changed_[c + 1].first - changed_[c].first ==
-                      p.first[changed_[c].insn + 1] - p.first[changed_[c].insn];
-      if (same_counts) {
-        proof_->first = p.first;
-        proof_->accesses = p.accesses;
-        for (std::size_t c = 0; c + 1 < changed_.size(); ++c)
-          std::copy(changed_accesses_.begin() + changed_[c].first,
-                    changed_accesses_.begin() + changed_[c + 1].first,
-                    proof_->accesses.begin() + p.first[changed_[c].insn]);
-      } else {
-        std::size_t c = 0;
-        for (std::size_t i = 0; i < prog_.size(); ++i)
-          if (changed_[c].insn == i) {
-            keep({changed_accesses_.data() + changed_[c].first,
-                  changed_[c + 1].first - changed_[c].first});
-            ++c;
-          } else {
-            keep(proven_accesses(i));
-          }
-      }
+      proof_->first = p.first;
+      proof_->accesses = p.accesses;
+      for (std::size_t c = 0; c + 1 < changed_.size(); ++c)
+        std::copy(changed_accesses_.begin() + changed_[c].first,
+                  changed_accesses_.begin() + changed_[c + 1].first,
+                  proof_->accesses.begin() + p.first[changed_[c].insn]);
     }
     if (proof_->first.empty()) proof_->first.push_back(0);
     proof_->clocks = clocks_;
@@ -483,8 +469,7 @@ class HazardChecker {
     made->done.resize(n);
     made->seq.resize(n);
     made->module.resize(n);
-    own_ = made.get();
-    use_clocks(std::move(made));
+    use_clocks(made);  // (read as they are made)
     // each module's instructions and the tokens pushed to each queue, counted first
     std::array<std::int64_t, 3> count{};
     std::array<std::size_t, 4> pushes{};
@@ -494,8 +479,8 @@ class HazardChecker {
       if ((m == 0 && (f.pop_prev_dep || f.push_prev_dep)) ||
           (m == 2 && (f.pop_next_dep || f.push_next_dep)))
         check_dep_flags(f, i);
-      own_->module[i] = static_cast<std::uint8_t>(m);
-      own_->seq[i] = ++count[m];
+      made->module[i] = static_cast<std::uint8_t>(m);
+      made->seq[i] = ++count[m];
       if (f.push_prev_dep && m > 0) ++pushes[push_queue(m, true)];
       if (f.push_next_dep && m < 2) ++pushes[push_queue(m, false)];
     }
@@ -511,7 +496,7 @@ class HazardChecker {
       progress = false;
       for (std::size_t m = 0; m < 3; ++m)
         for (; pos[m] < queue[m].size(); ++pos[m], progress = true)
-          if (!complete(queue[m][pos[m]], tokens, head, last[m])) break;
+          if (!complete(queue[m][pos[m]], tokens, head, last[m], *made)) break;
     }
     for (std::size_t m = 0; m < 3; ++m)
       if (pos[m] < queue[m].size()) return false;
@@ -526,7 +511,7 @@ class HazardChecker {
   // Instruction i completes if the tokens it pops are there: its clock joins theirs and its
   // module's last; false when it must wait.
   bool complete(std::size_t i, std::array<std::vector<Clock>, 4>& tokens,
-                std::array<std::size_t, 4>& head, Clock& last) {
+                std::array<std::size_t, 4>& head, Clock& last, HazardProof::Clocks& made) {
     const auto& f = prog_[i];
     const std::size_t m = module(i);
     const bool pp = f.pop_prev_dep && m > 0, pn = f.pop_next_dep && m < 2;
@@ -541,7 +526,7 @@ class HazardChecker {
     if (pp) join(qp);
     if (pn) join(qn);
     c[m] = seq_[i];
-    own_->done[i] = c;
+    made.done[i] = c;
     last = c;
     if (f.push_prev_dep && m > 0) tokens[push_queue(m, true)].push_back(c);
     if (f.push_next_dep && m < 2) tokens[push_queue(m, false)].push_back(c);
@@ -607,10 +592,9 @@ class HazardChecker {
   DecodedStream stream_;
   std::span<const InsnFields> prog_;
   StreamAccesses accesses_;
-  // the clocks (HazardProof::Clocks), computed (own_) or a proof's: each instruction's clock,
-  // place among its module's and module (0 load to 2 store)
+  // the clocks (HazardProof::Clocks), computed or a proof's: each instruction's clock, place
+  // among its module's and module (0 load to 2 store)
   std::shared_ptr<const HazardProof::Clocks> clocks_;
-  HazardProof::Clocks* own_ = nullptr;
   const Clock* done_ = nullptr;
   const std::int64_t* seq_ = nullptr;
   const std::uint8_t* module_ = nullptr;
@@ -628,8 +612,9 @@ class HazardChecker {
   struct Changed {
     std::uint32_t insn, first;
   };
-  std::vector<Changed> changed_;  // (check_added ends it with one past the last instruction)
+  std::vector<Changed> changed_;  // (ended by one past the last instruction)
   std::vector<Access> changed_accesses_;
+  bool copy_proven_ = false;           // the proof kept is proven's, the changed ones replaced
   std::vector<std::uint32_t> differ_;  // (run_like) the instructions not equal to proven's
 };
 
@@ -649,10 +634,11 @@ DLAVM_INLINE bool check_hazards_like(const Config& config, const DecodedStream& 
   return detail::HazardChecker(config, stream).run_like(proven);
 }
 
-DLAVM_INLINE bool detail::check_hazards_proving(const Config& config, const DecodedStream& stream,
-                                                const DecodedStream* proven,
-                                                const HazardProof* proven_proof,
-                                                HazardProof* proof) {
+DLAVM_INLINE detail::ProvingCheck detail::check_hazards_proving(const Config& config,
+                                                                const DecodedStream& stream,
+                                                                const DecodedStream* proven,
+                                                                const HazardProof* proven_proof,
+                                                                HazardProof* proof) {
   HazardChecker checker(config, stream);
   if (proof != nullptr) {
     *proof = {};
@@ -660,9 +646,10 @@ DLAVM_INLINE bool detail::check_hazards_proving(const Config& config, const Deco
   }
   if (proven == nullptr) {
     checker.run();
-    return false;
+    return {};
   }
-  return checker.run_like(*proven, proven_proof);
+  const bool added_alone = checker.run_like(*proven, proven_proof);
+  return {added_alone, checker.read_proof()};
 }
 
 }  // namespace dlavm::vta

@@ -197,19 +197,28 @@ struct HazardProof {
   std::shared_ptr<const Clocks> clocks;
   std::vector<Access> accesses;      // instruction i's: [first[i], first[i + 1])
   std::vector<std::uint32_t> first;  // one more than the instructions; empty: no proof
+  // (shared clocks counted in each proof that holds them)
   std::size_t bytes() const {
     const std::size_t n = first.empty() ? 0 : first.size() - 1;
-    return accesses.size() * sizeof(Access) + first.size() * sizeof(std::uint32_t) +
+    return accesses.capacity() * sizeof(Access) + first.capacity() * sizeof(std::uint32_t) +
            n * (sizeof(std::array<std::int64_t, 3>) + sizeof(std::int64_t) + 1);
   }
 };
 
+// What check_hazards_proving did: whether it checked the added entries alone (as
+// check_hazards_like returns), and given proven's proof.
+struct ProvingCheck {
+  bool added_alone = false;
+  bool read_proof = false;
+};
+
 // check_hazards of `stream` where `proven` is null, else check_hazards_like given `proven`
-// and, where not null, its proof (from this function); `stream`'s proof into `proof` where not
-// null. Returns whether it checked the added entries alone.
-bool check_hazards_proving(const Config& config, const DecodedStream& stream,
-                           const DecodedStream* proven, const HazardProof* proven_proof,
-                           HazardProof* proof);
+// and, where not null, its proof (from this function, read where the micro-ops, their base and
+// every LOAD UOP are proven's); `stream`'s proof into `proof` where not null (not
+// `proven_proof`).
+ProvingCheck check_hazards_proving(const Config& config, const DecodedStream& stream,
+                                   const DecodedStream* proven, const HazardProof* proven_proof,
+                                   HazardProof* proof);
 
 }  // namespace detail
 

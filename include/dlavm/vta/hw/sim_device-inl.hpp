@@ -41,7 +41,8 @@ DLAVM_INLINE RunResult SimDevice::run_at(const Stream& stream, const StreamPlace
   const auto like = proven_.find_like(prog);
   if (detail::check_hazards_proving(sim_.config(), decoded, like ? &like->stream : nullptr,
                                     like ? like->proof : nullptr,
-                                    proven_.keeps_decode(stream) ? &proof : nullptr))
+                                    proven_.keeps_decode(stream) ? &proof : nullptr)
+          .added_alone)
     ++incremental_checks_;
   const RunResult r = run_decoded(prog);
   proven_.insert(stream, uop_base, std::move(prog), std::move(proof));
