@@ -10503,10 +10503,22 @@ struct InsnFields {
   bool use_imm = false;
   std::int32_t imm = 0;  // 16-bit signed field, sign-extended
 
+  // (member by member, not through get(): a race check compares a stream's instructions with
+  // those of the one before, most of them equal)
   friend constexpr bool operator==(const InsnFields& a, const InsnFields& b) {
-    for (int i = 0; i < static_cast<int>(Field::count); ++i)
-      if (a.get(static_cast<Field>(i)) != b.get(static_cast<Field>(i))) return false;
-    return true;
+    static_assert(static_cast<int>(Field::count) == 29, "every field compared here");
+    return a.opcode == b.opcode && a.pop_prev_dep == b.pop_prev_dep &&
+           a.pop_next_dep == b.pop_next_dep && a.push_prev_dep == b.push_prev_dep &&
+           a.push_next_dep == b.push_next_dep && a.memory_type == b.memory_type &&
+           a.sram_base == b.sram_base && a.dram_base == b.dram_base && a.y_size == b.y_size &&
+           a.x_size == b.x_size && a.x_stride == b.x_stride && a.y_pad_0 == b.y_pad_0 &&
+           a.y_pad_1 == b.y_pad_1 && a.x_pad_0 == b.x_pad_0 && a.x_pad_1 == b.x_pad_1 &&
+           a.reset_reg == b.reset_reg && a.uop_bgn == b.uop_bgn && a.uop_end == b.uop_end &&
+           a.iter_out == b.iter_out && a.iter_in == b.iter_in &&
+           a.dst_factor_out == b.dst_factor_out && a.dst_factor_in == b.dst_factor_in &&
+           a.src_factor_out == b.src_factor_out && a.src_factor_in == b.src_factor_in &&
+           a.wgt_factor_out == b.wgt_factor_out && a.wgt_factor_in == b.wgt_factor_in &&
+           a.alu_opcode == b.alu_opcode && a.use_imm == b.use_imm && a.imm == b.imm;
   }
   friend constexpr bool operator!=(const InsnFields& a, const InsnFields& b) { return !(a == b); }
 
@@ -53280,8 +53292,6 @@ ProvingCheck check_hazards_proving(const Config& config, const DecodedStream& st
 // end dlavm/vta/hw/hazards.hpp
 
 #include <algorithm>
-#include <cstddef>
-#include <cstring>
 
 namespace dlavm::vta {
 
@@ -53424,28 +53434,6 @@ class StreamAccesses {
   std::size_t naccesses_ = 0;
 };
 
-// Whether two decoded instructions are equal field for field (InsnFields' operator==, its two
-// runs of 32-bit fields compared as bytes: a decode step's streams differ in few instructions).
-inline bool same_fields(const InsnFields& a, const InsnFields& b) {
-  static_assert(runtime::kFieldCount == 29, "every field compared below");
-  constexpr std::size_t kFirst = offsetof(InsnFields, sram_base),
-                        kSecond = offsetof(InsnFields, uop_bgn);
-  static_assert(offsetof(InsnFields, x_pad_1) - kFirst == 8 * sizeof(std::uint32_t),
-                "sram_base to x_pad_1: nine 32-bit fields in a row");
-  static_assert(offsetof(InsnFields, wgt_factor_in) - kSecond == 9 * sizeof(std::uint32_t),
-                "uop_bgn to wgt_factor_in: ten 32-bit fields in a row");
-  const auto at = [](const InsnFields& f, std::size_t offset) {
-    return reinterpret_cast<const unsigned char*>(&f) + offset;
-  };
-  return a.opcode == b.opcode && a.pop_prev_dep == b.pop_prev_dep &&
-         a.pop_next_dep == b.pop_next_dep && a.push_prev_dep == b.push_prev_dep &&
-         a.push_next_dep == b.push_next_dep && a.memory_type == b.memory_type &&
-         a.reset_reg == b.reset_reg && a.alu_opcode == b.alu_opcode && a.use_imm == b.use_imm &&
-         a.imm == b.imm &&
-         std::memcmp(at(a, kFirst), at(b, kFirst), 9 * sizeof(std::uint32_t)) == 0 &&
-         std::memcmp(at(a, kSecond), at(b, kSecond), 10 * sizeof(std::uint32_t)) == 0;
-}
-
 // check_hazards in two passes over the decoded stream: the vector clock each instruction
 // completes with (what it knows of the other modules through the dependency tokens), then
 // every SRAM access in stream order against the entry's last writer and readers.
@@ -53486,7 +53474,7 @@ class HazardChecker {
     bool loads_differ = false;  // a LOAD UOP differs: the micro-ops the others read may
     for (std::size_t i = 0; i < prog_.size() && same; ++i) {
       const auto &f = prog_[i], &g = proven.prog[i];
-      if (same_fields(f, g)) continue;
+      if (f == g) continue;
       same = same_tokens(f, g);
       loads_differ = loads_differ || StreamAccesses::loads_uops(f) || StreamAccesses::loads_uops(g);
       differ_.push_back(static_cast<std::uint32_t>(i));

@@ -222,10 +222,22 @@ struct InsnFields {
   bool use_imm = false;
   std::int32_t imm = 0;  // 16-bit signed field, sign-extended
 
+  // (member by member, not through get(): a race check compares a stream's instructions with
+  // those of the one before, most of them equal)
   friend constexpr bool operator==(const InsnFields& a, const InsnFields& b) {
-    for (int i = 0; i < static_cast<int>(Field::count); ++i)
-      if (a.get(static_cast<Field>(i)) != b.get(static_cast<Field>(i))) return false;
-    return true;
+    static_assert(static_cast<int>(Field::count) == 29, "every field compared here");
+    return a.opcode == b.opcode && a.pop_prev_dep == b.pop_prev_dep &&
+           a.pop_next_dep == b.pop_next_dep && a.push_prev_dep == b.push_prev_dep &&
+           a.push_next_dep == b.push_next_dep && a.memory_type == b.memory_type &&
+           a.sram_base == b.sram_base && a.dram_base == b.dram_base && a.y_size == b.y_size &&
+           a.x_size == b.x_size && a.x_stride == b.x_stride && a.y_pad_0 == b.y_pad_0 &&
+           a.y_pad_1 == b.y_pad_1 && a.x_pad_0 == b.x_pad_0 && a.x_pad_1 == b.x_pad_1 &&
+           a.reset_reg == b.reset_reg && a.uop_bgn == b.uop_bgn && a.uop_end == b.uop_end &&
+           a.iter_out == b.iter_out && a.iter_in == b.iter_in &&
+           a.dst_factor_out == b.dst_factor_out && a.dst_factor_in == b.dst_factor_in &&
+           a.src_factor_out == b.src_factor_out && a.src_factor_in == b.src_factor_in &&
+           a.wgt_factor_out == b.wgt_factor_out && a.wgt_factor_in == b.wgt_factor_in &&
+           a.alu_opcode == b.alu_opcode && a.use_imm == b.use_imm && a.imm == b.imm;
   }
   friend constexpr bool operator!=(const InsnFields& a, const InsnFields& b) { return !(a == b); }
 
