@@ -28264,6 +28264,62 @@ std::string cpp_expr(const ne::Expr& e,
 // end dlavm/vta/codegen.hpp
 // begin dlavm/vta/loop_memo_scan.hpp
 // end dlavm/vta/loop_memo_scan.hpp
+// begin dlavm/vta/repeated_runs.hpp
+// vta::detail::repeated_runs: where a sequence of statements repeats the same code, so that
+// the generated replay (vta/codegen.hpp) prints such a run once, as a loop whose iterations
+// its memo copies (the integer softmax's quotient bits: twelve kernels a bit, in the same rows
+// bit after bit).
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlavm::vta::detail {
+
+// A run of `count` (3 or more: LoopMemoScan::candidate) times the same `length` statements,
+// from statement `first` of a sequence.
+struct Repeat {
+  std::size_t first = 0, length = 0;
+  std::int64_t count = 0;
+  bool operator==(const Repeat&) const = default;
+};
+
+// The runs in a sequence of statements' code (empty: a statement no run holds), leftmost
+// first, each the one that covers the most statements from where it starts, of blocks of at
+// most kLongestRepeat statements (a run's memo holds a call of each).
+inline constexpr std::size_t kLongestRepeat = 64;
+inline std::vector<Repeat> repeated_runs(std::span<const std::string> code) {
+  const auto same = [&](std::size_t a, std::size_t b, std::size_t length) {
+    for (std::size_t j = 0; j < length; ++j)
+      if (code[a + j].empty() || code[a + j] != code[b + j]) return false;
+    return true;
+  };
+  std::vector<Repeat> runs;
+  for (std::size_t first = 0; first < code.size();) {
+    Repeat best;
+    for (std::size_t length = 1; length <= kLongestRepeat && first + (3 * length) <= code.size();
+         ++length) {
+      std::size_t count = 1;
+      while (first + ((count + 1) * length) <= code.size() &&
+             same(first, first + (count * length), length))
+        ++count;
+      if (count >= 3 && count * length > best.length * static_cast<std::size_t>(best.count))
+        best = {first, length, static_cast<std::int64_t>(count)};
+    }
+    if (best.count == 0) {
+      ++first;
+      continue;
+    }
+    runs.push_back(best);
+    first += best.length * static_cast<std::size_t>(best.count);
+  }
+  return runs;
+}
+
+}  // namespace dlavm::vta::detail
+// end dlavm/vta/repeated_runs.hpp
 
 #include <fmt/format.h>
 
@@ -28272,6 +28328,7 @@ std::string cpp_expr(const ne::Expr& e,
 #include <limits>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace dlavm::vta {
@@ -28377,22 +28434,39 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
     // iteration: printed first to learn which those are, then, if they cannot, printed again
     // as a plain loop whose inner loops may be memoized themselves.
-    const Printed before{out.size(), kernels_,      loops_,        memos_,
-                         used_,      shared_sites_, images_.size()};
+    const Printed before = printed();
     open_memo(n.var);
     loop(n, true);
     const bool ok = memo_->scan.ok;
     memo_.reset();
     if (ok) return;
-    out.resize(before.out);
-    kernels_ = before.kernels;
-    loops_ = before.loops;
-    memos_ = before.memos;
-    used_ = before.used;
-    shared_sites_ = before.shared_sites;
-    images_.resize(before.images);
+    undo(before);
     plain_ = &n;
     loop(n, false);
+  }
+  // A run of statements that prints the same code several times in a row (the reciprocal's
+  // quotient bits: twelve kernels a bit, in the same rows bit after bit) is printed once, in a
+  // plain loop of as many iterations: the same calls in the same order, in a shorter function
+  // (docs/deploy.md). Not memoized: a copy of such an iteration costs what its calls do, and
+  // the memo the stack. Not inside a memoized loop (whose scan the printing of repeats() would
+  // feed twice) nor a kernel.
+  void visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
+    if (in_kernel_ || memo_) return tir::StmtVisitor<ReplayPrinter>::visit_seq(n, s);
+    std::size_t next = 0;
+    for (const Repeat& run : repeats(n.seq)) {
+      for (; next < run.first; ++next) visit(n.seq[next]);
+      const auto first = n.seq.begin() + static_cast<std::ptrdiff_t>(run.first);
+      const tir::Stmt loop =
+          tir::make_for(ne::var("repeat", 0, run.count - 1), ne::Expr(0), ne::Expr(run.count),
+                        tir::ForKind::Serial,
+                        tir::make_seq(std::vector<tir::Stmt>(
+                            first, first + static_cast<std::ptrdiff_t>(run.length))));
+      const tir::ForNode* was = std::exchange(plain_, loop.as<tir::ForNode>());
+      visit(loop);
+      plain_ = was;
+      next = run.first + (run.length * run.count);
+    }
+    for (; next < n.seq.size(); ++next) visit(n.seq[next]);
   }
   void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
     line("if ({} != 0) {{", index(n.cond));
@@ -28584,7 +28658,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     int first = 0;
     std::vector<std::uint64_t> loops;
   };
-  // What printing a loop as memoized changed, to print it again as a plain loop.
+  // What printing changes, to print again from where it started (a loop memoized, then plain;
+  // a sequence's statements printed to compare them): printed() before, undo() after.
   struct Printed {
     std::size_t out;
     int kernels, loops;
@@ -28593,6 +28668,38 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     std::unordered_map<std::string, SharedSite> shared_sites;
     std::size_t images;
   };
+  Printed printed() const {
+    return {out.size(), kernels_, loops_, memos_, used_, shared_sites_, images_.size()};
+  }
+  void undo(const Printed& p) {
+    out.resize(p.out);
+    kernels_ = p.kernels;
+    loops_ = p.loops;
+    memos_ = p.memos;
+    used_ = p.used;
+    shared_sites_ = p.shared_sites;
+    images_.resize(p.images);
+  }
+
+  // The runs of a sequence's statements that print the same code, leftmost first, each the
+  // longest there: each kernel and transfer printed as it would be there (sites sharing a memo
+  // print its name) and the printing undone. Statements of other kinds (loops, branches)
+  // print names of their own and are no part of a run.
+  std::vector<Repeat> repeats(const std::vector<tir::Stmt>& seq) {
+    const Printed before = printed();
+    std::vector<std::string> code(seq.size());
+    for (std::size_t k = 0; k < seq.size(); ++k) {
+      const auto* attr = seq[k].as<tir::AttrNode>();
+      if ((attr == nullptr || attr->key != intrin::uop_kernel) &&
+          seq[k].as<tir::EvaluateNode>() == nullptr)
+        continue;
+      const std::size_t at = out.size();
+      visit(seq[k]);
+      code[k].assign(out.data() + at, out.size() - at);
+    }
+    undo(before);
+    return repeated_runs(code);
+  }
 
   // The scan of a memoized loop (or part) of variable `var`, the loops around it its `outer`.
   void open_memo(const ne::Var& var) {

@@ -5,6 +5,7 @@
 #include <dlavm/runtime/replay.hpp>
 #include <dlavm/vta/codegen.hpp>
 #include <dlavm/vta/loop_memo_scan.hpp>
+#include <dlavm/vta/repeated_runs.hpp>
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include <limits>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace dlavm::vta {
@@ -118,22 +120,39 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
     // iteration: printed first to learn which those are, then, if they cannot, printed again
     // as a plain loop whose inner loops may be memoized themselves.
-    const Printed before{out.size(), kernels_,      loops_,        memos_,
-                         used_,      shared_sites_, images_.size()};
+    const Printed before = printed();
     open_memo(n.var);
     loop(n, true);
     const bool ok = memo_->scan.ok;
     memo_.reset();
     if (ok) return;
-    out.resize(before.out);
-    kernels_ = before.kernels;
-    loops_ = before.loops;
-    memos_ = before.memos;
-    used_ = before.used;
-    shared_sites_ = before.shared_sites;
-    images_.resize(before.images);
+    undo(before);
     plain_ = &n;
     loop(n, false);
+  }
+  // A run of statements that prints the same code several times in a row (the reciprocal's
+  // quotient bits: twelve kernels a bit, in the same rows bit after bit) is printed once, in a
+  // plain loop of as many iterations: the same calls in the same order, in a shorter function
+  // (docs/deploy.md). Not memoized: a copy of such an iteration costs what its calls do, and
+  // the memo the stack. Not inside a memoized loop (whose scan the printing of repeats() would
+  // feed twice) nor a kernel.
+  void visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
+    if (in_kernel_ || memo_) return tir::StmtVisitor<ReplayPrinter>::visit_seq(n, s);
+    std::size_t next = 0;
+    for (const Repeat& run : repeats(n.seq)) {
+      for (; next < run.first; ++next) visit(n.seq[next]);
+      const auto first = n.seq.begin() + static_cast<std::ptrdiff_t>(run.first);
+      const tir::Stmt loop =
+          tir::make_for(ne::var("repeat", 0, run.count - 1), ne::Expr(0), ne::Expr(run.count),
+                        tir::ForKind::Serial,
+                        tir::make_seq(std::vector<tir::Stmt>(
+                            first, first + static_cast<std::ptrdiff_t>(run.length))));
+      const tir::ForNode* was = std::exchange(plain_, loop.as<tir::ForNode>());
+      visit(loop);
+      plain_ = was;
+      next = run.first + (run.length * run.count);
+    }
+    for (; next < n.seq.size(); ++next) visit(n.seq[next]);
   }
   void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
     line("if ({} != 0) {{", index(n.cond));
@@ -325,7 +344,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     int first = 0;
     std::vector<std::uint64_t> loops;
   };
-  // What printing a loop as memoized changed, to print it again as a plain loop.
+  // What printing changes, to print again from where it started (a loop memoized, then plain;
+  // a sequence's statements printed to compare them): printed() before, undo() after.
   struct Printed {
     std::size_t out;
     int kernels, loops;
@@ -334,6 +354,38 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     std::unordered_map<std::string, SharedSite> shared_sites;
     std::size_t images;
   };
+  Printed printed() const {
+    return {out.size(), kernels_, loops_, memos_, used_, shared_sites_, images_.size()};
+  }
+  void undo(const Printed& p) {
+    out.resize(p.out);
+    kernels_ = p.kernels;
+    loops_ = p.loops;
+    memos_ = p.memos;
+    used_ = p.used;
+    shared_sites_ = p.shared_sites;
+    images_.resize(p.images);
+  }
+
+  // The runs of a sequence's statements that print the same code, leftmost first, each the
+  // longest there: each kernel and transfer printed as it would be there (sites sharing a memo
+  // print its name) and the printing undone. Statements of other kinds (loops, branches)
+  // print names of their own and are no part of a run.
+  std::vector<Repeat> repeats(const std::vector<tir::Stmt>& seq) {
+    const Printed before = printed();
+    std::vector<std::string> code(seq.size());
+    for (std::size_t k = 0; k < seq.size(); ++k) {
+      const auto* attr = seq[k].as<tir::AttrNode>();
+      if ((attr == nullptr || attr->key != intrin::uop_kernel) &&
+          seq[k].as<tir::EvaluateNode>() == nullptr)
+        continue;
+      const std::size_t at = out.size();
+      visit(seq[k]);
+      code[k].assign(out.data() + at, out.size() - at);
+    }
+    undo(before);
+    return repeated_runs(code);
+  }
 
   // The scan of a memoized loop (or part) of variable `var`, the loops around it its `outer`.
   void open_memo(const ne::Var& var) {
