@@ -132,24 +132,25 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
   // A run of statements that prints the same code several times in a row (the reciprocal's
   // quotient bits: twelve kernels a bit, in the same rows bit after bit) is printed once, in a
-  // plain loop of as many iterations: the same calls in the same order, in a shorter function
-  // (docs/deploy.md). Not memoized: a copy of such an iteration costs what its calls do, and
-  // the memo the stack. Not inside a memoized loop (whose scan the printing of repeats() would
-  // feed twice) nor a kernel.
+  // plain loop of as many iterations, in a shorter function (docs/deploy.md). Inside loops
+  // alone, where each kernel site is memoized and one that prints the same kernel shares the
+  // first one's memo: the loop's sites then make the calls the run's made (outside loops each
+  // site collects its micro-ops, which may fail where a memo's write again would not). Not
+  // memoized: a copy of such an iteration costs what its calls do, and the memo the stack. Not
+  // inside a memoized loop (whose scan the printing of runs() would feed twice) nor a kernel.
   void visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
-    if (in_kernel_ || memo_) return tir::StmtVisitor<ReplayPrinter>::visit_seq(n, s);
+    if (in_kernel_ || memo_ || loop_vars_.empty())
+      return tir::StmtVisitor<ReplayPrinter>::visit_seq(n, s);
     std::size_t next = 0;
-    for (const Repeat& run : repeats(n.seq)) {
+    for (const Run& run : runs(n.seq)) {
       for (; next < run.first; ++next) visit(n.seq[next]);
       const auto first = n.seq.begin() + static_cast<std::ptrdiff_t>(run.first);
-      const tir::Stmt loop =
-          tir::make_for(ne::var("repeat", 0, run.count - 1), ne::Expr(0), ne::Expr(run.count),
-                        tir::ForKind::Serial,
-                        tir::make_seq(std::vector<tir::Stmt>(
-                            first, first + static_cast<std::ptrdiff_t>(run.length))));
-      const tir::ForNode* was = std::exchange(plain_, loop.as<tir::ForNode>());
-      visit(loop);
-      plain_ = was;
+      const auto count = static_cast<std::int64_t>(run.count);
+      const tir::Stmt rolled = tir::make_for(
+          ne::var("repeat", 0, count - 1), ne::Expr(0), ne::Expr(count), tir::ForKind::Serial,
+          tir::make_seq(
+              std::vector<tir::Stmt>(first, first + static_cast<std::ptrdiff_t>(run.length))));
+      loop(*rolled.as<tir::ForNode>(), false);
       next = run.first + (run.length * run.count);
     }
     for (; next < n.seq.size(); ++next) visit(n.seq[next]);
@@ -344,8 +345,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     int first = 0;
     std::vector<std::uint64_t> loops;
   };
-  // What printing changes, to print again from where it started (a loop memoized, then plain;
-  // a sequence's statements printed to compare them): printed() before, undo() after.
+  // What printing kernels, transfers and loops changes, to print again from where it started (a
+  // loop memoized, then plain; a sequence's statements printed to compare them): printed()
+  // before, undo() after. (Not the memos of loops inside others, entry_memos_: undone, a
+  // number is left unused.)
   struct Printed {
     std::size_t out;
     int kernels, loops;
@@ -367,18 +370,22 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     images_.resize(p.images);
   }
 
-  // The runs of a sequence's statements that print the same code, leftmost first, each the
-  // longest there: each kernel and transfer printed as it would be there (sites sharing a memo
-  // print its name) and the printing undone. Statements of other kinds (loops, branches)
-  // print names of their own and are no part of a run.
-  std::vector<Repeat> repeats(const std::vector<tir::Stmt>& seq) {
+  // The runs of a sequence's statements that print the same code (vta::detail::repeated_runs):
+  // each kernel and transfer printed, then the printing undone. Only neighbours' code is
+  // compared, which the loops and branches between them, not printed, do not change (a
+  // kernel site's name and image follow from its kernel). Those print names of their own
+  // (a loop's variable), as a kernel with a loop of its own does, and are no part of a run.
+  std::vector<Run> runs(const std::vector<tir::Stmt>& seq) {
+    const auto printable = [](const tir::Stmt& st) {
+      const auto* attr = st.as<tir::AttrNode>();
+      return (attr != nullptr && attr->key == intrin::uop_kernel) ||
+             st.as<tir::EvaluateNode>() != nullptr;
+    };
+    if (std::ranges::count_if(seq, printable) < 3) return {};  // (no run: nothing to print)
     const Printed before = printed();
     std::vector<std::string> code(seq.size());
     for (std::size_t k = 0; k < seq.size(); ++k) {
-      const auto* attr = seq[k].as<tir::AttrNode>();
-      if ((attr == nullptr || attr->key != intrin::uop_kernel) &&
-          seq[k].as<tir::EvaluateNode>() == nullptr)
-        continue;
+      if (!printable(seq[k])) continue;
       const std::size_t at = out.size();
       visit(seq[k]);
       code[k].assign(out.data() + at, out.size() - at);
