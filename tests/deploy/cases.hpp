@@ -3,8 +3,8 @@
 // programs from graph modules (the MLP's dense layers over a symbolic batch, convolutions and
 // a pool over symbolic batch, height and width, attention's matmuls over a symbolic token count
 // and cache length), an integer softmax over a symbolic number of keys and a sum of rows over
-// a symbolic number of blocks; and static ones (the tutorials' vector add and GEMM, which the
-// test also replays in constant expressions).
+// a symbolic number of blocks (and that sum with runs of repeated statements); and static ones (the
+// tutorials' vector add and GEMM, which the test also replays in constant expressions).
 #pragma once
 
 #include <dlavm/dlavm.hpp>
@@ -56,6 +56,44 @@ inline void add_vta_steps(std::vector<Case>& cases, const graph::Module& mod,
   for (const auto& step : mod.steps())
     if (step.kind == graph::ModuleStep::Kind::Vta && step.program->name().starts_with(only))
       cases.push_back({prefix + std::to_string(k++), step.program, dims, values});
+}
+
+// row_sums' block loop with runs of statements that print the same code, which the generated
+// replay prints once each, in a loop (vta::detail::repeated_runs): with L its load, R its
+// reset, F its loop over the rows (from a row of the block's), A0 and A1 that loop's kernel
+// at rows 0 and 1, S its store,
+// the body L R A0 A0 A0 F (A0 A1)x3 R (L A0)x3 (A0 A0 A0 A1)x3 S S S: a run of a kernel, one
+// after a loop, a run of two, one with a transfer, a run with a run inside it, a run of
+// stores. (The sums are not row_sums': the words are what both replays must agree on.)
+inline vta::Program row_repeats(const vta::Env& env, const Case& row_sums) {
+  namespace tir = dlavm::tir;
+  const tir::PrimFunc& f = row_sums.program->func();
+  const auto* blocks = f.body.as<tir::ForNode>();
+  const auto* a_buf = blocks->body.as<tir::AllocateNode>();
+  const auto* sum_buf = a_buf->body.as<tir::AllocateNode>();
+  const auto& seq = sum_buf->body.as<tir::SeqNode>()->seq;
+  const tir::Stmt &load = seq.at(0), &reset = seq.at(1), &rows = seq.at(2), &store = seq.at(3);
+  const auto* row = rows.as<tir::ForNode>();
+  const auto at_row = [&](std::int64_t r) { return tir::rewrite(row->body, {{row->var, r}}); };
+  const tir::Stmt a0 = at_row(0), a1 = at_row(1);
+  // F adding the block's rows from row i0 on, floormod(row + i0, 12): a value of the block and a
+  // row, so that the block loop is not memoized (inside a memoized loop, no run is a loop)
+  const tir::Stmt rotated = tir::make_for(
+      row->var, row->min, row->extent, row->for_kind,
+      tir::rewrite(row->body,
+                   {{row->var, ne::floormod(ne::Expr(row->var) + ne::Expr(blocks->var), 12)}}));
+  std::vector<tir::Stmt> body{load, reset, a0, a0, a0, rotated};
+  for (int k = 0; k < 3; ++k) body.insert(body.end(), {a0, a1});
+  body.push_back(reset);
+  for (int k = 0; k < 3; ++k) body.insert(body.end(), {load, a0});
+  for (int k = 0; k < 3; ++k) body.insert(body.end(), {a0, a0, a0, a1});
+  body.insert(body.end(), {store, store, store});
+  tir::PrimFunc g = f;
+  g.name = "row_repeats";
+  g.body = tir::make_for(
+      blocks->var, blocks->min, blocks->extent, blocks->for_kind,
+      tir::make_allocate(a_buf->buffer, tir::make_allocate(sum_buf->buffer, tir::make_seq(body))));
+  return vta::Program(env, std::move(g));
 }
 
 inline std::vector<Case> cases() {
@@ -151,6 +189,10 @@ inline std::vector<Case> cases() {
     s[sum_buf].pragma(s[sum_buf].axis(0), env.alu);
     out.push_back({"row_sums",
                    std::make_shared<vta::Program>(vta::build(s, {a, sum}, env, "row_sums")),
+                   {"blocks"},
+                   grid({1}, {6}, {1})});
+    out.push_back({"row_repeats",
+                   std::make_shared<vta::Program>(row_repeats(env, out.back())),
                    {"blocks"},
                    grid({1}, {6}, {1})});
   }

@@ -439,6 +439,23 @@ TEST_CASE("a run of statements that prints the same code is printed once, as a l
   CHECK(occurrences(body, "iteration_begin") == 0);
 }
 
+TEST_CASE("runs of kernels and transfers, after a loop and inside a run, are loops too") {
+  // deploy_cases' row_repeats: its block loop's body L R A0 A0 A0 F (A0 A1)x3 R (L A0)x3
+  // (A0 A0 A0 A1)x3 S S S prints six loops of three (A0 x3, (A0 A1), (L A0), the run of four
+  // and the A0 x3 inside it, S x3) beside F's of 12. Their words: "generated replays write
+  // Program::instantiate's words for every dim value", above.
+  const auto cases = deploy_cases::cases();
+  const auto it =
+      std::ranges::find_if(cases, [](const auto& c) { return c.name == "row_repeats"; });
+  REQUIRE(it != cases.end());
+  const std::string source = vta::replay_source(*it->program, "replay", it->dims);
+  const std::regex three(R"(for \(std::int64_t (i\d+) = 0, \1_end = \1 \+ 3; )");
+  CHECK(std::distance(std::sregex_iterator(source.begin(), source.end(), three),
+                      std::sregex_iterator()) == 6);
+  CHECK(occurrences(source, "r.load(") == 2);   // L, and L in (L A0)
+  CHECK(occurrences(source, "r.store(") == 1);  // S x3
+}
+
 TEST_CASE("kernel sites keyed on a short loop inside another keep an entry per iteration") {
   // The integer softmax's normalization stores a tile's probabilities in blocks of 384 rows,
   // at most 5 of them (ne::bounds of its loop's count over the dims' ranges), its kernels
