@@ -12,6 +12,7 @@
 #include "../../examples/gallery_ops.hpp"
 #include "../../examples/models.hpp"
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -68,12 +69,19 @@ inline void add_vta_steps(std::vector<Case>& cases, const graph::Module& mod,
 inline vta::Program row_repeats(const vta::Env& env, const Case& row_sums) {
   namespace tir = dlavm::tir;
   const tir::PrimFunc& f = row_sums.program->func();
+  // (row_sums lowered as for (i0) { allocate A_buf { allocate sum_buf { L R F S } } })
+  const auto lowered_otherwise = [] {
+    return std::logic_error("row_repeats: row_sums is no longer lowered as it expects");
+  };
   const auto* blocks = f.body.as<tir::ForNode>();
-  const auto* a_buf = blocks->body.as<tir::AllocateNode>();
-  const auto* sum_buf = a_buf->body.as<tir::AllocateNode>();
-  const auto& seq = sum_buf->body.as<tir::SeqNode>()->seq;
-  const tir::Stmt &load = seq.at(0), &reset = seq.at(1), &rows = seq.at(2), &store = seq.at(3);
+  const auto* a_buf = blocks ? blocks->body.as<tir::AllocateNode>() : nullptr;
+  const auto* sum_buf = a_buf ? a_buf->body.as<tir::AllocateNode>() : nullptr;
+  const auto* parts = sum_buf ? sum_buf->body.as<tir::SeqNode>() : nullptr;
+  if (parts == nullptr || parts->seq.size() != 4) throw lowered_otherwise();
+  const auto& seq = parts->seq;
+  const tir::Stmt &load = seq[0], &reset = seq[1], &rows = seq[2], &store = seq[3];
   const auto* row = rows.as<tir::ForNode>();
+  if (row == nullptr) throw lowered_otherwise();
   const auto at_row = [&](std::int64_t r) { return tir::rewrite(row->body, {{row->var, r}}); };
   const tir::Stmt a0 = at_row(0), a1 = at_row(1);
   // F adding the block's rows from row i0 on, floormod(row + i0, 12): a value of the block and a
