@@ -275,13 +275,15 @@ TEST_CASE("the integer softmax's replays copy the iterations of its chunk loops"
     check_copies(cases, run);
 }
 
-// The integer softmax's generated replay, and how often a text occurs in it.
-std::string isoftmax_replay() {
+// A case's generated replay (deploy_cases::cases, by name), the integer softmax's, and how often
+// a text occurs in one.
+std::string replay_of(std::string_view name) {
   const auto cases = deploy_cases::cases();
-  const auto it = std::ranges::find_if(cases, [](const auto& c) { return c.name == "isoftmax0"; });
+  const auto it = std::ranges::find_if(cases, [&](const auto& c) { return c.name == name; });
   REQUIRE(it != cases.end());
   return vta::replay_source(*it->program, "replay", it->dims);
 }
+std::string isoftmax_replay() { return replay_of("isoftmax0"); }
 std::size_t occurrences(const std::string& source, std::string_view what) {
   std::size_t n = 0;
   for (auto at = source.find(what); at != std::string::npos; at = source.find(what, at + 1)) ++n;
@@ -444,11 +446,7 @@ TEST_CASE("runs of kernels and transfers, after a loop and inside a run, are loo
   // (A0 A0 A0 A1)x3 S S S prints six loops of three (A0 x3, (A0 A1), (L A0), the run of four
   // and the A0 x3 inside it, S x3) beside F's of 12. Their words: "generated replays write
   // Program::instantiate's words for every dim value", above.
-  const auto cases = deploy_cases::cases();
-  const auto it =
-      std::ranges::find_if(cases, [](const auto& c) { return c.name == "row_repeats"; });
-  REQUIRE(it != cases.end());
-  const std::string source = vta::replay_source(*it->program, "replay", it->dims);
+  const std::string source = replay_of("row_repeats");
   const std::regex three(R"(for \(std::int64_t (i\d+) = 0, \1_end = \1 \+ 3; )");
   CHECK(std::distance(std::sregex_iterator(source.begin(), source.end(), three),
                       std::sregex_iterator()) == 6);
