@@ -154,8 +154,8 @@ inline std::vector<Case> cases() {
   {  // an integer softmax (not causal) of 4 blocks over a symbolic number of keys, in chunks of
      // 16: up to 12 chunks in three passes, the last chunk's kernels sized by the keys (a
      // stream's kernels, and their count, change with every key count: the firmware's kernel
-     // tables); the loop over the blocks is memoized, its iterations copied where their calls
-     // fit its memo (at the fewest keys)
+     // tables); the loop over the blocks holds more calls an iteration than a loop memo does,
+     // and is tiled (runtime::TileMemo), its chunk loops memoized inside it
     const vta::Env env;
     const auto keys = ne::var("keys", 1, 192);
     const graph::IntegerSoftmaxShape shape{

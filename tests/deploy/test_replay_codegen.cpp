@@ -53,7 +53,8 @@ const Entry entries[] = {REPLAYS_FOR_EACH(REPLAY_ENTRY)};
 // written by copying (runtime::LoopMemo), `whole`: of them, without the body's calls.
 std::optional<vta::Stream> compiled(const Entry& e, const std::vector<std::int64_t>& dims,
                                     std::size_t& copied, std::size_t& whole,
-                                    std::uint64_t* replaced = nullptr) {
+                                    std::uint64_t* replaced = nullptr,
+                                    std::size_t* tiles = nullptr) {
   Storage st;
   StreamWriter<Storage> w({}, replays::kUopDepth, st);
   std::vector<runtime::RegionState> states(e.region_count);
@@ -66,6 +67,7 @@ std::optional<vta::Stream> compiled(const Entry& e, const std::vector<std::int64
   copied = r.copied();
   whole = r.copied_whole();
   if (replaced != nullptr) *replaced = r.replaced();
+  if (tiles != nullptr) *tiles = r.copied_tiles();
   if (!ok || !w.finish()) return std::nullopt;
   return st.stream;
 }
@@ -306,6 +308,38 @@ TEST_CASE("memos of loops inside the tile loop outlive each tile") {
   CHECK(occurrences(source, "= dlavm::runtime::loop_memo(own") == entered);
 }
 
+TEST_CASE("a loop whose iterations no loop memo holds is tiled, its later tiles copied whole") {
+  // softmax_blocks' loop over its 4 blocks, each of up to 12 chunks of keys in three passes:
+  // more calls an iteration than a LoopMemo holds (LoopMemoScan::kMaxCalls), its values but
+  // DRAM offsets the same in every block. It is tiled (runtime::TileMemo), its chunk loops
+  // memoized inside it: the first block is written by its calls, the second recorded, the
+  // third and fourth copied whole. (The words: above, at every key count.)
+  const std::string source = replay_of("softmax_blocks");
+  CHECK(occurrences(source, "dlavm::runtime::TileMemo<0, ") == 1);
+  CHECK(occurrences(source, "if (r.tile_begin(tm, tm.same(), i0 + 1 < i0_end)) {") == 1);
+  CHECK(occurrences(source, "if (!r.tile_end(tm)) return false;") == 1);
+  const auto inside = source.substr(source.find("r.tile_begin"));
+  CHECK(occurrences(inside.substr(0, inside.find("r.tile_end")), "r.iteration_begin(") >= 3);
+  const auto cases = deploy_cases::cases();
+  std::size_t k = 0;
+  while (k < cases.size() && cases[k].name != "softmax_blocks") ++k;
+  REQUIRE(k < cases.size());
+  std::vector<std::uint64_t> phys;
+  for (std::size_t p = 0; p < cases[k].program->func().params.size(); ++p)
+    phys.push_back(deploy_cases::param_phys(p));
+  for (const std::int64_t keys : {1, 16, 17, 100, 191, 192}) {
+    CAPTURE(keys);
+    std::size_t copied = 0, whole = 0, tiles = 0;
+    const auto mine = compiled(entries[k], {keys}, copied, whole, nullptr, &tiles);
+    REQUIRE(mine.has_value());
+    const std::vector<ne::Binding> bindings = {{cases[k].dims[0], keys}};
+    CHECK(cases[k].program->instantiate(bindings, phys).insns == mine->insns);
+    MESSAGE("softmax_blocks at ", keys, " keys: ", tiles, " tiles copied, ", copied,
+            " iterations copied in all");
+    CHECK(tiles == 2);
+  }
+}
+
 TEST_CASE("a memoized loop inside another keys the values of the loops around it") {
   // The rule behind the memos above (vta::detail::LoopMemoScan, with `outer` the loops around):
   // a value of the loops around alone is a key, so that an entry copies an iteration of an
@@ -505,9 +539,11 @@ TEST_CASE("copied loop iterations fail where their calls fail: storage full, DRA
   std::size_t copies = 0, failed = 0;
   for (const auto& e : entries) {
     const std::string name = e.name;
-    if (name != "mlp0" && name != "mlp1") continue;
+    // (softmax_blocks: a tiled loop, runtime::TileMemo, whose third and fourth tiles are
+    // copied whole)
+    if (name != "mlp0" && name != "mlp1" && name != "softmax_blocks") continue;
     CAPTURE(name);
-    const std::vector<std::int64_t> dims = {256};
+    const std::vector<std::int64_t> dims = {name == "softmax_blocks" ? 192 : 256};
     std::vector<std::uint64_t> phys;
     for (std::size_t k = 0; k < e.params; ++k) phys.push_back(deploy_cases::param_phys(k));
     const auto full = firmware(e, dims, 100000, phys, true);

@@ -14,7 +14,8 @@
 //     (NotNeighbours, unordered()); kernels with no iteration or no micro-op write nothing;
 //   - loop memos: random loops whose iterations are copied write the words of the same calls
 //     made one by one (and order their hazards); an iteration that makes other calls than
-//     the recorded one is LoopDiverged;
+//     the recorded one is LoopDiverged; so do random tiled loops whose tiles are copied whole
+//     (TileMemo);
 //   - floor_div / floor_mod / min / max against their definitions.
 #include <dlavm/runtime/replay.hpp>
 #include <dlavm/vta/hw/config.hpp>
@@ -430,6 +431,63 @@ TEST_CASE("runtime replay: a loop entered again copies an iteration an entry bef
   // (an entry's second iteration copies the one recorded before rather than being recorded;
   // at -Os, with no time shortcuts, the two count the same)
   if constexpr (rt::kTimeShortcuts) CHECK(copied > copied_fresh + static_cast<std::size_t>(seeds));
+}
+
+// A loop of `n` tiles (TileMemo) as the generated replays write one: each tile random calls,
+// a loop of `inner` iterations memoized inside it (its memo kept across the tiles), and random
+// calls after it, every DRAM offset affine in the tile with a step free of the inner loop (the
+// codegen's rule), every kernel through a memo of `Memo`'s entries (of one, sites entered two
+// or three times an iteration replace their entries in every tile). The third tile on copies
+// the one before it whole where it starts as the second did.
+template <class Memo>
+bool tiled_loop(Rig& rig, std::uint64_t seed, i64 n, i64 inner, bool memo) {
+  rig.replay.copy_loops(memo);
+  std::vector<Memo> before, head, body, tail, after;
+  if (!loop_body(rig, seed * 5, 0, before, false)) return false;
+  rt::TileMemo<1, 64, 9> tm{};
+  rt::LoopMemo<1, 8, 9, 8> lm{};
+  for (i64 t = 0; t < n; ++t) {
+    if (rig.replay.tile_begin(tm, tm.same(3), t + 1 < n)) {
+      if (!loop_body(rig, (seed * 5) + 1, t, head, false)) return false;
+      lm.enter(true, t + 1 < n);
+      for (i64 i = 0; i < inner; ++i) {
+        if (rig.replay.iteration_begin(lm, lm.same(7), i + 1 < inner, true) &&
+            !loop_body(rig, (seed * 5) + 2, i + (100 * t), body, false))
+          return false;
+        if (!rig.replay.iteration_end(lm)) return false;
+      }
+      if (!loop_body(rig, (seed * 5) + 3, t, tail, false)) return false;
+    }
+    if (!rig.replay.tile_end(tm)) return false;
+  }
+  return loop_body(rig, (seed * 5) + 4, n, after, false) && rig.w.finish();
+}
+
+TEST_CASE("runtime replay: tiles copied whole write the words their calls write") {
+  const int seeds = DLAVM_TEST_SANITIZED ? 300 : 2000;
+  std::size_t tiles = 0, insns = 0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    CAPTURE(seed);
+    const i64 n = 1 + (seed % 7), inner = seed % 5;
+    const auto s = static_cast<std::uint64_t>(seed);
+    Rig memo(kRegions), calls(kRegions), one(kRegions), one_calls(kRegions);
+    using Many = rt::KernelMemo<1, rt::kKernelMemoEntries>;
+    using One = rt::KernelMemo<1, 1>;
+    REQUIRE(tiled_loop<Many>(memo, s, n, inner, true));
+    REQUIRE(tiled_loop<Many>(calls, s, n, inner, false));
+    REQUIRE(tiled_loop<One>(one, s, n, inner, true));
+    REQUIRE(tiled_loop<One>(one_calls, s, n, inner, false));
+    CHECK(calls.replay.copied_tiles() == 0);
+    check_same_words(memo, calls);
+    check_same_words(one, one_calls);
+    tiles += memo.replay.copied_tiles() + one.replay.copied_tiles();
+    insns += memo.size() + one.size();
+    // at most every tile from the third on
+    CHECK(memo.replay.copied_tiles() <= static_cast<std::size_t>(std::max<i64>(n - 2, 0)));
+  }
+  MESSAGE(tiles, " tiles copied whole in ", insns, " instructions of random tiled loops");
+  // (without the time shortcuts, at -Os, every tile runs its calls)
+  if constexpr (rt::kTimeShortcuts) CHECK(tiles > static_cast<std::size_t>(seeds));
 }
 
 TEST_CASE("runtime replay: a kernel memo that replaces entries stops the loop's copies") {

@@ -584,6 +584,14 @@ constexpr std::int64_t field_limit(int width) {
 #else
 #define DLAVM_RUNTIME_INLINE inline
 #endif
+// A part of a function written apart so that two paths share it (a loop memo's recording and a
+// tile's), inlined at every level: at -Os one of the paths is not compiled, and a call would
+// cost what the part's copy saves.
+#if defined(__GNUC__)
+#define DLAVM_RUNTIME_PART __attribute__((always_inline)) inline
+#else
+#define DLAVM_RUNTIME_PART inline
+#endif
 // Whether the writer's encoder is specialized by instruction form (GEMM, ALU), so that a layout
 // known when the code compiles (StaticLayout) puts each field with a constant shift, mask and
 // bound; and whether the writer and the replay take the shortcuts that save time at a cost in

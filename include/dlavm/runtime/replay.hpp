@@ -11,6 +11,7 @@
 //   again(kernel, accesses)                                      a kernel written before
 //   gemm_again(memo, ...) / alu_again(memo, ...)                 a memoized site (KernelMemo)
 //   iteration_begin(memo, same, more, affine) / iteration_end     a memoized loop (LoopMemo)
+//   tile_begin(memo, same, more) / tile_end                       a tiled loop (TileMemo)
 //
 // `param` indexes the program's parameters, whose byte addresses the replay is given; a region
 // indexes the program's on-chip regions (SramRegion), their hazard states the caller's array.
@@ -290,25 +291,40 @@ struct LoopTape {
   }
 };
 
+// The arrays every tape has, over Regions regions: its keys, the regions' states at the start
+// it recorded, and the renaming a match finds (a region's writer and three readers: the most
+// indices it can have); `attach` points a tape into them.
+template <std::size_t Keys, std::size_t Regions>
+struct TapeArrays {
+  constexpr void attach(LoopTape& t) {
+    t.keys = key_array;
+    t.key_capacity = Keys;
+    t.states = state_array;
+    t.state_capacity = Regions;
+    t.map.from = map_from;
+    t.map.to = map_to;
+    t.map.module = map_module;
+    t.map.where = map_where;
+    t.map.capacity = 4 * Regions;
+  }
+  std::int64_t key_array[Keys + 1] = {};  // one more: no array of size zero
+  RegionState state_array[Regions + 1] = {};
+  std::int64_t map_from[(4 * Regions) + 1] = {}, map_to[(4 * Regions) + 1] = {};
+  std::uint8_t map_module[(4 * Regions) + 1] = {};
+  std::uint32_t map_where[(4 * Regions) + 1] = {};
+};
+
 // A LoopTape over arrays of its own: Keys keys, the calls of an iteration (Calls at most: a
 // longer one is not copied), as many pushes, and the states of Regions regions. It points
 // into itself, so it is neither copied nor moved.
 template <std::size_t Keys, std::size_t Calls, std::size_t Regions, std::size_t Words = 0>
-struct LoopMemo : LoopTape {
+struct LoopMemo : LoopTape, TapeArrays<Keys, Regions> {
   constexpr LoopMemo() {
-    keys = key_array;
-    key_capacity = Keys;
+    this->attach(*this);
     calls = call_array;
     call_capacity = Calls;
     log.edits = edit_array;
     log.capacity = Calls;
-    states = state_array;
-    state_capacity = Regions;
-    map.from = map_from;
-    map.to = map_to;
-    map.module = map_module;
-    map.where = map_where;
-    map.capacity = 4 * Regions;
     visited = visit_array;
     transfers = transfer_array;
     if constexpr (kTimeShortcuts && Words > 0) {
@@ -320,14 +336,8 @@ struct LoopMemo : LoopTape {
   LoopMemo(const LoopMemo&) = delete;
   LoopMemo& operator=(const LoopMemo&) = delete;
 
-  std::int64_t key_array[Keys + 1] = {};  // one more: no array of size zero
   LoopCall call_array[Calls + 1] = {};
   PushEdit edit_array[Calls + 1] = {};
-  RegionState state_array[Regions + 1] = {};
-  // a region's writer and three readers: the most indices a renaming can have
-  std::int64_t map_from[(4 * Regions) + 1] = {}, map_to[(4 * Regions) + 1] = {};
-  std::uint8_t map_module[(4 * Regions) + 1] = {};
-  std::uint32_t map_where[(4 * Regions) + 1] = {};
   static_assert(Calls < 65536, "a call's index fits LoopTape::visited");
   std::uint16_t visit_array[kTimeShortcuts ? Calls + 1 : 1] = {};
   std::uint16_t transfer_array[kTimeShortcuts ? Calls + 1 : 1] = {};
@@ -354,6 +364,65 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
   else
     return own;
 }
+
+// (a time shortcut) What a generated replay keeps of a tiled loop: one whose iterations (tiles)
+// hold more calls than a LoopMemo does, whose body reads its variable in DRAM offsets alone,
+// each affine in it with a step free of the loops inside (vta::replay_source: the integer
+// softmax's tiles of a decode step, 1,700 instructions each):
+//
+//   dlavm::runtime::TileMemo<0, 96, 24> tm{};  // keys, transfers of a tile, regions
+//   for (std::int64_t i0 = 0, i0_end = i0 + n; i0 < i0_end; ++i0) {
+//     if (r.tile_begin(tm, tm.same(), i0 + 1 < i0_end)) {
+//       ... the body's calls, its inner loops and kernels memoized as in any loop ...
+//     }
+//     if (!r.tile_end(tm)) return false;
+//   }
+//
+// The calls write the first tile. A tile after one with the same keys is recorded: its start
+// state and end state (the regions', O(regions)), the pushes it set on instructions before it,
+// and, compared word by word with the tile before it, the transfers whose DRAM address moved
+// and by how much (every other bit the same but the dependency flags, or it is not recorded).
+// A later tile with the same keys, after the recorded one or its copies, starting in a state
+// that matches the recorded one's up to a renaming (DepTracker::match, as a loop iteration's),
+// is the words of the tile before it with those addresses moved once more, the recorded pushes
+// set on the renamed instructions, and the regions' states as the recorded tile left them,
+// moved (DepTracker::copy_tile): no call of its body runs, nor its inner loops' or kernels'
+// memos, which hold what they held (each a cache of words the calls write alike). A recorded
+// tile that loaded micro-ops is not copied. Without the time shortcuts every tile runs its
+// calls, and a TileMemo holds nothing.
+struct TileTape : LoopTape {
+  RegionState* end_states = nullptr;  // the regions' states at the recorded tile's end
+  std::uint32_t* moved_at = nullptr;  // the transfers whose DRAM address moves from a tile to
+  std::int64_t* moved_by = nullptr;   // the next: where in the tile, and by how much
+  std::size_t move_capacity = 0, moves = 0;
+  std::int64_t previous = 0;  // the first instruction of the tile before the one begun last
+  bool begun = false;         // a tile began since the memo was declared
+  bool recording = false;     // the tile begun last is being recorded
+  bool copying = false;       // or was copied
+};
+template <std::size_t Keys, std::size_t Transfers, std::size_t Regions>
+struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
+  constexpr TileMemoArrays() {
+    this->attach(*this);
+    log.edits = edit_array;
+    log.capacity = 4 * Regions;
+    end_states = end_array;
+    moved_at = at_array;
+    moved_by = by_array;
+    move_capacity = Transfers;
+  }
+  TileMemoArrays(const TileMemoArrays&) = delete;
+  TileMemoArrays& operator=(const TileMemoArrays&) = delete;
+
+  // the pushes a tile sets before its start: at most one a slot its accesses wait on
+  PushEdit edit_array[(4 * Regions) + 1] = {};
+  RegionState end_array[Regions + 1] = {};
+  std::uint32_t at_array[Transfers + 1] = {};
+  std::int64_t by_array[Transfers + 1] = {};
+};
+template <std::size_t Keys, std::size_t Transfers, std::size_t Regions>
+using TileMemo =
+    std::conditional_t<kTimeShortcuts, TileMemoArrays<Keys, Transfers, Regions>, TileTape>;
 
 template <class Storage, class Layout = DynamicLayout>
 class Replay {
@@ -384,6 +453,14 @@ class Replay {
   // (on by default; off, every iteration is written by its calls, to compare with).
   constexpr std::size_t copied() const { return copied_; }
   constexpr std::size_t copied_whole() const { return copied_whole_; }  // of them, without calls
+  // of them, tiles (TileMemo; a template, as the tile functions: no code in a firmware without)
+  template <class = void>
+  constexpr std::size_t copied_tiles() const {
+    if constexpr (kTimeShortcuts)
+      return copied_tiles_;
+    else
+      return 0;
+  }
   // The kernel memo entries replaced (KernelMemo::enter): each a kernel encoded again.
   constexpr std::uint64_t replaced() const { return memo_replaced_; }
   constexpr void copy_loops(bool on) { copy_loops_ = on; }
@@ -594,19 +671,10 @@ class Replay {
     }
     t.armed = t.stepped = t.steady = false;
     if (!more || t.failures >= kMaxLoopRecords || deps_.count() > t.state_capacity) return true;
-    ++t.failures;
+    record(t, size);
     t.kept = 0;
-    for (std::size_t r = 0; r < deps_.count(); ++r) t.states[r] = deps_.states()[r];
-    for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.covered[p] = deps_.covered(p);
-    t.pops = w_.pending_pops();
-    t.last = w_.last_queue();
-    t.relocs = w_.storage().reloc_count();
-    t.epoch = w_.resident_epoch();
     t.ncalls = 0;
     t.wholes = 0;
-    t.log.size = 0;
-    t.log.overflow = false;
-    t.start = size;
     deps_.log_pushes(&t.log);
     mode_ = Mode::Record;
     return true;
@@ -619,29 +687,15 @@ class Replay {
     if (mode == Mode::Record) {
       deps_.log_pushes(nullptr);
       if (!ok()) return false;
-      const std::int64_t length = static_cast<std::int64_t>(w_.size()) - t.start;
+      const std::int64_t length = recorded(t);
       t.armed = length > 0 && t.ncalls <= t.call_capacity && !t.log.overflow &&
                 w_.storage().reloc_count() == t.relocs;
-      for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.pushed[p] = deps_.covered(p);
       t.met = ~std::uint64_t{0};
       if (deps_.count() <= kMaskedRegions) {
         t.met = 0;
         for (std::size_t c = 0; c < t.ncalls && c < t.call_capacity; ++c)
           for (std::size_t a = 0; a < t.calls[c].accesses; ++a)
             t.met |= deps_.states()[t.calls[c].access[a].region].overlaps;
-      }
-      t.recorded = t.from = t.start;
-      t.length = length;
-      if constexpr (kTimeShortcuts) {
-        t.pairs = 0;
-        t.renames = false;
-        for (std::size_t p = 0; p < DepTracker::kPairs; ++p)
-          if (t.pushed[p] != t.covered[p]) {
-            t.pairs = static_cast<std::uint16_t>(t.pairs | (1U << p));
-            t.renames = t.renames || t.pushed[p] < t.recorded;
-          }
-        for (std::size_t e = 0; e < t.log.size; ++e)
-          t.renames = t.renames || t.log.edits[e].at < t.recorded;
       }
       // (kept where it is an entry's first recording: one after it starts otherwise, past the
       // iterations like it, and the next entry would not find it)
@@ -668,10 +722,112 @@ class Replay {
     return finish_copy(t);
   }
 
+  // A tiled loop's tile (TileMemo): copied whole where its keys are the last tile's (`same`),
+  // that tile was the recorded one or a copy of it, and it starts as the recorded one did;
+  // then its body need not run (false). Else its calls write it (true), and it is recorded
+  // where the tile before it had the same keys and another follows (`more`). Without the time
+  // shortcuts every tile runs its calls. (Templates: a firmware with no tiled loop compiles
+  // none of it.)
+  template <class Tape>
+  constexpr bool tile_begin(Tape& tape, bool same, bool more) {
+    if constexpr (!kTimeShortcuts) {
+      return true;
+    } else {
+      TileTape& t = tape;
+      const auto size = static_cast<std::int64_t>(w_.size());
+      const bool after = t.begun;
+      t.previous = t.start;
+      t.start = size;
+      t.begun = true;
+      t.recording = t.copying = false;
+      if (same && t.armed && copy_loops_ && ok() && starts_as_recorded(t) && copy_tile(t)) {
+        t.copying = true;
+        return false;
+      }
+      t.armed = false;
+      if (!same || !after || !more || !copy_loops_ || !ok() || t.failures >= kMaxLoopRecords ||
+          deps_.count() > t.state_capacity)
+        return true;
+      record(t, size);
+      deps_.log_tile_pushes(&t.log, size);
+      t.recording = true;
+      return true;
+    }
+  }
+  // A tile's end: a recorded one is kept where its words are the tile before it's but for
+  // transfers' DRAM addresses (measure_moves), no micro-ops were loaded, and its log held every
+  // push it set before its start.
+  template <class Tape>
+  constexpr bool tile_end(Tape& tape) {
+    if constexpr (!kTimeShortcuts) {
+      return ok();
+    } else {
+      TileTape& t = tape;
+      if (!t.recording) return ok();
+      t.recording = false;
+      deps_.log_tile_pushes(nullptr, 0);
+      if (!ok()) return false;
+      const std::int64_t length = recorded(t);
+      t.armed = length > 0 && !t.log.overflow && w_.storage().reloc_count() == t.relocs &&
+                w_.resident_epoch() == t.epoch && measure_moves(t);
+      if (!t.armed) return true;
+      // the regions its calls met: those it set a slot of (DepTracker::copy_tile), and those
+      // they overlap
+      t.met = ~std::uint64_t{0};
+      if (deps_.count() <= kMaskedRegions) t.met = 0;
+      for (std::size_t r = 0; r < deps_.count(); ++r) {
+        const RegionState& e = t.end_states[r] = deps_.states()[r];
+        if (deps_.count() <= kMaskedRegions &&
+            (e.writer >= t.recorded || e.reader[0] >= t.recorded || e.reader[1] >= t.recorded ||
+             e.reader[2] >= t.recorded))
+          t.met |= e.overlaps;
+      }
+      return true;
+    }
+  }
+
  private:
   enum class Mode : std::uint8_t { Off, Record, Copy };
   // the iterations a loop records at most (each copies the regions' states)
   static constexpr int kMaxLoopRecords = 3;
+
+  // An iteration (or tile) recorded from its start, instruction `size`: the regions' states,
+  // the last pushes toward each pair, the pops pending, the last module, the micro-op
+  // residency, and the pushes its calls set go to its log (the caller's to hook up).
+  template <class Tape>
+  DLAVM_RUNTIME_PART constexpr void record(Tape& t, std::int64_t size) {
+    ++t.failures;
+    for (std::size_t r = 0; r < deps_.count(); ++r) t.states[r] = deps_.states()[r];
+    for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.covered[p] = deps_.covered(p);
+    t.pops = w_.pending_pops();
+    t.last = w_.last_queue();
+    t.relocs = w_.storage().reloc_count();
+    t.epoch = w_.resident_epoch();
+    t.log.size = 0;
+    t.log.overflow = false;
+    t.start = size;
+  }
+  // Its end: the last pushes toward each pair, where it starts and how long it is (returned),
+  // which pairs it set a push toward and whether it named an instruction before its start.
+  template <class Tape>
+  DLAVM_RUNTIME_PART constexpr std::int64_t recorded(Tape& t) {
+    const std::int64_t length = static_cast<std::int64_t>(w_.size()) - t.start;
+    for (std::size_t p = 0; p < DepTracker::kPairs; ++p) t.pushed[p] = deps_.covered(p);
+    t.recorded = t.from = t.start;
+    t.length = length;
+    if constexpr (kTimeShortcuts) {
+      t.pairs = 0;
+      t.renames = false;
+      for (std::size_t p = 0; p < DepTracker::kPairs; ++p)
+        if (t.pushed[p] != t.covered[p]) {
+          t.pairs = static_cast<std::uint16_t>(t.pairs | (1U << p));
+          t.renames = t.renames || t.pushed[p] < t.recorded;
+        }
+      for (std::size_t e = 0; e < t.log.size; ++e)
+        t.renames = t.renames || t.log.edits[e].at < t.recorded;
+    }
+    return length;
+  }
 
   // Whether the iteration begun starts as the recorded one did, up to the renaming match()
   // finds (t.map): the same pops pending, last module and micro-op residency, and the hazards
@@ -688,6 +844,8 @@ class Replay {
       if (t.log.edits[e].at >= t.recorded) continue;
       if (!rename(t, t.log.edits[e].at, at)) return diverged(Opcode::Finish);
       if (!w_.set_push(static_cast<std::size_t>(at), t.log.edits[e].to)) return false;
+      if constexpr (kTimeShortcuts)  // (a tile being recorded logs it too)
+        deps_.note_tile_push(at, t.log.edits[e].to, static_cast<std::int64_t>(w_.size()));
     }
     // the last push toward each pair the recorded iteration set one toward
     const auto pushed = [&](std::size_t p) {
@@ -765,6 +923,83 @@ class Replay {
     t.word = t.length;
     ++copied_whole_;
     finish_copy(t);  // (its error, if any, is the writer's: iteration_end returns it)
+    return true;
+  }
+
+  // The recorded tile's words against the tile before it's, word by word: the same but for
+  // the dependency flags (which the tiles' starts set) and the transfers' DRAM addresses,
+  // whose moves it notes; false where another bit differs or the moves do not fit the memo.
+  // The tile before may have loaded micro-ops (the first to enter its kernels, where the
+  // recorded one loaded none): those words, the relocated ones, are passed over, so that each
+  // call's instruction is compared with the same call's.
+  template <class Tape>
+  constexpr bool measure_moves(Tape& t) {
+    const IsaLayout& layout = w_.layout();
+    const FieldPos op = layout.pos(Form::Mem, Field::opcode);
+    const FieldPos dram = layout.pos(Form::Mem, Field::dram_base);
+    InsnWord ignored[3] = {};  // by form
+    for (int f = 0; f < 3; ++f)
+      for (const Field flag :
+           {Field::pop_prev_dep, Field::pop_next_dep, Field::push_prev_dep, Field::push_next_dep}) {
+        const FieldPos at = layout.pos(static_cast<Form>(f), flag);
+        set_field(ignored[f], at, low_mask(at.width));
+      }
+    set_field(ignored[static_cast<int>(Form::Mem)], dram, low_mask(dram.width));
+    const std::uint32_t* relocs = w_.storage().relocs();
+    std::size_t reloc = t.relocs;  // the first the tile before wrote
+    while (reloc > 0 && relocs[reloc - 1] >= t.previous) --reloc;
+    const auto pass_loads = [&](std::int64_t& at) {
+      for (; reloc < t.relocs && relocs[reloc] == at; ++reloc) ++at;
+    };
+    std::int64_t before = t.previous;
+    t.moves = 0;
+    for (std::int64_t k = 0; k < t.length; ++k, ++before) {
+      pass_loads(before);
+      if (before >= t.recorded) return false;
+      const InsnWord& a = w_.storage().insn(static_cast<std::size_t>(before));
+      const InsnWord& b = w_.storage().insn(static_cast<std::size_t>(t.recorded + k));
+      const Form form = form_of(static_cast<Opcode>(get_field(b, op)));
+      const InsnWord& mask = ignored[static_cast<int>(form)];
+      if (((a.word[0] ^ b.word[0]) & ~mask.word[0]) != 0 ||
+          ((a.word[1] ^ b.word[1]) & ~mask.word[1]) != 0)
+        return false;
+      if (form != Form::Mem) continue;
+      const std::int64_t by = static_cast<std::int64_t>(get_field(b, dram)) -
+                              static_cast<std::int64_t>(get_field(a, dram));
+      if (by == 0) continue;
+      if (t.moves == t.move_capacity) return false;
+      t.moved_at[t.moves] = static_cast<std::uint32_t>(k);
+      t.moved_by[t.moves++] = by;
+    }
+    pass_loads(before);
+    return before == t.recorded;
+  }
+  // A tile copied whole from the one before it (t.from): its words with the transfers' DRAM
+  // addresses moved once more, the recorded pushes on the renamed instructions, the regions'
+  // states as the recorded tile left them. False, nothing written, where a moved address or
+  // the words would not fit: its calls then write it and fail where they would.
+  template <class Tape>
+  constexpr bool copy_tile(Tape& t) {
+    const FieldPos dram = w_.layout().pos(Form::Mem, Field::dram_base);
+    const auto moved = [&](std::size_t k) {
+      const InsnWord& from = w_.storage().insn(static_cast<std::size_t>(t.from + t.moved_at[k]));
+      return static_cast<std::int64_t>(get_field(from, dram)) + t.moved_by[k];
+    };
+    for (std::size_t k = 0; k < t.moves; ++k)
+      if (moved(k) < 0 || moved(k) > field_limit(dram.width)) return false;
+    if (!w_.storage().repeat_insns(static_cast<std::size_t>(t.from),
+                                   static_cast<std::size_t>(t.length)))
+      return false;
+    for (std::size_t k = 0; k < t.moves; ++k)
+      set_field(w_.storage().insn(static_cast<std::size_t>(t.start + t.moved_at[k])), dram,
+                static_cast<std::uint64_t>(moved(k)));
+    deps_.copy_tile(t.end_states, t.recorded, t.start);
+    // the calls' accesses as one ring word no span of calls matches (Replay::same_calls)
+    if (log_calls_) note_call(std::uint64_t{1} << 63);
+    tape_ = &t;  // (whose cursor a failed renaming names)
+    ++copied_whole_;
+    ++copied_tiles_;
+    finish_copy(t);  // (its error, if any, is the writer's: tile_end returns it)
     return true;
   }
 
@@ -907,6 +1142,9 @@ class Replay {
   static constexpr std::uint64_t kCallRing = 128;
   std::uint64_t calls_ = 0, unworded_ = 0;
   std::uint64_t ring_[kCallRing] = {};
+  // (last: at -Os, where no tile is copied, it is empty and the others' places stay)
+  struct NoCount {};
+  std::conditional_t<kTimeShortcuts, std::size_t, NoCount> copied_tiles_{};
 
   // A call's module and accesses, as one word; bit 63 set where a region is past 2^12.
   static constexpr std::uint64_t call_word(Queue q, const RegionAccess* accesses, std::size_t n) {

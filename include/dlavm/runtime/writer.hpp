@@ -861,6 +861,37 @@ class DepTracker {
     covered_[pair] = at;
   }
   constexpr void log_pushes(PushLog* log) { log_ = log; }
+  // (a time shortcut) The log of a tiled loop's tile being recorded (Replay::tile_begin), apart
+  // from an inner loop's (log_pushes): the pushes set on instructions before `from`, the
+  // tile's first (those on its own come with its words).
+  constexpr void log_tile_pushes(PushLog* log, std::int64_t from) {
+    tile_log_ = log;
+    tile_from_ = from;
+  }
+  constexpr void note_tile_push(std::int64_t at, Queue to, std::int64_t when) {
+    if (tile_log_ != nullptr && at < tile_from_) tile_log_->add(at, to, when);
+  }
+  // (a time shortcut) What a copied tile does to the regions' states (Replay::tile_begin): the
+  // slots the recorded tile, which started at instruction `recorded` and ended in states `end`,
+  // set, as it set them, its instructions moved to the copy's, which starts at `start`. A
+  // region it wrote: its writer and every reader (-1, or one of its reads after the write); a
+  // region it read alone: the readers it set. The other slots stay as they are, as the calls
+  // would leave them.
+  constexpr void copy_tile(const RegionState* end, std::int64_t recorded, std::int64_t start) {
+    const auto moved = [&](std::int64_t x) { return x >= recorded ? start + (x - recorded) : x; };
+    for (std::size_t r = 0; r < count_; ++r) {
+      const RegionState& e = end[r];
+      RegionState& s = states_[r];
+      const bool wrote = e.writer >= recorded;
+      if (wrote) {
+        s.writer = moved(e.writer);
+        s.writer_queue = e.writer_queue;
+      }
+      for (int m = 0; m < 3; ++m)
+        if (wrote || e.reader[m] >= recorded) s.reader[m] = moved(e.reader[m]);
+    }
+    unsettle();  // (loads and stores tracked)
+  }
   // The index in slot `where` (IndexMap): 4 * region + 0 its writer, 1 + m the reader of m.
   constexpr std::int64_t slot(std::uint32_t where) const {
     const RegionState& s = states_[where / 4];
@@ -976,6 +1007,7 @@ class DepTracker {
       if (need[m] <= covered) continue;
       if (!w.set_push(static_cast<std::size_t>(need[m]), q) || !w.dep_pop(from, q)) return false;
       if (log_ != nullptr) log_->add(need[m], q, static_cast<std::int64_t>(w.size()));
+      if constexpr (kTimeShortcuts) note_tile_push(need[m], q, static_cast<std::int64_t>(w.size()));
       covered = need[m];
     }
     if constexpr (kTimeShortcuts)
@@ -1030,6 +1062,8 @@ class DepTracker {
   std::int64_t covered_[9] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
   std::int64_t unordered_ = -1;
   PushLog* log_ = nullptr;
+  PushLog* tile_log_ = nullptr;  // (log_tile_pushes)
+  std::int64_t tile_from_ = 0;
   // (settled) 2 x (the loads and stores tracked, and the covers moved back, + 1)
   std::uint32_t mark_ = 2;
 };

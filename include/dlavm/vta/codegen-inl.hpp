@@ -120,15 +120,19 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
     // iteration: printed first to learn which those are, then, if they cannot, printed again
     // as a plain loop whose inner loops may be memoized themselves.
+    // Where an iteration holds more calls than a memo does, the loop is tiled instead
+    // (runtime::TileMemo): printed again, its inner loops memoized as in any loop.
     const Printed before = printed();
     open_memo(n.var);
     loop(n, true);
     const bool ok = memo_->scan.ok;
+    std::optional<TileDecl> tile;
+    if (memo_->scan.tiled() && !tiling_) tile = TileDecl{memo_->keys, memo_->scan.tile_transfers()};
     memo_.reset();
-    if (ok) return;
+    if (ok && !tile) return;
     undo(before);
     plain_ = &n;
-    loop(n, false);
+    loop(n, false, tile ? &*tile : nullptr);
   }
   // A run of statements that prints the same code several times in a row (the reciprocal's
   // quotient bits: twelve kernels a bit, in the same rows bit after bit) is printed once, in a
@@ -412,16 +416,28 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
             memo_->scan.entry_steps};
   }
 
-  void loop(const tir::ForNode& n, bool memoized) {
+  // A tiled loop's memo (runtime::TileMemo): its keys, as printed, and room for transfers.
+  struct TileDecl {
+    std::vector<std::string> keys;
+    std::int64_t transfers = 0;
+  };
+
+  void loop(const tir::ForNode& n, bool memoized, const TileDecl* tile = nullptr) {
     const auto name = fmt::format("i{}", loops_++);
     // a memoized loop inside another is reached again: its memos may outlive each entry
     const bool nested = !loop_vars_.empty();
     const auto lo = index(n.min), extent = index(n.extent);
     names_[n.var.id()] = name;
     // a memoized loop's memo is declared with it (zeroed only where the loop is reached),
-    // its sizes known once the body is printed
+    // its sizes known once the body is printed; a tiled loop's, known before
     const std::size_t memo_at = out.size();
     if (memoized) line("{{");
+    if (tile != nullptr) {
+      line("{{");
+      ++depth_;
+      line("dlavm::runtime::TileMemo<{}, {}, {}> tm{{}};", tile->keys.size(), tile->transfers,
+           prog_.regions().size());
+    }
     line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
          extent);
     ++depth_;
@@ -433,7 +449,22 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     const auto parts = memoized ? apart_parts(n.body) : std::vector<std::vector<tir::Stmt>>{};
     std::vector<MemoDecl> segment_memos;  // the parts' memos, where the body has parts
-    if (!memoized) {
+    if (tile != nullptr) {                // the body first, as a memoized loop's
+      fmt::memory_buffer outside = std::move(out);
+      out = fmt::memory_buffer();
+      ++depth_;
+      tiling_ = true;
+      visit(n.body);
+      tiling_ = false;
+      --depth_;
+      fmt::memory_buffer body = std::move(out);
+      out = std::move(outside);
+      line("if (r.tile_begin(tm, tm.same({}), {} + 1 < {}_end)) {{", fmt::join(tile->keys, ", "),
+           name, name);
+      out.append(body.data(), body.data() + body.size());
+      line("}}");
+      line("if (!r.tile_end(tm)) return false;");
+    } else if (!memoized) {
       visit(n.body);
     } else if (!parts.empty()) {
       segment_memos = print_parts(parts, name);
@@ -459,6 +490,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     --depth_;
     line("}}");
     names_.erase(n.var.id());
+    if (tile != nullptr) {
+      --depth_;
+      line("}}");
+    }
     if (memoized) {
       fmt::memory_buffer memo;
       if (parts.empty()) segment_memos = {memo_decl()};
@@ -772,6 +807,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::string kernel_shape_;        // and that call's operation
   int loops_ = 0, depth_ = 1, kernels_ = 0, entry_memos_ = 0;
   bool in_kernel_ = false;  // printing a kernel's loops and micro-ops
+  bool tiling_ = false;     // printing a tiled loop's body (no tiled loop inside it)
   bool kernel_ = false;     // printing a kernel, its instruction included
   bool dram_ = false;       // printing a transfer's DRAM offset
   bool constant_ = false;   // the kernel being printed has constant fields alone

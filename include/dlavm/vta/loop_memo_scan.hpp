@@ -15,6 +15,10 @@
 //   size (memo_calls()), capped at kMaxCalls, which it also is where an inner loop's count has
 //   no bound (an iteration with more calls than its memo holds is not copied);
 //   a kernel without a micro-op call (kernel_call below) writes nothing and is not scanned;
+//   `tiled()` (the generated replay's alone): an affine loop whose iterations hold more calls
+//   than a memo does is tiled instead (runtime::TileMemo: its body's inner loops memoized as
+//   in any loop, a tile copied whole from the one before it), with room for `transfers`, the
+//   transfers of an iteration counted as the calls are (tile_transfers());
 //   `outer` (the generated replay's, for a loop inside others): the loops around it, whose
 //   values the body reads are keys too, so that the loop entered again may copy an iteration
 //   of an entry before (`entry`: no value reads them with a loop inside the body;
@@ -39,6 +43,7 @@ namespace dlavm::vta::detail {
 
 struct LoopMemoScan {
   static constexpr std::int64_t kMaxCalls = 384;
+  static constexpr std::int64_t kMaxTransfers = 1024;  // a tile's (12 bytes each)
 
   // `kernel_entries`: how many entries a kernel site's memo holds, each the values of its keys
   // and what it wrote with them (runtime::kKernelMemoEntries, in the host's plan and in the
@@ -92,6 +97,7 @@ struct LoopMemoScan {
   }
   // A transfer's DRAM offset (an IntImm or an Index).
   void dram(const te::Expr& e) {
+    transfers = std::min(transfers + repeat, kMaxTransfers + 1);
     if (!affine) return;
     if (const auto* i = e.as<te::IndexNode>()) {
       const auto form = ne::linear_form(i->index, {var});
@@ -108,6 +114,11 @@ struct LoopMemoScan {
   bool opened_inside(std::uint64_t id) const { return among(inner, id); }
   // The size of its memo: the calls of an iteration, at most kMaxCalls.
   std::int64_t memo_calls() const { return std::clamp<std::int64_t>(calls, 1, kMaxCalls); }
+  // Whether the generated replay tiles the loop, and its tile memo's room for transfers.
+  bool tiled() const { return ok && affine && calls > kMaxCalls; }
+  std::int64_t tile_transfers() const {
+    return std::clamp<std::int64_t>(transfers, 1, kMaxTransfers);
+  }
 
   ne::Var var;
   std::vector<std::uint64_t> inner, kernel_loops;  // loops opened in the body, kernels' apart
@@ -115,6 +126,7 @@ struct LoopMemoScan {
   std::vector<ne::Var> outer;                      // the loops around (the generated replay's)
   bool ok = true, affine = true, entry = true, entry_steps = true;
   std::int64_t calls = 0, repeat = 1;  // `repeat`: the iterations of the inner loops open
+  std::int64_t transfers = 0;
 
  private:
   static constexpr std::int64_t kMore = kMaxCalls + 1;  // more calls than a memo holds

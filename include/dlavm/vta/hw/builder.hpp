@@ -110,6 +110,7 @@ class HostStreamStorage {
     return true;
   }
   std::size_t reloc_count() const { return stream.uop_relocs.size(); }
+  const std::uint32_t* relocs() const { return stream.uop_relocs.data(); }
   bool push_reloc(std::uint32_t index) {
     stream.uop_relocs.push_back(index);
     return true;
