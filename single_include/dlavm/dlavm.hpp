@@ -39583,15 +39583,16 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 //      rewritten by skip_masked_work, from those pass 2 kept in the chunks the accumulator
 //      holds beside the passes' buffers (kept_chunks: 9 of the 16 chunks of 128 keys in the
 //      gallery's 2,048-token prefill), where pass 3 loads nothing and computes no exponential.
-// Keys at N and after, and those after N - M + q for a causal softmax (query q: the product
-// index modulo M, the queries the last batch dim), load as -32768, whose exponential is 0: a
-// padded copy (an ALU fill and a clipped load), no mask in DRAM. A causal softmax's passes 1
-// and 2 run over the chunks that hold a key its query sees, ceil((N - M + q + 1) / chunk) of
-// them: the others add nothing to the max or the sum (a prefill of 2,048 tokens in chunks of 256
-// keys skips 7 of 16 chunk iterations); pass 3, rewritten by skip_masked_work, stores each other
-// chunk from a fill of the epilogue of 0. Each pass fills only the last chunk its query sees (the
-// max only where that chunk is also its first), and computes the exponentials there for the
-// keys its queries see alone.
+// Keys at N and after, and those after N - M + q for a causal softmax not in uniform tiles
+// (below; query q: the product index modulo M, the queries the last batch dim), load as -32768,
+// whose exponential is 0: a padded copy (an ALU fill and a clipped load), no mask in DRAM.
+// There a causal softmax's passes 1 and 2 run over the chunks that hold a key its query sees,
+// ceil((N - M + q + 1) / chunk) of them: the others add nothing to the max or the sum (a
+// prefill of 2,048 tokens in chunks of 256 keys skips 7 of 16 chunk iterations); pass 3,
+// rewritten by skip_masked_work, stores each other chunk from a fill of the epilogue of 0. Each
+// pass fills only the last chunk its query sees (the max only where that chunk is also its
+// first), and computes the exponentials there for the keys its queries see alone (in uniform
+// tiles: for the N keys).
 //
 // Lane groups (`groups` G > 1, G x C <= BLOCK_OUT): the scores in graph/layout.hpp's
 // BatchedMatrix with G lane groups, G products of the last batch dim side by side in a tile's
@@ -39606,6 +39607,23 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // is, then the masks): as lowered, each pass copies the rows of the keys its chunk holds into
 // a chunk buffer of zeros (a padded copy, like the scores') and adds it; skip_masked_work
 // applies them to those keys' rows alone, in the chunks that hold such a key only.
+//
+// Uniform tiles (detail::softmax_uniform): a causal softmax of at most 16 queries M (its bound:
+// a decode step's tokens) whose products are one batch's (products = ceil(M / G), so that block
+// p's first query is q0 = p x G) runs every block the same: each computes all N keys, in all
+// ceil(N / chunk) chunks, and no value of a block's instructions but its DRAM offsets (affine in
+// p) reads p, so that a replay copies one block's instructions to the next. The keys some query
+// of some block does not see are the same window for every block, N - M + 1 to N - 1; key
+// N - M + 1 + j is d = j - q0 after the last that block p's first group sees, and groups 0 to
+// min(d, G - 1) do not see it. Their masks come from the kernel's constant, int32 [3 (M - 1),
+// BATCH, BLOCK_OUT] of the bound M: 2 (M - 1) rows that leave a key as it is, then row
+// 2 (M - 1) + d for d = 0 to M - 2, so that the window of block p starts at row 2 (M - 1) - q0, a
+// DRAM offset affine in p (G = 1 too, where a kernel that is not in uniform tiles has no
+// constant). A masked key's score is its own minus 32768 (its exponential 0, as -32768's: the
+// same bits as the host's), or its exponential times 0; a block computes up to M - 1 keys more
+// than its queries see (a decode step of 16 tokens after 2,032 keys: 0.4% more cycles, and
+// 0.2% for the masks). skip_masked_work loads the window's masks once a block and applies
+// them in the chunks that hold its keys, a piece a chunk.
 //
 // Parts (`part`): the whole softmax (host::integer_softmax), or one of its two halves, each a
 // kernel of two passes, so that each exponential is computed once and kept in DRAM as int8:
@@ -39633,15 +39651,16 @@ class IntegerSoftmaxKernel {
   // ValueError for an operand step or an int32 result.
   IntegerSoftmaxKernel(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk,
                        const std::string& name, const Epilogue& epilogue = {});
-  // The scores, the lane masks of a causal softmax with lane groups (constants() holds them),
-  // and the probabilities, int8 in the packed layout.
+  // The scores, the masks of a causal softmax with lane groups or in uniform tiles
+  // (constants() holds them), and the probabilities, int8 in the packed layout.
   std::vector<te::Tensor> args() const {
     if (masks_.defined()) return {data_, masks_, res_};
     return {data_, res_};
   }
-  // The data of the kernel's constant parameters (VtaKernel::constants): the lane masks' rows
-  // 0 to G - 2 leave a key as it is (0; a normalization's 1), row G - 1 + i is -32768 in the
-  // lanes of groups 0 to i (those that do not see the key i after the first group's last), 0
+  // The data of the kernel's constant parameters (VtaKernel::constants): the masks' first rows
+  // leave a key as it is (0; a normalization's 1), G - 1 of them with lane groups, 2 (M - 1) in
+  // uniform tiles; then the row of a key d after the first group's last seen (d from 0 to G - 2,
+  // or M - 2) is -32768 in the lanes of groups 0 to min(d, G - 1) (those that do not see it), 0
   // elsewhere; a normalization's 0 there and 1 elsewhere.
   std::vector<te::NDArray> constants() const;
   te::Schedule schedule() const;
@@ -39666,6 +39685,11 @@ class IntegerSoftmaxKernel {
   //     some of a block's queries see (the others' rows are zero), and there only to the rows
   //     of those keys: the constant loaded whole, one ALU instruction whose outer level's two
   //     iterations apply its rows that change nothing at row 0 and the masks at those keys;
+  //   - in uniform tiles, likewise in the chunks that hold keys of the window (a piece of it
+  //     each), the window's masks and as many rows that change nothing loaded once a block,
+  //     before its passes, by one LOAD of two rows from a DRAM row affine in p (2 (M - 1)
+  //     accumulator rows; where the keys fit one chunk, each pass loads them, where its chunk
+  //     of mask rows holds 2 (M - 1), else applies the lowering's padded copy of them);
   //   - the whole softmax computes each exponential once in a block's first kept_chunks()
   //     chunks: pass 2 copies them to a buffer of those chunks (an ADD a key, onto rows reset
   //     once a block before its chunk loop) before its sum adds them up in place, and pass 3
@@ -39697,7 +39721,7 @@ class IntegerSoftmaxKernel {
   // last), the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk; a
   // part's absent pass has no stages and no total
   std::vector<te::Tensor> max_chunk_, sum_chunk_, rows_, out_chunk_;
-  std::vector<te::Tensor> mask_loads_;  // with lane groups: each pass's copy of the mask rows
+  std::vector<te::Tensor> mask_loads_;  // with masks: each pass's copy of the mask rows
   te::Tensor max_total_, sum_total_;    // the block's max and sum, reductions over its chunks
 };
 
@@ -39709,7 +39733,8 @@ std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue);
 std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                        std::int64_t chunk);
 // The accumulator entries the kernel allocates: the rows of a block, the largest pass's
-// buffers for one chunk, and the whole softmax's kept exponentials (as many chunks as the rest
+// buffers for one chunk (with masks, a chunk of mask rows), a block's masks in uniform tiles
+// (2 (M - 1) rows), and the whole softmax's kept exponentials (as many chunks as the rest
 // leaves room for; IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least
 // a chunk (the lowering then allocates these entries); above it where fewer keys leave the
 // chunk's buffers smaller.
@@ -39721,8 +39746,8 @@ SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, s
 // (fitted to the cycle model): all keys in whole chunks where the softmax is not causal; for a
 // causal one, averaged over runs of the most queries after 16 counts of keys before them
 // (smaller chunks pad fewer masked keys and keep more chunks, larger ones have fewer
-// iterations). Of the chunks within 2% of the least, the largest is estimated at the least
-// (fewer instructions for a decode step to rewrite).
+// iterations), every block of a run all its keys in uniform tiles. Of the chunks within 2% of the
+// least, the largest is estimated at the least (fewer instructions for a decode step to rewrite).
 KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // DRAM bytes the kernel moves: the scores three times, the probabilities once (a part: its
 // input twice, its result once).
@@ -40179,14 +40204,42 @@ inline bool softmax_causal(const IntegerSoftmaxShape& shape) {
   return shape.queries.defined() && !ne::can_prove(shape.queries <= 1);
 }
 
+// The packed products of one batch: ceil(M / G), the blocks of a batch's queries.
+inline ne::Expr softmax_query_rows(const IntegerSoftmaxShape& shape) {
+  return shape.groups > 1 ? ne::simplify(ne::ceildiv(shape.queries, shape.groups)) : shape.queries;
+}
+
+// The most queries of a causal softmax the kernel runs in uniform tiles: a decode step's (the
+// gallery's firmware runs at most 16 tokens a step). A uniform block computes every key, up to
+// M - 1 more than its queries see (15 keys a block, 0.7% of a block of 2,048, where a prefill's
+// would be half its keys), and its mask rows take 3 (M - 1) rows of DRAM.
+inline constexpr std::int64_t kUniformQueries = 16;
+
+// The most queries M of a causal softmax.
+inline std::int64_t softmax_most_queries(const IntegerSoftmaxShape& shape) {
+  return std::max<std::int64_t>(ne::bounds(shape.queries).max, 1);
+}
+
+// Whether the kernel runs in uniform tiles (IntegerSoftmaxKernel): a causal softmax of at most
+// kUniformQueries queries whose packed products are one batch's queries (products = ceil(M /
+// G)), so that block p's first query is p x G and the row of its masks in DRAM affine in p.
+// (With more batches the first query is p mod ceil(M / G) x G, and the row with it: no DRAM
+// offset of one tile's instructions is that.)
+inline bool softmax_uniform(const IntegerSoftmaxShape& shape) {
+  return softmax_causal(shape) && softmax_most_queries(shape) <= kUniformQueries &&
+         ne::can_prove(ne::simplify(shape.products - softmax_query_rows(shape)) == 0);
+}
+
 // The runs a knob estimate averages a block's work over: all N keys at their most, or for a
 // causal softmax the runs of the most queries M after 16 counts of keys before them (N - M),
 // evenly spaced from their least to their most. Block q0 of such a run computes the chunks that
 // hold the keys its queries see, before + q0 + G: in a prefill from the context's start that
 // pads a chunk per block, so the best chunk balances the padding against each chunk's
-// instructions, rather than being the largest that fits.
+// instructions, rather than being the largest that fits. In uniform tiles every block computes
+// all before + M keys.
 struct SoftmaxRuns {
   std::int64_t keys = 1, queries = 0, groups = 1;
+  bool uniform = false;
   std::vector<std::int64_t> before;  // empty: not causal
 
   explicit SoftmaxRuns(const IntegerSoftmaxShape& shape) {
@@ -40201,6 +40254,7 @@ struct SoftmaxRuns {
     if (!softmax_causal(shape)) return;
     queries = std::clamp<std::int64_t>(extent(shape.queries).second, 1, keys);
     groups = std::max<std::int64_t>(shape.groups, 1);
+    uniform = softmax_uniform(shape);
     const auto [least, most] = extent(shape.keys - shape.queries);
     const std::int64_t lo = std::min(least, keys - queries);
     const std::int64_t hi = std::clamp(most, lo, keys - queries);
@@ -40210,7 +40264,8 @@ struct SoftmaxRuns {
       before.push_back(n == 1 ? lo : lo + (hi - lo) * k / (n - 1));
   }
 
-  // f(the keys a block's queries see), averaged over the runs and their blocks.
+  // f(the keys a block computes: those its queries see, or in uniform tiles all of them),
+  // averaged over the runs and their blocks.
   template <class F>
   double average(F f) const {
     if (before.empty()) return static_cast<double>(f(keys));
@@ -40218,11 +40273,11 @@ struct SoftmaxRuns {
     std::int64_t blocks = 0;
     for (const std::int64_t b : before)
       for (std::int64_t q0 = 0; q0 < queries; q0 += groups, ++blocks)
-        sum += static_cast<double>(f(std::min(keys, b + q0 + groups)));
+        sum += static_cast<double>(f(std::min(keys, b + (uniform ? queries : q0 + groups))));
     return sum / static_cast<double>(blocks);
   }
   // The entries (keys of a lane tile) of a block in chunks of `chunk`, averaged over the runs
-  // and their blocks; with `chunk` 1, the keys its queries see.
+  // and their blocks; with `chunk` 1, the keys it computes.
   double entries(std::int64_t chunk) const {
     return average([&](std::int64_t seen) { return ne::ceil_div(seen, chunk) * chunk; });
   }
@@ -40231,34 +40286,80 @@ struct SoftmaxRuns {
 // The query of (packed) product `p`'s first lane group: p modulo the products of a batch (p
 // itself where the products are the queries), times the groups.
 inline ne::Expr softmax_first_query(const IntegerSoftmaxShape& shape, const ne::Var& p) {
-  const ne::Expr rows =
-      shape.groups > 1 ? ne::simplify(ne::ceildiv(shape.queries, shape.groups)) : shape.queries;
+  const ne::Expr rows = softmax_query_rows(shape);
   const ne::Expr q =
       ne::can_prove(ne::simplify(shape.products - rows) == 0) ? ne::Expr(p) : ne::floormod(p, rows);
   return ne::simplify(q * shape.groups);
 }
 
-// The keys the query of product `p` sees: all N, or N - M + q + 1 (q = p: the products are
-// the queries); with lane groups, the most any of its groups' queries sees (at most N).
+// The keys block p computes, those after them loaded as -32768 (0 for a normalization): all N
+// where the softmax is not causal or runs in uniform tiles, else N - M + q + 1 (q = p: the
+// products are the queries); with lane groups, the most any of its groups' queries sees (at
+// most N).
 inline ne::Expr softmax_visible(const IntegerSoftmaxShape& shape, const ne::Var& p) {
-  if (!softmax_causal(shape)) return shape.keys;
+  if (!softmax_causal(shape) || softmax_uniform(shape)) return shape.keys;
   const ne::Expr last =
       ne::simplify(shape.keys - shape.queries + softmax_first_query(shape, p) + shape.groups);
   return shape.groups > 1 ? ne::simplify(ne::min(last, shape.keys)) : last;
 }
 
-// The keys the query of product `p`'s first lane group sees (causal): the keys from there to
-// softmax_visible are seen by some of its groups only.
-inline ne::Expr softmax_first_visible(const IntegerSoftmaxShape& shape, const ne::Var& p) {
-  return ne::simplify(shape.keys - shape.queries + softmax_first_query(shape, p) + 1);
+// Whether block p may compute fewer keys than N (a causal softmax not in uniform tiles): its
+// passes then skip the chunks after softmax_visible.
+inline bool softmax_skips(const IntegerSoftmaxShape& shape) {
+  return softmax_causal(shape) && !softmax_uniform(shape);
 }
 
-// Whether the kernel adds lane masks (a causal softmax with lane groups).
+// Whether the kernel adds masks from its constant: a causal softmax with lane groups, or in
+// uniform tiles.
 inline bool softmax_lane_masks(const IntegerSoftmaxShape& shape) {
-  return shape.groups > 1 && softmax_causal(shape);
+  return softmax_causal(shape) && (shape.groups > 1 || softmax_uniform(shape));
 }
 
-// The chunks of `chunk` keys that hold a key the query of product `p` sees.
+// The keys of block p the masks apply to, [first, end): with lane groups, those only some of
+// its groups see, from the one its first group's query sees last + 1 to softmax_visible; in
+// uniform tiles the keys some query of some block does not see, [N - M + 1, N), the same for
+// every block.
+struct MaskWindow {
+  ne::Expr first, end;
+};
+inline MaskWindow softmax_mask_window(const IntegerSoftmaxShape& shape, const ne::Var& p) {
+  if (softmax_uniform(shape)) return {ne::simplify(shape.keys - shape.queries + 1), shape.keys};
+  return {ne::simplify(shape.keys - shape.queries + softmax_first_query(shape, p) + 1),
+          softmax_visible(shape, p)};
+}
+
+// The rows of the kernel's constant (IntegerSoftmaxKernel::constants): `neutral` rows that
+// leave a key as it is, then `masks` rows, row neutral + d masking the lanes of the groups 0
+// to min(d, G - 1); the masks of window key j of block p at row first(p) + j.
+//   - lane groups: G - 1 and G - 1, first G - 1 (key j of the window: its first group's last
+//     seen + 1 + j, which groups 0 to j do not see);
+//   - uniform tiles: 2 (M - 1) and M - 1, first 2 (M - 1) - q0 (M the most queries, q0 = p G
+//     block p's first query): key j of the window is N - M + 1 + j, d = j - q0 after the last
+//     key its first group sees. Its first 2 (M - 1) rows are those of the keys where d < 0,
+//     and M - 1 rows before every block's window rows (from first(p) - (M - 1) on) rows that
+//     change nothing, which skip_masked loads with the window's in one LOAD of two rows.
+struct MaskRows {
+  std::int64_t neutral = 0, masks = 0;
+};
+inline MaskRows softmax_mask_rows(const IntegerSoftmaxShape& shape) {
+  if (!softmax_lane_masks(shape)) return {};
+  if (!softmax_uniform(shape)) return {shape.groups - 1, shape.groups - 1};
+  const std::int64_t m = softmax_most_queries(shape) - 1;
+  return {2 * m, m};
+}
+inline ne::Expr softmax_mask_first(const IntegerSoftmaxShape& shape, const ne::Var& p) {
+  if (!softmax_uniform(shape)) return shape.groups - 1;
+  return ne::simplify(softmax_mask_rows(shape).neutral - softmax_first_query(shape, p));
+}
+
+// Whether skip_masked_work loads the masks once a block (uniform tiles whose passes have chunk
+// loops: the keys' maximum beyond a chunk), 2 (M - 1) accumulator rows beside its passes, rather
+// than once in each pass of a chunk that holds keys of the window.
+inline bool softmax_block_masks(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
+  return softmax_uniform(shape) && softmax_chunks(shape, chunk) > 1;
+}
+
+// The chunks of `chunk` keys that hold a key block p computes.
 inline ne::Expr softmax_seen(const IntegerSoftmaxShape& shape, const ne::Var& p,
                              std::int64_t chunk) {
   return ne::simplify(ne::ceildiv(softmax_visible(shape, p), chunk));
@@ -40327,9 +40428,11 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   const ne::Expr lanes = env.block_out;
   data_ = te::placeholder({products, keys, tiles, env.batch, env.block_out}, env.inp_dtype,
                           name + "_s");
-  if (detail::softmax_lane_masks(shape))
-    masks_ = te::placeholder({2 * (shape.groups - 1), env.batch, env.block_out}, env.acc_dtype,
+  if (detail::softmax_lane_masks(shape)) {
+    const auto rows = detail::softmax_mask_rows(shape);
+    masks_ = te::placeholder({rows.neutral + rows.masks, env.batch, env.block_out}, env.acc_dtype,
                              name + "_masks");
+  }
   const auto visible = [&](const ne::Var& p) { return detail::softmax_visible(shape, p); };
   const bool normalize = shape.part == IntegerSoftmaxPart::Normalize;
   // the scores of key `key` of block (p, t) as int32, a masked key -32768 (the padded copy); the
@@ -40346,17 +40449,19 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
         [&](std::span<const ne::Var> i) { return score(i[0], i[2] * chunk + i[3], i[1], i[4]); },
         fmt::format("{}.{}", name, what));
   };
-  // with lane groups, the mask row of key `key` of block p: the row of the masks for a key
-  // only some of its groups see, for the others what leaves a key as it is: 0 to add, 1 to
-  // multiply by (a padded copy of the masks, the constant's rows from G - 1 on: its first G - 1
-  // leave a key as it is, for skip_masked)
+  // with masks, the mask row of key `key` of block p: the constant's row for a key of the
+  // block's window (detail::softmax_mask_window: with lane groups a key only some of its groups
+  // see, in uniform tiles one some query of some block does not see), for the others what
+  // leaves a key as it is: 0 to add, 1 to multiply by (a padded copy of the constant's rows from
+  // detail::softmax_mask_first on; the rows before, which leave a key as it is, for skip_masked)
   const auto mask = [&](const ne::Var& p, const ne::Expr& key, const ne::Var& l) {
-    const ne::Expr first = detail::softmax_first_visible(shape, p);
-    return te::select(key >= first && key < visible(p),
-                      masks_.read({key - first + (shape.groups - 1), 0, l}),
-                      te::make_const(normalize ? 1 : 0, env.acc_dtype));
+    const auto window = detail::softmax_mask_window(shape, p);
+    return te::select(
+        key >= window.first && key < window.end,
+        masks_.read({key - window.first + detail::softmax_mask_first(shape, p), 0, l}),
+        te::make_const(normalize ? 1 : 0, env.acc_dtype));
   };
-  // a pass's scores with the masks applied, where there are lane masks: the chunk loaded, the
+  // a pass's scores with the masks applied, where there are masks: the chunk loaded, the
   // masks' rows loaded beside it (recorded in mask_loads_, a copy), and their sum (the
   // exponentials a normalization loads: their product)
   const auto masked = [&](SoftmaxStageWriter& w, std::vector<te::Tensor>& stages,
@@ -40381,7 +40486,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
   rows.blocks({products, tiles, chunks}, 1, lanes);
   // the chunks a block's query sees: a causal softmax's later ones are wholly masked (every
   // key -32768, whose exponential is 0: no part of the max or the sum; a normalization's 0),
-  // and passes 1 and 2 skip them
+  // and passes 1 and 2 skip them (in uniform tiles, all chunks: every block the same loops)
   // (at most the chunks: the reductions over them compute the chunks' stages at their chunk,
   // which bound inference then knows is one of those stages' chunks)
   const auto seen = [&](std::span<const ne::Var> at) {
@@ -40590,7 +40695,8 @@ struct ChunkBody {
 
 DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     const tir::PrimFunc& f, const ne::Var& product, const std::vector<ne::Var>& chunks) const {
-  // the chunks the block's query sees (all of them where the softmax is not causal)
+  // the chunks the block's query sees (all of them where the softmax is not causal or runs in
+  // uniform tiles)
   const ne::Expr seen = detail::softmax_seen(shape_, product, chunk_);
   struct ChunkLoops : tir::StmtMutator<ChunkLoops> {
     std::vector<ne::Var> chunks;
@@ -40602,15 +40708,25 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     ne::Expr keys, keys_seen;  // N, and the keys the block's queries see (softmax_visible)
     bool alu_fill = false;     // a stored fill ends in an ALU op (Variant::store_reads_out_sram)
     bool max_first = false;    // the first chunk loop is the max's
-    // lane groups: the first key only some of a block's groups see (the last + 1: keys_seen)
-    bool lane_masks = false;
-    std::int64_t groups = 1;
-    ne::Expr first_unseen;
+    // masks (detail::softmax_lane_masks): the block's window of keys they apply to, the
+    // constant's row of its first key's (detail::softmax_mask_first), and whether in uniform
+    // tiles (then `most`: M - 1, the constant's rows of masks)
+    bool lane_masks = false, uniform = false;
+    std::int64_t groups = 1, most = 0;
+    detail::MaskWindow window;
+    ne::Expr mask_first;
+    // uniform tiles with chunk loops (detail::softmax_block_masks): the window's masks loaded
+    // once a block, before its passes, into `block_masks` (placed: visit_seq), from the DRAM
+    // buffer of the lowering's copies of the masks, read with their memory type
+    te::Buffer block_masks, masks_dram;
+    te::Expr masks_mem;
+    bool block_placed = false;
     std::int64_t chunk = 1;
     int rewritten = 0, guarded = 0;
     // A chunk body's parts after its load (`parts` from `first` on) that copy the mask rows and
     // apply them (their buffers' names end in ".mask"), only where the chunk (`c`) holds a key
-    // only some groups see: elsewhere the rows leave every key as it is. Returns the parts.
+    // of the block's window: elsewhere the rows leave every key as it is. A window across a
+    // chunk's edge is applied in pieces, each chunk's keys of it. Returns the parts.
     std::vector<tir::Stmt> guard_masks(const std::vector<tir::Stmt>& parts, std::size_t first,
                                        const ne::Expr& c) {
       if (!lane_masks) return parts;
@@ -40625,14 +40741,16 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       while (end < parts.size() && masking(parts[end])) ++end;
       if (end == first) return parts;
       const ne::Expr start = ne::simplify(c * chunk);
-      const ne::Expr lo = ne::simplify(ne::max(first_unseen, start));
-      const ne::Expr hi = ne::simplify(ne::min(keys_seen, start + chunk));
+      const ne::Expr lo = ne::simplify(ne::max(window.first, start));
+      const ne::Expr hi = ne::simplify(ne::min(window.end, start + chunk));
       const std::vector<tir::Stmt> masking_parts(at(first), at(end));
       // (each clamped to what it is in the chunks before or after the one the branch takes, so
       // that their iterations read the same values: a loop memo's keys, which a value that
-      // moved with the chunk would differ in every iteration, so that none is copied)
-      const auto rows = masked_rows(masking_parts, ne::min(lo - start, chunk), ne::max(hi - lo, 0),
-                                    ne::min(lo - first_unseen, groups - 1));
+      // moved with the chunk would differ in every iteration, so that none is copied; a uniform
+      // window ends at the last key, and its first key's offset is 0 in the chunks before it)
+      const ne::Expr key = uniform ? lo - window.first : ne::min(lo - window.first, groups - 1);
+      const auto rows =
+          masked_rows(masking_parts, ne::min(lo - start, chunk), ne::max(hi - lo, 0), key);
       std::vector<tir::Stmt> out(parts.begin(), at(first));
       out.push_back(
           tir::make_if(ne::simplify(lo < hi), rows ? *rows : tir::make_seq(masking_parts)));
@@ -40641,14 +40759,22 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       return out;
     }
     // The masking parts as the rows they change: the lowering fills a chunk of mask rows with
-    // what leaves a key as it is, loads the masks of the keys only some groups see into it, and
-    // applies the chunk, a micro-op for each key. But those keys are `count` (at most G - 1),
-    // rows `row` on of the chunk, masks `mask` on. The module constant holds G - 1 rows that
-    // leave a key as it is, then the G - 1 masks: it is loaded whole, and one ALU instruction
-    // of two levels applies them, the first level's two iterations at rows 0 (with the rows
-    // that change nothing) and `row` (with the masks). Null where the parts are not that.
+    // what leaves a key as it is, loads the masks of the window's keys into it, and applies the
+    // chunk, a micro-op for each key. But those keys are `count`, rows `row` on of the chunk, the
+    // window's keys `key` on. One ALU instruction of two levels applies them, the first level's
+    // two iterations at rows 0 (with rows of the constant that change nothing) and `row` (with
+    // the masks), micro-ops that read no dim; the masks it reads:
+    //   - with lane groups (at most G - 1 keys) the constant, G - 1 rows that leave a key as it
+    //     is and the G - 1 masks, loaded whole, its masks from row G - 1 + key on;
+    //   - in uniform tiles with chunk loops, `block_masks`, which the block loads once
+    //     (block_load), its masks from row M - 1 + key on;
+    //   - in uniform tiles with no chunk loop (each pass's one chunk), one LOAD of two rows of
+    //     `count` entries, M - 1 apart in DRAM: the keys' masks, at DRAM row mask_first + key,
+    //     and `count` rows that change nothing before them (detail::softmax_mask_rows).
+    // Null where the parts are not that, or the chunk holds the constant's rows or two rows of
+    // `count` (at most M - 1) not.
     std::optional<tir::Stmt> masked_rows(const std::vector<tir::Stmt>& parts, const ne::Expr& row,
-                                         const ne::Expr& count, const ne::Expr& mask) const {
+                                         const ne::Expr& count, const ne::Expr& key) {
       const te::CallNode* load = nullptr;
       const te::CallNode* apply = nullptr;
       const tir::AttrNode* kernel = nullptr;
@@ -40662,30 +40788,60 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
             kernel = part.as<tir::AttrNode>();
           }
         }
-      if (load == nullptr || apply == nullptr || kernel == nullptr || 2 * (groups - 1) > chunk ||
-          !load->buffers[0].same_as(apply->buffers[1]))
+      const bool block = block_masks.defined();
+      const std::int64_t masks = uniform ? most : groups - 1;  // the most keys of a window
+      if (load == nullptr || apply == nullptr || kernel == nullptr ||
+          (!block && 2 * masks > chunk) || !load->buffers[0].same_as(apply->buffers[1]))
         return std::nullopt;
       const auto i32 = [](const ne::Expr& e) { return te::index_value(ne::simplify(e)); };
-      const ne::Expr constant_rows = 2 * (groups - 1);
-      std::vector<te::Expr> load_args{load->args[0],     i32(0), i32(0), i32(1), i32(constant_rows),
-                                      i32(constant_rows)};
-      for (int k = 0; k < 4; ++k) load_args.push_back(i32(0));
-      auto apply_args = apply->args;
-      apply_args[3] = i32(0);
-      apply_args[4] = i32(0);
       const auto intrinsic = [](std::string_view name, std::vector<te::Expr> args) {
         return tir::make_evaluate(te::call(std::string(name), DType::int32(), std::move(args)));
       };
+      // the masks' first row where they are read (in the chunk of mask rows, or block_masks)
+      const ne::Expr window_keys = window.end - window.first;
+      const ne::Expr src = !uniform ? key + (groups - 1) : block ? window_keys + key : count;
+      auto apply_args = apply->args;
+      apply_args[3] = i32(0);
+      apply_args[4] = i32(0);
+      auto apply_buffers = apply->buffers;
+      if (block) apply_buffers[1] = block_masks;
       const std::vector<tir::Stmt> levels{
-          intrinsic(vta::intrin::uop_loop_begin,
-                    {i32(2), i32(row), i32(mask + (groups - 1)), i32(0)}),
+          intrinsic(vta::intrin::uop_loop_begin, {i32(2), i32(row), i32(src), i32(0)}),
           intrinsic(vta::intrin::uop_loop_begin, {i32(count), i32(1), i32(1), i32(0)}),
           tir::make_evaluate(
-              te::call(apply->name, apply->dtype(), std::move(apply_args), apply->buffers)),
+              te::call(apply->name, apply->dtype(), std::move(apply_args), apply_buffers)),
           intrinsic(vta::intrin::uop_loop_end, {}), intrinsic(vta::intrin::uop_loop_end, {})};
+      const tir::Stmt applied = tir::make_attr(kernel->key, kernel->node, 1, tir::make_seq(levels));
+      masks_dram = load->buffers[1];
+      masks_mem = load->args[0];
+      if (block) return applied;
+      // the LOAD's DRAM row, rows and entries a row (its DRAM stride the constant's rows with
+      // lane groups, M - 1 in uniform tiles)
+      const ne::Expr dram = uniform ? mask_first + key - most : ne::Expr(0);
+      const ne::Expr y = uniform ? 2 : 1, x = uniform ? count : ne::Expr(2 * masks);
+      const ne::Expr stride = uniform ? most : 2 * masks;
+      std::vector<te::Expr> load_args{load->args[0], i32(0), i32(dram),
+                                      i32(y),        i32(x), i32(stride)};
+      for (int k = 0; k < 4; ++k) load_args.push_back(i32(0));
       return tir::make_seq({tir::make_evaluate(te::call(load->name, load->dtype(),
                                                         std::move(load_args), load->buffers)),
-                            tir::make_attr(kernel->key, kernel->node, 1, tir::make_seq(levels))});
+                            applied});
+    }
+    // The block's LOAD of block_masks (uniform tiles): two rows of the window's M - 1 keys, M - 1
+    // apart in DRAM, rows that change nothing then the masks of the window's keys, from DRAM row
+    // mask_first - (M - 1) (affine in the block, which no other value of the block reads); none
+    // where the window is empty (M = 1).
+    tir::Stmt block_load() const {
+      const auto i32 = [](const ne::Expr& e) { return te::index_value(ne::simplify(e)); };
+      const ne::Expr window_keys = ne::simplify(window.end - window.first);
+      std::vector<te::Expr> args{masks_mem, i32(0),           i32(mask_first - most),
+                                 i32(2),    i32(window_keys), i32(most)};
+      for (int k = 0; k < 4; ++k) args.push_back(i32(0));
+      const tir::Stmt load =
+          tir::make_evaluate(te::call(std::string(vta::intrin::load), DType::int32(),
+                                      std::move(args), {block_masks, masks_dram}));
+      const ne::Expr any = ne::simplify(window_keys >= 1);
+      return ne::can_prove(any) ? load : tir::make_if(any, load);
     }
     // Whether `buffers` hold `b`.
     static bool among(const std::vector<te::Buffer>& buffers, const te::Buffer& b) {
@@ -41158,31 +41314,44 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                            inner);
     }
     // the block's statements that hold pass 3's chunk loop, with `kept` allocated around them
-    // (and the kept chunks' spans before the loop, where pass 3 computes them so)
+    // (and the kept chunks' spans before the loop, where pass 3 computes them so), and
+    // block_masks loaded before the first pass's loop and allocated around them
     tir::Stmt visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
       tir::Stmt out = tir::StmtMutator<ChunkLoops>::visit_seq(n, s);
-      if (!kept.defined() || kept_allocated) return out;
+      const bool keeps = kept.defined() && !kept_allocated;
+      const bool loads = block_masks.defined() && masks_dram.defined() && !block_placed;
       const auto* seq = out.as<tir::SeqNode>();
-      if (seq == nullptr) return out;
-      const auto loop_of = [&](std::size_t k, const ne::Var& v) {
-        const auto* loop = seq->seq[k].as<tir::ForNode>();
-        return loop != nullptr && loop->var.id() == v.id();
-      };
-      for (std::size_t k = 0; k < seq->seq.size(); ++k)
-        if (loop_of(k, chunks.back())) {
-          kept_allocated = true;
-          auto parts = seq->seq;
-          if (kept_spans) parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(k), *kept_spans);
-          // the kept rows' reset before pass 2's chunk loop, inside the allocation
-          for (std::size_t j = 0; kept_reset && j < k; ++j)
-            if (loop_of(j, chunks[sum_pass])) {
-              parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(j), *kept_reset);
-              kept_reset_placed = true;
-              break;
-            }
-          return tir::make_allocate(kept, tir::make_seq(parts));
+      if ((!keeps && !loads) || seq == nullptr) return out;
+      // the first statement of seq that is (its allocations around) the chunk loop over `v`
+      const auto loop_at = [&](const ne::Var& v) {
+        for (std::size_t k = 0; k < seq->seq.size(); ++k) {
+          tir::Stmt st = seq->seq[k];
+          while (const auto* a = st.as<tir::AllocateNode>()) st = a->body;
+          const auto* loop = st.as<tir::ForNode>();
+          if (loop != nullptr && loop->var.id() == v.id()) return k;
         }
-      return out;
+        return seq->seq.size();
+      };
+      const std::size_t k = loop_at(chunks.back());
+      if (k == seq->seq.size()) return out;
+      auto parts = seq->seq;
+      if (keeps) {
+        kept_allocated = true;
+        if (kept_spans) parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(k), *kept_spans);
+        // the kept rows' reset before pass 2's chunk loop, inside the allocation
+        if (const std::size_t j = loop_at(chunks[sum_pass]); kept_reset && j < k) {
+          parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(j), *kept_reset);
+          kept_reset_placed = true;
+        }
+      }
+      // (at the block's start: where the first pass's loop is among these statements)
+      if (loads && loop_at(chunks.front()) <= k) {
+        block_placed = true;
+        parts.insert(parts.begin(), block_load());
+      }
+      tir::Stmt body = tir::make_seq(parts);
+      if (keeps) body = tir::make_allocate(kept, body);
+      return loads && block_placed ? tir::make_allocate(block_masks, body) : body;
     }
     // The body's fill (before its load) moved to `buffer` and set to `value`: its reset, then
     // an ADD of `value` where that is not 0 or where a stored fill must end in an ALU op.
@@ -41284,10 +41453,13 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   } loops;
   loops.chunks = chunks;
   loops.seen = seen;
-  if (detail::softmax_causal(shape_))
-    loops.constant = detail::epilogue_of_zero(epilogue_, env_.config);
+  // (a block skips chunks only where it may compute fewer keys than N: not in uniform tiles)
+  const bool skips = detail::softmax_skips(shape_);
+  if (skips) loops.constant = detail::epilogue_of_zero(epilogue_, env_.config);
   loops.lane_masks = detail::softmax_lane_masks(shape_);
+  loops.uniform = detail::softmax_uniform(shape_);
   loops.groups = shape_.groups;
+  loops.most = detail::softmax_mask_rows(shape_).masks;
   loops.chunk = chunk_;
   loops.max_loop =
       (std::int64_t{1}
@@ -41299,20 +41471,34 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   loops.max_first = max_total_.defined();
   // the chunk loops in skip_masked_work's order: the max's chain ends in a halving of keys
   // every one of which counts (its fill of -32768 stays), the sum's in one that adds 0. (Where
-  // the softmax is not causal, the lowering's chain already ends at the keys.)
+  // the softmax is not causal, the lowering's chain already ends at the keys. In uniform tiles
+  // the keys a block computes are N, and the last chunk's chains are trimmed to them.)
   const bool causal = detail::softmax_causal(shape_);
   if (max_total_.defined()) loops.unseen_value.emplace_back();
   if (sum_total_.defined())
     loops.unseen_value.push_back(causal ? std::optional<std::int64_t>(0) : std::nullopt);
   loops.unseen_value.push_back(causal ? detail::epilogue_of_zero(epilogue_, env_.config)
                                       : std::nullopt);
-  if (loops.lane_masks) loops.first_unseen = detail::softmax_first_visible(shape_, product);
+  if (loops.lane_masks) {
+    loops.window = detail::softmax_mask_window(shape_, product);
+    loops.mask_first = detail::softmax_mask_first(shape_, product);
+  }
+  if (detail::softmax_block_masks(shape_, chunk_))
+    loops.block_masks =
+        te::make_buffer(masks_.name() + ".block", env_.acc_dtype,
+                        {ne::Expr(2 * loops.most * env_.acc_tile())}, env_.acc_scope);
   loops.sum_pass = max_total_.defined() ? 1 : 0;
   loops.kept_count = detail::kept_chunks(env_, shape_, chunk_);
   loops.all_kept = loops.kept_count >= detail::softmax_chunks(shape_, chunk_);
-  const auto unvisited = loops;
+  auto unvisited = loops;
   tir::PrimFunc out = f;
   out.body = loops.visit(f.body);
+  if (loops.block_masks.defined() && !loops.block_placed) {
+    // no block statements before the passes' loops: each chunk loads the masks it applies
+    unvisited.block_masks = te::Buffer();
+    loops = unvisited;
+    out.body = loops.visit(f.body);
+  }
   if (loops.kept_reset && !loops.kept_reset_placed) {
     // no place for the kept rows' reset beside pass 3's loop: each chunk resets its own
     loops = unvisited;
@@ -41334,17 +41520,21 @@ DLAVM_INLINE std::int64_t IntegerSoftmaxKernel::kept_chunks() const {
 
 DLAVM_INLINE std::vector<te::NDArray> IntegerSoftmaxKernel::constants() const {
   if (!masks_.defined()) return {};
-  // G - 1 rows that leave a key as it is, then row G - 1 + i for the (i + 1)-th key only some
-  // groups see: the lanes of the groups that do not see it masked
-  const std::int64_t masked = shape_.groups - 1;
-  te::NDArray m(env_.acc_dtype, {2 * masked, env_.batch, env_.block_out});
+  // rows that leave a key as it is, then row neutral + d for a key d after the last its first
+  // group sees: the lanes of the groups that do not see it (0 to min(d, G - 1)) masked
+  // (detail::softmax_mask_rows)
+  const auto [neutral, masks] = detail::softmax_mask_rows(shape_);
+  te::NDArray m(env_.acc_dtype, {neutral + masks, env_.batch, env_.block_out});
   auto d = m.data();
   const bool normalize = shape_.part == IntegerSoftmaxPart::Normalize;
   const std::int64_t as_is = normalize ? 1 : 0;
-  for (std::int64_t i = 0; i < 2 * masked; ++i)
+  for (std::int64_t i = 0; i < neutral + masks; ++i) {
+    // the groups masked (none in the rows before the masks)
+    const std::int64_t groups = std::min(i - neutral + 1, shape_.groups);
     for (std::int64_t l = 0; l < env_.block_out; ++l)
       d[static_cast<std::size_t>(i * env_.batch * env_.block_out + l)] =
-          i >= masked && l < (i - masked + 1) * shape_.lanes ? (normalize ? 0 : -32768) : as_is;
+          l < groups * shape_.lanes ? (normalize ? 0 : -32768) : as_is;
+  }
   return {m};
 }
 
@@ -41390,10 +41580,10 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
   // of the max, the exponent's rows, the sum and the division (the max and the sum running
   // rows, updated a chunk at a time; each quotient bit in the rows of the bit before). Inside,
   // the largest pass is the third: the load and four more chunk buffers (the others computed
-  // in place, tir::reuse_inplace). Lane masks: the mask rows' chunk buffer beside the load.
-  // The exponentials alone: three rows of the block and three chunk buffers in pass 3; the
-  // normalization: the division's 4 rows and two chunk buffers (measured from the lowering,
-  // tests/graph).
+  // in place, tir::reuse_inplace). Masks (lane groups, uniform tiles): the mask rows' chunk buffer
+  // beside the load. The exponentials alone: three rows of the block and three chunk buffers in
+  // pass 3; the normalization: the division's 4 rows and two chunk buffers (measured from the
+  // lowering, tests/graph).
   SramFootprint f;
   switch (shape.part) {
     case IntegerSoftmaxPart::Whole:
@@ -41407,6 +41597,8 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
       break;
   }
   if (detail::softmax_lane_masks(shape)) f.acc += chunk;
+  if (detail::softmax_block_masks(shape, chunk))
+    f.acc += 2 * detail::softmax_mask_rows(shape).masks;
   return f;
 }
 

@@ -3,6 +3,7 @@
 // reference, tested against hand-derived rows and the float softmax in tests/host), for blocks
 // of random scores and of edge rows; te::evaluate of the stages agrees too.
 #include <dlavm/dlavm.hpp>
+#include <dlavm/vta/lower/intrinsic_calls.hpp>
 
 #include <doctest/doctest.h>
 
@@ -14,6 +15,7 @@
 #include <random>
 #include <ranges>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace graph = dlavm::graph;
@@ -230,7 +232,8 @@ TEST_CASE(
 
 TEST_CASE("integer softmax kernel: chunked passes equal the host reference, dims symbolic") {
   // one build per (lanes, causal, chunk) over a symbolic product and key count; the values
-  // drawn at random, the last chunk partial or whole, the causal keys masked per product
+  // drawn at random, the last chunk partial or whole, the causal keys masked per product (at
+  // most 6 queries, one a product: uniform tiles, masked from the kernel's constant)
   const vta::Env env;
   const auto fixed = host::integer_exp_for(0.125);
   std::uint64_t seed = 7;
@@ -260,7 +263,11 @@ TEST_CASE("integer softmax kernel: chunked passes equal the host reference, dims
           auto a = te::NDArray::random(DType::int8(), {p, n, tiles, 1, 16}, seed++);
           te::NDArray r(DType::int8(), {p, n, tiles, 1, 16});
           const ne::Binding bindings[] = {{"products", p}, {"keys", k}};
-          te::NDArray* arrays[] = {&a, &r};
+          std::vector<te::NDArray*> arrays{&a};
+          auto constants = kernel.constants();
+          CHECK(constants.size() == (causal ? 1u : 0u));
+          for (auto& c : constants) arrays.push_back(&c);
+          arrays.push_back(&r);
           const auto run = prog.run(dev, arrays, bindings);
           CHECK(run.result.finished);
           te::NDArray want(DType::int8(), {p, n, tiles, 1, 16});
@@ -713,6 +720,236 @@ TEST_CASE("integer softmax kernel: the lane masks touch only the keys some queri
     CHECK(whole == loads);
     MESSAGE("part ", static_cast<int>(part), ": ", alu_uops, " ALU micro-ops");
   }
+}
+
+// Causal scores of at most `most` queries m after `last` keys in one batch, `groups` queries of
+// `lanes` lanes a tile (`groups` 1: one query a product): a kernel in uniform tiles.
+graph::IntegerSoftmaxShape one_batch(const ne::Var& m, const ne::Var& last, std::int64_t lanes,
+                                     std::int64_t groups, graph::IntegerSoftmaxPart part) {
+  return {.products = ne::simplify(ne::ceildiv(m, groups)),
+          .keys = ne::Expr(last) + m,
+          .lanes = lanes,
+          .queries = m,
+          .fixed = host::integer_exp_for(0.25),
+          .groups = groups,
+          .part = part};
+}
+
+// `part`'s host kernel over logical scores [1, q, q + l, lanes] (a normalization's input: the
+// exponentials of the scores where `exponentials`, else the scores themselves).
+te::NDArray host_part(graph::IntegerSoftmaxPart part, te::NDArray& logical, double scale,
+                      bool exponentials) {
+  const host::IntegerSoftmaxParams p{
+      .axis = -2, .scale = scale, .causal = true, .queries = host::CausalQueries::Before};
+  switch (part) {
+    case graph::IntegerSoftmaxPart::Exp:
+      return host::integer_softmax_exp(logical, p);
+    case graph::IntegerSoftmaxPart::Normalize:
+      if (exponentials) logical = host::integer_softmax_exp(logical, p);
+      return host::integer_softmax_normalize(logical, p);
+    case graph::IntegerSoftmaxPart::Whole:
+      break;
+  }
+  return host::integer_softmax(logical, p);
+}
+
+// The LOADs of a kernel's stream at `bindings` from its constant of `rows` rows (argument 1,
+// at `phys`[1]): those of one row (the lowering's padded copy), and of two (uniform tiles: a
+// window's masks and the rows that change nothing before them).
+std::pair<std::size_t, std::size_t> mask_loads(const vta::Env& env, const vta::Program& prog,
+                                               std::span<const ne::Binding> bindings,
+                                               std::int64_t rows) {
+  const std::vector<std::uint64_t> phys{0x100000, 0x200000, 0x300000};
+  const std::size_t masks_at = 0x200000 / env.config.acc_elem_bytes();
+  std::size_t one = 0, two = 0;
+  for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
+    if (i.opcode == vta::Opcode::Load && i.memory_type == vta::MemId::Acc && i.x_size > 0 &&
+        i.dram_base >= masks_at && i.dram_base < masks_at + static_cast<std::size_t>(rows))
+      (i.y_size == 2 ? two : one) += 1;
+  return {one, two};
+}
+
+TEST_CASE("integer softmax kernel: uniform tiles, bit-exact with the host reference") {
+  // At most 8 queries after `last` keys, one batch: every block computes all N keys, and the
+  // keys N - M + 1 to N - 1, which some query of some block does not see, get the masks of the
+  // kernel's constant (3 x 7 rows) at a row of block p's. One query a product (16 lanes, whose
+  // constant is new, and 20 in two lane tiles), the gallery's two of 8 lanes, three of 5; each
+  // part; and the three ways skip_masked applies them:
+  //   - 0 to 40 keys before, in chunks of 16 and 4 (chunk loops): one LOAD of two rows a block,
+  //     each piece of the window then one ALU instruction; the window across the edge of chunks 0
+  //     and 1 (8 queries after 12: keys 13 to 19), of several chunks of 4, at a block's start and
+  //     end (8 after 0), after one query (no window), an odd count (the last block's second query
+  //     absent) ending a chunk;
+  //   - 0 to 8 keys before, in a chunk of 16 (no chunk loop): a LOAD of two rows in each pass;
+  //   - none before, in a chunk of 8, which does not hold 2 x 7 rows: the lowering's padded copy
+  //     of the masks, a LOAD of one row in each pass.
+  struct Mode {
+    std::int64_t most_last, chunk;
+    std::vector<std::pair<int, int>> runs;  // queries, keys before
+  };
+  const vta::Env env;
+  const auto m = ne::var("m", 1, 8);
+  std::uint64_t seed = 1200;
+  int trial = 0;
+  for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp,
+                          graph::IntegerSoftmaxPart::Normalize})
+    for (const auto& [lanes, groups] : {std::pair{16, 1}, {20, 1}, {8, 2}, {5, 3}})
+      for (const auto& mode :
+           {Mode{40, 16, {{1, 40}, {8, 12}, {8, 0}, {5, 27}}}, Mode{40, 4, {{8, 12}, {7, 40}}},
+            Mode{8, 16, {{8, 8}, {5, 3}}}, Mode{0, 8, {{8, 0}, {2, 0}}}}) {
+        const std::int64_t c = lanes, g = groups;  // (not bindings: Clang 14's CAPTURE)
+        CAPTURE(static_cast<int>(part));
+        CAPTURE(c);
+        CAPTURE(g);
+        CAPTURE(mode.most_last);
+        CAPTURE(mode.chunk);
+        const LaneGroupKernel k(
+            env, one_batch(m, ne::var("last", 0, mode.most_last), lanes, groups, part), mode.chunk);
+        const auto constants = k.kernel.constants();
+        REQUIRE(constants.size() == 1);
+        CHECK(constants[0].shape() == std::vector<std::int64_t>{21, 1, 16});
+        for (const auto& [q, l] : mode.runs) {
+          const int queries = q, before = l;  // (not bindings: Clang 14's CAPTURE)
+          CAPTURE(queries);
+          CAPTURE(before);
+          auto logical = te::NDArray::random(DType::int8(), {1, q, q + l, lanes}, seed++);
+          const auto want = host_part(part, logical, 0.25, ++trial % 2 == 0);
+          CHECK(k.run(logical, q, l) == want);
+          const ne::Binding bindings[] = {{"m", q}, {"last", l}};
+          const auto [one, two] = mask_loads(env, k.program, bindings, 21);
+          // a block's LOADs of the masks (a block: a lane tile of a product): none where the
+          // window is empty
+          const std::size_t blocks =
+              q > 1 ? static_cast<std::size_t>((q + groups - 1) / groups * ((c + 15) / 16)) : 0;
+          const std::size_t passes = part == graph::IntegerSoftmaxPart::Whole ? 3 : 2;
+          CHECK(two == (mode.most_last == 40 ? blocks : mode.chunk == 16 ? passes * blocks : 0));
+          CHECK(one == (mode.chunk == 8 ? passes * blocks : 0));
+        }
+      }
+  // the gallery's decode step: two queries of 8 heads a tile, up to 16 tokens after up to 2,047
+  // keys, in chunks of 64 (25 kept): the most tokens with the window across the first chunk's
+  // edge (keys 51 to 65) and at the end of the context, 7 and 1 tokens
+  const LaneGroupKernel gallery(env,
+                                two_queries_a_tile(ne::var("m", 1, 16), ne::var("last", 0, 2047),
+                                                   graph::IntegerSoftmaxPart::Whole),
+                                64);
+  CHECK(gallery.kernel.constants().at(0).shape() == std::vector<std::int64_t>{45, 1, 16});
+  for (const auto& ql : {std::pair{16, 50}, {7, 61}, {1, 2047}, {16, 2032}}) {
+    const int q = ql.first, l = ql.second;
+    if (DLAVM_TEST_SANITIZED && l > 100) continue;
+    CAPTURE(q);
+    CAPTURE(l);
+    auto logical = te::NDArray::random(DType::int8(), {1, q, q + l, 8}, seed++);
+    CHECK(gallery.run(logical, q, l) ==
+          host_part(graph::IntegerSoftmaxPart::Whole, logical, 0.125, false));
+  }
+}
+
+// The places the body of a lowered kernel's loop over `p` reads p: in a LOAD's or a STORE's DRAM
+// offset, as an affine function of p or not, and elsewhere (a loop's bounds, a condition, an
+// instruction's other fields, a buffer's size); and the call arguments that are no index.
+struct ProductReads {
+  bool found = false;
+  int dram = 0, not_affine = 0, elsewhere = 0, unknown = 0;
+};
+ProductReads product_reads(const dlavm::tir::Stmt& body, const ne::Var& p) {
+  namespace tir = dlavm::tir;
+  struct Reads : tir::StmtVisitor<Reads> {
+    explicit Reads(ne::Var v) : p(std::move(v)) {}
+    ne::Var p;
+    ProductReads r;
+    bool inside = false;
+    bool reads(const ne::Expr& e) const {
+      return std::ranges::any_of(ne::free_vars(e),
+                                 [&](const ne::Var& v) { return v.id() == p.id(); });
+    }
+    void index(const ne::Expr& e) { r.elsewhere += inside && reads(e); }
+    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+      const bool loop = !inside && n.var.id() == p.id();
+      r.found = r.found || loop;
+      index(n.min);
+      index(n.extent);
+      const bool was = inside;
+      inside = inside || loop;
+      visit(n.body);
+      inside = was;
+    }
+    void visit_allocate(const tir::AllocateNode& n, const tir::Stmt&) {
+      index(n.buffer.size());
+      visit(n.body);
+    }
+    void visit_store(const tir::StoreNode& n, const tir::Stmt&) {
+      for (const auto& i : n.indices) index(i);
+      r.unknown += inside;  // (the lowering leaves no store to SRAM elementwise)
+    }
+    void visit_attr(const tir::AttrNode& n, const tir::Stmt&) {
+      index(n.value);
+      visit(n.body);
+    }
+    void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+      index(n.cond);
+      visit(n.then_case);
+      if (n.else_case.defined()) visit(n.else_case);
+    }
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      if (!inside) return;
+      const auto* call = n.value.as<te::CallNode>();
+      if (call == nullptr) {
+        ++r.unknown;
+        return;
+      }
+      const bool transfer = call->name == vta::intrin::load || call->name == vta::intrin::store;
+      for (std::size_t k = 0; k < call->args.size(); ++k) {
+        const auto i = vta::detail::index_arg(call->args[k]);
+        if (!i) {
+          ++r.unknown;
+        } else if (reads(*i) && transfer && k == 2) {
+          ++r.dram;
+          r.not_affine += reads(ne::simplify(ne::substitute(*i, {{p, ne::Expr(p) + 1}}) - *i));
+        } else {
+          index(*i);
+        }
+      }
+    }
+  } v(p);
+  v.visit(body);
+  return v.r;
+}
+
+TEST_CASE(
+    "integer softmax kernel: in uniform tiles, a block's instructions read it in DRAM offsets "
+    "alone") {
+  // The decode step's kernel (at most 16 tokens, the gallery's two queries of 8 heads a tile, and
+  // one query of 16 lanes a tile), lowered and rewritten (skip_masked_work): in the body of its
+  // loop over the packed products, the product is read by DRAM offsets alone, each affine in
+  // it (the scores', the probabilities' and the masks' rows), so that every tile's instructions
+  // are the same but for their DRAM addresses. Not so where the softmax runs more queries (32:
+  // not in uniform tiles), whose blocks see keys that differ block by block.
+  const vta::Env env;
+  const auto last = ne::var("last", 0, 2047);
+  for (const std::int64_t most : {16, 32})
+    for (const auto& [lanes, groups] : {std::pair{8, 2}, {16, 1}})
+      for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp,
+                              graph::IntegerSoftmaxPart::Normalize}) {
+        const std::int64_t c = lanes;  // (not a binding: Clang 14's CAPTURE)
+        CAPTURE(most);
+        CAPTURE(c);
+        CAPTURE(static_cast<int>(part));
+        const auto m = ne::var("m", 1, most);
+        const graph::IntegerSoftmaxKernel kernel(
+            env, one_batch(m, last, lanes, groups, part),
+            part == graph::IntegerSoftmaxPart::Whole ? 64 : 256, "sm");
+        auto s = kernel.schedule();
+        const auto rewrite = kernel.skip_masked_work(s);
+        const ne::Var product = s[kernel.args().back()].leaf_iter_vars()[0].var();
+        const auto f = rewrite(vta::lower(s, kernel.args(), env, "sm"));
+        const auto reads = product_reads(f.body, product);
+        CHECK(reads.found);
+        CHECK(reads.unknown == 0);
+        CHECK(reads.not_affine == 0);
+        CHECK(reads.dram > 0);
+        CHECK((reads.elsewhere == 0) == (most == 16));
+      }
 }
 
 // A measure of the estimate, not of memory safety: the normal build runs it (17 s of the

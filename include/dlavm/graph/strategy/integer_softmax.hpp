@@ -89,15 +89,16 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 //      rewritten by skip_masked_work, from those pass 2 kept in the chunks the accumulator
 //      holds beside the passes' buffers (kept_chunks: 9 of the 16 chunks of 128 keys in the
 //      gallery's 2,048-token prefill), where pass 3 loads nothing and computes no exponential.
-// Keys at N and after, and those after N - M + q for a causal softmax (query q: the product
-// index modulo M, the queries the last batch dim), load as -32768, whose exponential is 0: a
-// padded copy (an ALU fill and a clipped load), no mask in DRAM. A causal softmax's passes 1
-// and 2 run over the chunks that hold a key its query sees, ceil((N - M + q + 1) / chunk) of
-// them: the others add nothing to the max or the sum (a prefill of 2,048 tokens in chunks of 256
-// keys skips 7 of 16 chunk iterations); pass 3, rewritten by skip_masked_work, stores each other
-// chunk from a fill of the epilogue of 0. Each pass fills only the last chunk its query sees (the
-// max only where that chunk is also its first), and computes the exponentials there for the
-// keys its queries see alone.
+// Keys at N and after, and those after N - M + q for a causal softmax not in uniform tiles
+// (below; query q: the product index modulo M, the queries the last batch dim), load as -32768,
+// whose exponential is 0: a padded copy (an ALU fill and a clipped load), no mask in DRAM.
+// There a causal softmax's passes 1 and 2 run over the chunks that hold a key its query sees,
+// ceil((N - M + q + 1) / chunk) of them: the others add nothing to the max or the sum (a
+// prefill of 2,048 tokens in chunks of 256 keys skips 7 of 16 chunk iterations); pass 3,
+// rewritten by skip_masked_work, stores each other chunk from a fill of the epilogue of 0. Each
+// pass fills only the last chunk its query sees (the max only where that chunk is also its
+// first), and computes the exponentials there for the keys its queries see alone (in uniform
+// tiles: for the N keys).
 //
 // Lane groups (`groups` G > 1, G x C <= BLOCK_OUT): the scores in graph/layout.hpp's
 // BatchedMatrix with G lane groups, G products of the last batch dim side by side in a tile's
@@ -112,6 +113,23 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 // is, then the masks): as lowered, each pass copies the rows of the keys its chunk holds into
 // a chunk buffer of zeros (a padded copy, like the scores') and adds it; skip_masked_work
 // applies them to those keys' rows alone, in the chunks that hold such a key only.
+//
+// Uniform tiles (detail::softmax_uniform): a causal softmax of at most 16 queries M (its bound:
+// a decode step's tokens) whose products are one batch's (products = ceil(M / G), so that block
+// p's first query is q0 = p x G) runs every block the same: each computes all N keys, in all
+// ceil(N / chunk) chunks, and no value of a block's instructions but its DRAM offsets (affine in
+// p) reads p, so that a replay copies one block's instructions to the next. The keys some query
+// of some block does not see are the same window for every block, N - M + 1 to N - 1; key
+// N - M + 1 + j is d = j - q0 after the last that block p's first group sees, and groups 0 to
+// min(d, G - 1) do not see it. Their masks come from the kernel's constant, int32 [3 (M - 1),
+// BATCH, BLOCK_OUT] of the bound M: 2 (M - 1) rows that leave a key as it is, then row
+// 2 (M - 1) + d for d = 0 to M - 2, so that the window of block p starts at row 2 (M - 1) - q0, a
+// DRAM offset affine in p (G = 1 too, where a kernel that is not in uniform tiles has no
+// constant). A masked key's score is its own minus 32768 (its exponential 0, as -32768's: the
+// same bits as the host's), or its exponential times 0; a block computes up to M - 1 keys more
+// than its queries see (a decode step of 16 tokens after 2,032 keys: 0.4% more cycles, and
+// 0.2% for the masks). skip_masked_work loads the window's masks once a block and applies
+// them in the chunks that hold its keys, a piece a chunk.
 //
 // Parts (`part`): the whole softmax (host::integer_softmax), or one of its two halves, each a
 // kernel of two passes, so that each exponential is computed once and kept in DRAM as int8:
@@ -139,15 +157,16 @@ class IntegerSoftmaxKernel {
   // ValueError for an operand step or an int32 result.
   IntegerSoftmaxKernel(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk,
                        const std::string& name, const Epilogue& epilogue = {});
-  // The scores, the lane masks of a causal softmax with lane groups (constants() holds them),
-  // and the probabilities, int8 in the packed layout.
+  // The scores, the masks of a causal softmax with lane groups or in uniform tiles
+  // (constants() holds them), and the probabilities, int8 in the packed layout.
   std::vector<te::Tensor> args() const {
     if (masks_.defined()) return {data_, masks_, res_};
     return {data_, res_};
   }
-  // The data of the kernel's constant parameters (VtaKernel::constants): the lane masks' rows
-  // 0 to G - 2 leave a key as it is (0; a normalization's 1), row G - 1 + i is -32768 in the
-  // lanes of groups 0 to i (those that do not see the key i after the first group's last), 0
+  // The data of the kernel's constant parameters (VtaKernel::constants): the masks' first rows
+  // leave a key as it is (0; a normalization's 1), G - 1 of them with lane groups, 2 (M - 1) in
+  // uniform tiles; then the row of a key d after the first group's last seen (d from 0 to G - 2,
+  // or M - 2) is -32768 in the lanes of groups 0 to min(d, G - 1) (those that do not see it), 0
   // elsewhere; a normalization's 0 there and 1 elsewhere.
   std::vector<te::NDArray> constants() const;
   te::Schedule schedule() const;
@@ -172,6 +191,11 @@ class IntegerSoftmaxKernel {
   //     some of a block's queries see (the others' rows are zero), and there only to the rows
   //     of those keys: the constant loaded whole, one ALU instruction whose outer level's two
   //     iterations apply its rows that change nothing at row 0 and the masks at those keys;
+  //   - in uniform tiles, likewise in the chunks that hold keys of the window (a piece of it
+  //     each), the window's masks and as many rows that change nothing loaded once a block,
+  //     before its passes, by one LOAD of two rows from a DRAM row affine in p (2 (M - 1)
+  //     accumulator rows; where the keys fit one chunk, each pass loads them, where its chunk
+  //     of mask rows holds 2 (M - 1), else applies the lowering's padded copy of them);
   //   - the whole softmax computes each exponential once in a block's first kept_chunks()
   //     chunks: pass 2 copies them to a buffer of those chunks (an ADD a key, onto rows reset
   //     once a block before its chunk loop) before its sum adds them up in place, and pass 3
@@ -203,7 +227,7 @@ class IntegerSoftmaxKernel {
   // last), the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk; a
   // part's absent pass has no stages and no total
   std::vector<te::Tensor> max_chunk_, sum_chunk_, rows_, out_chunk_;
-  std::vector<te::Tensor> mask_loads_;  // with lane groups: each pass's copy of the mask rows
+  std::vector<te::Tensor> mask_loads_;  // with masks: each pass's copy of the mask rows
   te::Tensor max_total_, sum_total_;    // the block's max and sum, reductions over its chunks
 };
 
@@ -215,7 +239,8 @@ std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue);
 std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                        std::int64_t chunk);
 // The accumulator entries the kernel allocates: the rows of a block, the largest pass's
-// buffers for one chunk, and the whole softmax's kept exponentials (as many chunks as the rest
+// buffers for one chunk (with masks, a chunk of mask rows), a block's masks in uniform tiles
+// (2 (M - 1) rows), and the whole softmax's kept exponentials (as many chunks as the rest
 // leaves room for; IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least
 // a chunk (the lowering then allocates these entries); above it where fewer keys leave the
 // chunk's buffers smaller.
@@ -227,8 +252,8 @@ SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, s
 // (fitted to the cycle model): all keys in whole chunks where the softmax is not causal; for a
 // causal one, averaged over runs of the most queries after 16 counts of keys before them
 // (smaller chunks pad fewer masked keys and keep more chunks, larger ones have fewer
-// iterations). Of the chunks within 2% of the least, the largest is estimated at the least
-// (fewer instructions for a decode step to rewrite).
+// iterations), every block of a run all its keys in uniform tiles. Of the chunks within 2% of the
+// least, the largest is estimated at the least (fewer instructions for a decode step to rewrite).
 KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // DRAM bytes the kernel moves: the scores three times, the probabilities once (a part: its
 // input twice, its result once).
