@@ -937,14 +937,11 @@ class Replay {
     const IsaLayout& layout = w_.layout();
     const FieldPos op = layout.pos(Form::Mem, Field::opcode);
     const FieldPos dram = layout.pos(Form::Mem, Field::dram_base);
-    InsnWord ignored[3] = {};  // by form
-    for (int f = 0; f < 3; ++f)
-      for (const Field flag :
-           {Field::pop_prev_dep, Field::pop_next_dep, Field::push_prev_dep, Field::push_next_dep}) {
-        const FieldPos at = layout.pos(static_cast<Form>(f), flag);
-        set_field(ignored[f], at, low_mask(at.width));
-      }
-    set_field(ignored[static_cast<int>(Form::Mem)], dram, low_mask(dram.width));
+    InsnWord flags{}, address{};  // the bits the words may differ in
+    for (const Field flag :       // (at the same place in every form: kCommonFields)
+         {Field::pop_prev_dep, Field::pop_next_dep, Field::push_prev_dep, Field::push_next_dep})
+      set_field(flags, layout.pos(Form::Mem, flag), 1);
+    set_field(address, dram, low_mask(dram.width));
     const std::uint32_t* relocs = w_.storage().relocs();
     std::size_t reloc = t.relocs;  // the first the tile before wrote
     while (reloc > 0 && relocs[reloc - 1] >= t.previous) --reloc;
@@ -958,18 +955,16 @@ class Replay {
       if (before >= t.recorded) return false;
       const InsnWord& a = w_.storage().insn(static_cast<std::size_t>(before));
       const InsnWord& b = w_.storage().insn(static_cast<std::size_t>(t.recorded + k));
-      const Form form = form_of(static_cast<Opcode>(get_field(b, op)));
-      const InsnWord& mask = ignored[static_cast<int>(form)];
-      if (((a.word[0] ^ b.word[0]) & ~mask.word[0]) != 0 ||
-          ((a.word[1] ^ b.word[1]) & ~mask.word[1]) != 0)
+      const std::uint64_t low = (a.word[0] ^ b.word[0]) & ~flags.word[0];
+      const std::uint64_t high = (a.word[1] ^ b.word[1]) & ~flags.word[1];
+      if ((low | high) == 0) continue;  // (most words)
+      if (form_of(static_cast<Opcode>(get_field(b, op))) != Form::Mem ||
+          (low & ~address.word[0]) != 0 || (high & ~address.word[1]) != 0)
         return false;
-      if (form != Form::Mem) continue;
-      const std::int64_t by = static_cast<std::int64_t>(get_field(b, dram)) -
-                              static_cast<std::int64_t>(get_field(a, dram));
-      if (by == 0) continue;
       if (t.moves == t.move_capacity) return false;
       t.moved_at[t.moves] = static_cast<std::uint32_t>(k);
-      t.moved_by[t.moves++] = by;
+      t.moved_by[t.moves++] = static_cast<std::int64_t>(get_field(b, dram)) -
+                              static_cast<std::int64_t>(get_field(a, dram));
     }
     pass_loads(before);
     return before == t.recorded;
