@@ -162,4 +162,48 @@ BENCHMARK(BM_IntegerSoftmaxKernel)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
+// The gallery's decode-step kernel (the firmware's LLM layer: up to 16 tokens, two queries of 8
+// heads a tile, after up to 2,047 cached keys, the chunk the estimate chooses; a causal softmax
+// of so few queries runs in uniform tiles) at (token, last_token) = (range 0, range 1), the whole
+// softmax or one of its halves (range 2, as BM_IntegerSoftmaxKernel's range 4). Timed:
+// instantiating the stream; the cycle model then runs it once. Counters: its cycles and
+// instructions, and the chunk.
+void BM_IntegerSoftmaxDecodeStep(benchmark::State& state) {
+  const graph::Target target;
+  const auto& env = target.env;
+  const auto token = dlavm::ne::var("token", 1, 16);
+  const auto last = dlavm::ne::var("last_token", 0, 2047);
+  const graph::IntegerSoftmaxShape shape{
+      .products = dlavm::ne::simplify(dlavm::ne::ceildiv(token, 2)),
+      .keys = dlavm::ne::Expr(last) + token,
+      .lanes = 8,
+      .queries = token,
+      .fixed = host::integer_exp_for(0.125),
+      .groups = 2,
+      .part = static_cast<graph::IntegerSoftmaxPart>(state.range(2))};
+  const std::int64_t chunk =
+      graph::Chooser().choose({}, graph::knob_space(env, shape)).values.at(0);
+  const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
+  auto s = kernel.schedule();
+  auto rewrite = kernel.skip_masked_work(s);
+  graph::VtaKernel declared{std::move(s),       kernel.args(),     "", 0, 0,
+                            std::move(rewrite), kernel.constants()};
+  const vta::Program prog(env, graph::lower_kernel(declared, env, "sm"));
+  std::vector<std::uint64_t> phys;
+  for (std::size_t k = 0; k < declared.args.size(); ++k) phys.push_back((k + 1) << 28);
+  const dlavm::ne::Binding bindings[] = {{"token", state.range(0)}, {"last_token", state.range(1)}};
+  vta::Stream stream;
+  for (auto _ : state) stream = prog.instantiate(bindings, phys);
+  const auto insns = vta::decode_all(env.config.layout(), stream.insns);
+  state.counters["chunk"] = static_cast<double>(chunk);
+  state.counters["cycles"] =
+      static_cast<double>(vta::CycleModel(env.config).run(insns).total_cycles);
+  state.counters["insns"] = static_cast<double>(insns.size());
+}
+BENCHMARK(BM_IntegerSoftmaxDecodeStep)
+    ->ArgsProduct({{1}, {2047}, {0, 1, 2}})
+    ->ArgsProduct({{16}, {2032, 0}, {0, 1, 2}})
+    ->ArgNames({"token", "last", "part"})
+    ->Unit(benchmark::kMicrosecond);
+
 }  // namespace
