@@ -16657,6 +16657,11 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 // memos, which hold what they held (each a cache of words the calls write alike). A recorded
 // tile that loaded micro-ops is not copied. Without the time shortcuts every tile runs its
 // calls, and a TileMemo holds nothing.
+// A tile is recorded only where another follows, at most kMaxLoopRecords times, and where the
+// regions fit the memo. A TileMemo is declared where its loop is reached, zeroed at each entry
+// (its tiles are copied from the tile before in the same entry). Of LoopTape it uses the keys,
+// the start state, renaming and push log of the recorded tile, and its place (recorded, from,
+// start, length, pushed, pairs); not the calls, the snapshot of an entry, enter() or reset().
 struct TileTape : LoopTape {
   RegionState* end_states = nullptr;  // the regions' states at the recorded tile's end
   std::uint32_t* moved_at = nullptr;  // the transfers whose DRAM address moves from a tile to
@@ -17001,6 +17006,12 @@ class Replay {
       return true;
     } else {
       TileTape& t = tape;
+      // (inside a loop memo's recorded or copied iteration, which must see every call, the
+      // tiles run their calls: vta::replay_source tiles no loop there)
+      if (mode_ != Mode::Off) {
+        t.armed = t.recording = t.copying = false;
+        return true;
+      }
       const auto size = static_cast<std::int64_t>(w_.size());
       const bool after = t.begun;
       t.previous = t.start;
@@ -28492,10 +28503,14 @@ constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t siz
 // runtime::kKernelMemoEntries entries, so that a copy finds each kernel again; one keyed on the
 // innermost loop around it, a loop inside another of kKernelMemoEntries iterations at most
 // (ne::bounds of its count), an entry per iteration, so that the loop entered again finds
-// each kernel again; others one.
-// The memos' arrays (the calls of an iteration at the dims' largest values, at most 384: 27 KiB
-// with 15 regions) are on the stack, declared with the loop. It needs only
-// <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
+// each kernel again; others one. Such a loop whose iteration holds more calls than its memo
+// would (384) is tiled instead (runtime::TileMemo, docs/vta.md): printed plain, its inner loops
+// memoized, each iteration after the second copied whole from the one before where it starts
+// as the second did.
+// The memos' arrays (the calls of an iteration at the dims' largest values, at most 384: 28 KiB
+// with 15 regions; a tile memo's regions' states twice and its transfers, 8.5 KiB for the
+// integer softmax's 25 regions and 88 transfers) are on the stack, declared with the loop. It needs
+// only <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
 // expression: a program without symbolic dims is a constant stream.
 //
 //   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`

@@ -437,15 +437,16 @@ TEST_CASE("runtime replay: a loop entered again copies an iteration an entry bef
 // a loop of `inner` iterations memoized inside it (its memo kept across the tiles), and random
 // calls after it, every DRAM offset affine in the tile with a step free of the inner loop (the
 // codegen's rule), every kernel through a memo of `Memo`'s entries (of one, sites entered two
-// or three times an iteration replace their entries in every tile). The third tile on copies
-// the one before it whole where it starts as the second did.
-template <class Memo>
+// or three times an iteration replace their entries in every tile), the memos sized for
+// `Regions` regions. The third tile on copies the one before it whole where it starts as the
+// second did.
+template <class Memo, std::size_t Regions = 9>
 bool tiled_loop(Rig& rig, std::uint64_t seed, i64 n, i64 inner, bool memo) {
   rig.replay.copy_loops(memo);
   std::vector<Memo> before, head, body, tail, after;
   if (!loop_body(rig, seed * 5, 0, before, false)) return false;
-  rt::TileMemo<1, 64, 9> tm{};
-  rt::LoopMemo<1, 8, 9, 8> lm{};
+  rt::TileMemo<1, 64, Regions> tm{};
+  rt::LoopMemo<1, 8, Regions, 8> lm{};
   for (i64 t = 0; t < n; ++t) {
     if (rig.replay.tile_begin(tm, tm.same(3), t + 1 < n)) {
       if (!loop_body(rig, (seed * 5) + 1, t, head, false)) return false;
@@ -465,7 +466,7 @@ bool tiled_loop(Rig& rig, std::uint64_t seed, i64 n, i64 inner, bool memo) {
 
 TEST_CASE("runtime replay: tiles copied whole write the words their calls write") {
   const int seeds = DLAVM_TEST_SANITIZED ? 300 : 2000;
-  std::size_t tiles = 0, insns = 0;
+  std::size_t tiles = 0, insns = 0, big_tiles = 0;
   for (int seed = 0; seed < seeds; ++seed) {
     CAPTURE(seed);
     const i64 n = 1 + (seed % 7), inner = seed % 5;
@@ -484,10 +485,65 @@ TEST_CASE("runtime replay: tiles copied whole write the words their calls write"
     insns += memo.size() + one.size();
     // at most every tile from the third on
     CHECK(memo.replay.copied_tiles() <= static_cast<std::size_t>(std::max<i64>(n - 2, 0)));
+    // more than 64 regions, never accessed (the tracker scans the table, a tile's match every
+    // region): the same words
+    if (seed % 4 == 0) {
+      auto many = kRegions;
+      for (int k = 0; k < 70; ++k) many.push_back({k % 2 ? MemId::Inp : MemId::Acc, k, k + 40});
+      Rig big(many);
+      REQUIRE(tiled_loop<Many, 79>(big, s, n, inner, true));
+      CHECK(big.stream().insns == calls.stream().insns);
+      big_tiles += big.replay.copied_tiles();
+    }
   }
-  MESSAGE(tiles, " tiles copied whole in ", insns, " instructions of random tiled loops");
+  MESSAGE(tiles, " tiles copied whole in ", insns, " instructions of random tiled loops; ",
+          big_tiles, " with more than 64 regions");
   // (without the time shortcuts, at -Os, every tile runs its calls)
-  if constexpr (rt::kTimeShortcuts) CHECK(tiles > static_cast<std::size_t>(seeds));
+  if constexpr (rt::kTimeShortcuts) {
+    CHECK(tiles > static_cast<std::size_t>(seeds));
+    CHECK(big_tiles > static_cast<std::size_t>(seeds) / 8);
+  }
+}
+
+// Tiled loops of 4 tiles inside the iterations of a memoized loop of `m` (vta::replay_source
+// prints none: a loop memo's recorded or copied iteration must see every call, so the tiles
+// there run their calls, and the loop memo copies them; in an iteration it neither records nor
+// copies, they are copied as anywhere).
+bool tiles_in_loop(Rig& rig, std::uint64_t seed, i64 m, bool memo) {
+  using Memo = rt::KernelMemo<1, rt::kKernelMemoEntries>;
+  rig.replay.copy_loops(memo);
+  std::vector<Memo> head, tail;
+  rt::LoopMemo<1, 64, 9> outer{};
+  for (i64 j = 0; j < m; ++j) {
+    if (rig.replay.iteration_begin(outer, outer.same(1), j + 1 < m, true)) {
+      rt::TileMemo<1, 64, 9> tm{};
+      for (i64 t = 0; t < 4; ++t) {
+        if (rig.replay.tile_begin(tm, tm.same(3), t + 1 < 4) &&
+            (!loop_body(rig, seed * 3, t + (10 * j), head, false) ||
+             !loop_body(rig, (seed * 3) + 1, t + (10 * j), tail, false)))
+          return false;
+        if (!rig.replay.tile_end(tm)) return false;
+      }
+    }
+    if (!rig.replay.iteration_end(outer)) return false;
+  }
+  return rig.w.finish();
+}
+
+TEST_CASE("runtime replay: tiles inside a memoized loop's iteration run their calls") {
+  const int seeds = DLAVM_TEST_SANITIZED ? 100 : 500;
+  std::size_t copied = 0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    CAPTURE(seed);
+    const auto s = static_cast<std::uint64_t>(seed);
+    Rig memo(kRegions), calls(kRegions);
+    REQUIRE(tiles_in_loop(memo, s, 3 + (seed % 3), true));
+    REQUIRE(tiles_in_loop(calls, s, 3 + (seed % 3), false));
+    check_same_words(memo, calls);
+    copied += memo.replay.copied();
+  }
+  MESSAGE(copied, " iterations of loops around tiled loops copied");
+  CHECK(copied > static_cast<std::size_t>(seeds) / 2);
 }
 
 TEST_CASE("runtime replay: a kernel memo that replaces entries stops the loop's copies") {

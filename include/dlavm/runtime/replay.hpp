@@ -390,6 +390,11 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 // memos, which hold what they held (each a cache of words the calls write alike). A recorded
 // tile that loaded micro-ops is not copied. Without the time shortcuts every tile runs its
 // calls, and a TileMemo holds nothing.
+// A tile is recorded only where another follows, at most kMaxLoopRecords times, and where the
+// regions fit the memo. A TileMemo is declared where its loop is reached, zeroed at each entry
+// (its tiles are copied from the tile before in the same entry). Of LoopTape it uses the keys,
+// the start state, renaming and push log of the recorded tile, and its place (recorded, from,
+// start, length, pushed, pairs); not the calls, the snapshot of an entry, enter() or reset().
 struct TileTape : LoopTape {
   RegionState* end_states = nullptr;  // the regions' states at the recorded tile's end
   std::uint32_t* moved_at = nullptr;  // the transfers whose DRAM address moves from a tile to
@@ -734,6 +739,12 @@ class Replay {
       return true;
     } else {
       TileTape& t = tape;
+      // (inside a loop memo's recorded or copied iteration, which must see every call, the
+      // tiles run their calls: vta::replay_source tiles no loop there)
+      if (mode_ != Mode::Off) {
+        t.armed = t.recording = t.copying = false;
+        return true;
+      }
       const auto size = static_cast<std::int64_t>(w_.size());
       const bool after = t.begun;
       t.previous = t.start;
