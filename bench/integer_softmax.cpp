@@ -56,6 +56,26 @@ void BM_IntegerSoftmaxBlock(benchmark::State& state) {
 }
 BENCHMARK(BM_IntegerSoftmaxBlock)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
 
+// An integer softmax kernel lowered as the graph lowers it (its masked work skipped), a DRAM
+// address for each of its arguments, and its kept chunks.
+struct LoweredSoftmax {
+  vta::Program prog;
+  std::vector<std::uint64_t> phys;
+  std::int64_t kept_chunks = 0;
+};
+LoweredSoftmax lower_softmax(const vta::Env& env, const graph::IntegerSoftmaxShape& shape,
+                             std::int64_t chunk) {
+  const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
+  auto s = kernel.schedule();
+  auto rewrite = kernel.skip_masked_work(s);
+  graph::VtaKernel declared{std::move(s),       kernel.args(),     "", 0, 0,
+                            std::move(rewrite), kernel.constants()};
+  std::vector<std::uint64_t> phys;
+  for (std::size_t k = 0; k < declared.args.size(); ++k) phys.push_back((k + 1) << 28);
+  return {vta::Program(env, graph::lower_kernel(declared, env, "sm")), std::move(phys),
+          kernel.kept_chunks()};
+}
+
 // The graph strategy's kernel (graph::IntegerSoftmaxKernel, in the chunks the strategy
 // chooses: 128 keys for these causal prefills from the start, 256 for the one that is not) at N
 // keys, N queries and C lanes (range 3: the gallery's 8 heads, or 3), causal (range 1) or not, in G
@@ -90,14 +110,7 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
     state.SkipWithError(why->c_str());  // (the loop then runs no iteration: not entered)
     return;
   }
-  const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
-  auto s = kernel.schedule();
-  auto rewrite = kernel.skip_masked_work(s);
-  graph::VtaKernel declared{std::move(s),       kernel.args(),     "", 0, 0,
-                            std::move(rewrite), kernel.constants()};
-  const vta::Program prog(env, graph::lower_kernel(declared, env, "sm"));
-  std::vector<std::uint64_t> phys;
-  for (std::size_t k = 0; k < declared.args.size(); ++k) phys.push_back((k + 1) << 28);
+  const auto [prog, phys, kept_chunks] = lower_softmax(env, shape, chunk);
   vta::Stream stream;
   for (auto _ : state) stream = prog.instantiate({}, phys);
   const auto insns = vta::decode_all(env.config.layout(), stream.insns);
@@ -126,7 +139,7 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
     return static_cast<double>(v) / static_cast<double>(entries);
   };
   state.counters["chunk"] = static_cast<double>(chunk);
-  state.counters["kept_chunks"] = static_cast<double>(kernel.kept_chunks());
+  state.counters["kept_chunks"] = static_cast<double>(kept_chunks);
   state.counters["cycles"] = static_cast<double>(report.total_cycles);
   state.counters["floor_cycles"] = floor_cycles;
   state.counters["floor_share"] = floor_cycles / static_cast<double>(report.total_cycles);
@@ -183,14 +196,7 @@ void BM_IntegerSoftmaxDecodeStep(benchmark::State& state) {
       .part = static_cast<graph::IntegerSoftmaxPart>(state.range(2))};
   const std::int64_t chunk =
       graph::Chooser().choose({}, graph::knob_space(env, shape)).values.at(0);
-  const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
-  auto s = kernel.schedule();
-  auto rewrite = kernel.skip_masked_work(s);
-  graph::VtaKernel declared{std::move(s),       kernel.args(),     "", 0, 0,
-                            std::move(rewrite), kernel.constants()};
-  const vta::Program prog(env, graph::lower_kernel(declared, env, "sm"));
-  std::vector<std::uint64_t> phys;
-  for (std::size_t k = 0; k < declared.args.size(); ++k) phys.push_back((k + 1) << 28);
+  const auto [prog, phys, kept_chunks] = lower_softmax(env, shape, chunk);
   const dlavm::ne::Binding bindings[] = {{"token", state.range(0)}, {"last_token", state.range(1)}};
   vta::Stream stream;
   for (auto _ : state) stream = prog.instantiate(bindings, phys);
