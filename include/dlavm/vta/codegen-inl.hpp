@@ -450,37 +450,23 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     const auto parts = memoized ? apart_parts(n.body) : std::vector<std::vector<tir::Stmt>>{};
     std::vector<MemoDecl> segment_memos;  // the parts' memos, where the body has parts
     if (tile != nullptr) {                // the body first, as a memoized loop's
-      fmt::memory_buffer outside = std::move(out);
-      out = fmt::memory_buffer();
-      ++depth_;
       tiling_ = true;
-      visit(n.body);
+      const auto body = printed_apart([&] { visit(n.body); });
       tiling_ = false;
-      --depth_;
-      fmt::memory_buffer body = std::move(out);
-      out = std::move(outside);
-      line("if (r.tile_begin(tm, tm.same({}), {} + 1 < {}_end)) {{", fmt::join(tile->keys, ", "),
-           name, name);
-      out.append(body.data(), body.data() + body.size());
-      line("}}");
-      line("if (!r.tile_end(tm)) return false;");
+      enclose(body,
+              fmt::format("r.tile_begin(tm, tm.same({}), {} + 1 < {}_end)",
+                          fmt::join(tile->keys, ", "), name, name),
+              "r.tile_end(tm)");
     } else if (!memoized) {
       visit(n.body);
     } else if (!parts.empty()) {
       segment_memos = print_parts(parts, name);
     } else {  // the body first: its keys are known once it is printed
-      fmt::memory_buffer outside = std::move(out);
-      out = fmt::memory_buffer();
-      ++depth_;
-      visit(n.body);
-      --depth_;
-      fmt::memory_buffer body = std::move(out);
-      out = std::move(outside);
-      line("if (r.iteration_begin(lm, lm.same({}), {} + 1 < {}_end, {})) {{",
-           fmt::join(memo_->keys, ", "), name, name, memo_->scan.affine);
-      out.append(body.data(), body.data() + body.size());
-      line("}}");
-      line("if (!r.iteration_end(lm)) return false;");
+      const auto body = printed_apart([&] { visit(n.body); });
+      enclose(body,
+              fmt::format("r.iteration_begin(lm, lm.same({}), {} + 1 < {}_end, {})",
+                          fmt::join(memo_->keys, ", "), name, name, memo_->scan.affine),
+              "r.iteration_end(lm)");
     }
     if (memo_) memo_->scan.close(repeat);
     if (!in_kernel_) {
@@ -575,13 +561,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     for (const auto& part : parts) {
       if (part.empty()) continue;
       open_memo(var);  // each part's keys and calls apart
-      fmt::memory_buffer outside = std::move(out);
-      out = fmt::memory_buffer();
-      ++depth_;
-      for (const auto& st : part) visit(st);
-      --depth_;
-      fmt::memory_buffer body = std::move(out);
-      out = std::move(outside);
+      const auto body = printed_apart([&] {
+        for (const auto& st : part) visit(st);
+      });
       const auto* attr = part.front().as<tir::AttrNode>();
       if ((attr != nullptr && attr->key == intrin::replay_apart) || !memo_->scan.ok) {
         // (one level less: printed for the block of a memoized part)
@@ -596,15 +578,35 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
         continue;
       }
       const auto memo = memo_name(memos.size());
-      line("if (r.iteration_begin({0}, {0}.same({1}), {2} + 1 < {2}_end, {3}, true)) {{", memo,
-           fmt::join(memo_->keys, ", "), loop, memo_->scan.affine);
-      out.append(body.data(), body.data() + body.size());
-      line("}}");
-      line("if (!r.iteration_end({})) return false;", memo);
+      enclose(body,
+              fmt::format("r.iteration_begin({0}, {0}.same({1}), {2} + 1 < {2}_end, {3}, true)",
+                          memo, fmt::join(memo_->keys, ", "), loop, memo_->scan.affine),
+              fmt::format("r.iteration_end({})", memo));
       memos.push_back(memo_decl());
     }
     open_memo(var);  // the loop's: memoized (in parts)
     return memos;
+  }
+
+  // What `print` prints, one level deeper, in a buffer of its own: a loop's body or part, printed
+  // before the lines around it, which name what printing it learns (its keys).
+  template <class Print>
+  fmt::memory_buffer printed_apart(Print print) {
+    fmt::memory_buffer outside = std::move(out);
+    out = fmt::memory_buffer();
+    ++depth_;
+    print();
+    --depth_;
+    fmt::memory_buffer body = std::move(out);
+    out = std::move(outside);
+    return body;
+  }
+  // `body` where the memo call `begin` returns true, then the memo call `end`.
+  void enclose(const fmt::memory_buffer& body, const std::string& begin, const std::string& end) {
+    line("if ({}) {{", begin);
+    out.append(body.data(), body.data() + body.size());
+    line("}}");
+    line("if (!{}) return false;", end);
   }
 
   // A call that writes an instruction, in the loop being memoized.
