@@ -15002,7 +15002,7 @@ DLAVM_INLINE Knobs Chooser::choose(const Workload& w, const KnobSpace& space) co
 //   again(kernel, accesses)                                      a kernel written before
 //   gemm_again(memo, ...) / alu_again(memo, ...)                 a memoized site (KernelMemo)
 //   iteration_begin(memo, same, more, affine) / iteration_end     a memoized loop (LoopMemo)
-//   tile_begin(memo, same, more) / tile_end                       a tiled loop (TileMemo)
+//   tile_begin(memo, same, more, steps) / tile_end                a tiled loop (TileMemo)
 //
 // `param` indexes the program's parameters, whose byte addresses the replay is given; a region
 // indexes the program's on-chip regions (SramRegion), their hazard states the caller's array.
@@ -15330,6 +15330,18 @@ class StreamWriter {
     return bits;
   }
   constexpr Queue last_queue() const { return last_queue_; }
+  // (a time shortcut, after words copied whole: Replay's tiled loops) The module of the last
+  // instruction and the pops pending (pending_pops()'s bits) as the copied words leave them,
+  // which the writer did not write one by one. (A template: a firmware with no tiled loop
+  // compiles none of it.)
+  template <class = void>
+  constexpr void resume(Queue last, unsigned pops) {
+    last_queue_ = last;
+    for (std::size_t q = 0; q < 3; ++q) {
+      pending_pop_prev_[q] = ((pops >> (2 * q)) & 1U) != 0;
+      pending_pop_next_[q] = ((pops >> (2 * q)) & 2U) != 0;
+    }
+  }
   // How many times the micro-op SRAM started over (full): the kernels resident before stay
   // where they are while it has not (a later LOAD UOP only adds entries after them).
   constexpr std::uint32_t resident_epoch() const { return resident_epoch_; }
@@ -15761,6 +15773,9 @@ struct PushLog {
   PushEdit* edits = nullptr;
   std::size_t capacity = 0, size = 0;
   bool overflow = false;
+  // (a tiled loop's tile being recorded: DepTracker::log_tile_pushes) the tile's first write
+  // of each region, its index times 4 plus its queue, or -1
+  std::int64_t* first_writes = nullptr;
   constexpr void add(std::int64_t at, Queue to, std::int64_t when) {
     if (size == capacity) {
       overflow = true;
@@ -15877,6 +15892,8 @@ class DepTracker {
   // (a time shortcut) The log of a tiled loop's tile being recorded (Replay::tile_begin), apart
   // from an inner loop's (log_pushes): the pushes set on instructions before `from`, the
   // tile's first (those on its own come with its words).
+  // Its first write of each region goes to the log's first_writes, where it has them (where a
+  // later tile may wait for what the recorded one did not: Replay::starts_alike).
   constexpr void log_tile_pushes(PushLog* log, std::int64_t from) {
     tile_log_ = log;
     tile_from_ = from;
@@ -15904,6 +15921,14 @@ class DepTracker {
         if (wrote || e.reader[m] >= recorded) s.reader[m] = moved(e.reader[m]);
     }
     unsettle();  // (loads and stores tracked)
+  }
+  // The modules that reach region r's memory, the only ones that wait on it (bit m: queue
+  // m + 1): load and compute reach INP and WGT, compute and store the accumulator, compute
+  // alone the micro-ops.
+  constexpr unsigned reaching(std::size_t r) const {
+    const MemId mem = regions_[r].memory;
+    const bool staged = mem == MemId::Inp || mem == MemId::Wgt;
+    return 2U | (staged ? 1U : 0U) | (!staged && mem != MemId::Uop ? 4U : 0U);
   }
   // The index in slot `where` (IndexMap): 4 * region + 0 its writer, 1 + m the reader of m.
   constexpr std::int64_t slot(std::uint32_t where) const {
@@ -15950,11 +15975,7 @@ class DepTracker {
       if ((a.writer & a.reader[0] & a.reader[1] & a.reader[2] & b.writer & b.reader[0] &
            b.reader[1] & b.reader[2]) < 0)  // every index -1: the sign bit survives the ands
         continue;
-      // only the modules that reach the region's memory wait on it: load and compute reach
-      // INP and WGT, compute and store the accumulator, compute alone the micro-ops
-      const MemId mem = regions_[r].memory;
-      const bool staged = mem == MemId::Inp || mem == MemId::Wgt;
-      const unsigned mask = 2U | (staged ? 1U : 0U) | (!staged && mem != MemId::Uop ? 4U : 0U);
+      const unsigned mask = reaching(r);
       const auto slot = static_cast<std::uint32_t>(4 * r);
       if (!same(a.writer, static_cast<int>(a.writer_queue) - 1, b.writer,
                 static_cast<int>(b.writer_queue) - 1, mask, slot))
@@ -15969,8 +15990,10 @@ class DepTracker {
 
   // After writing: instruction `index`, of module q, performed `accesses`.
   constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n) {
-    if constexpr (kTimeShortcuts)
+    if constexpr (kTimeShortcuts) {
       if (q != Queue::Compute) unsettle();
+      if (tile_log_ != nullptr) note_first_writes(q, index, accesses, n);
+    }
     for (std::size_t i = 0; i < n; ++i) track(q, index, accesses[i]);
   }
   // ... but for those in `passing` (bit i: access i), whose regions a whole copied iteration's
@@ -15978,6 +16001,7 @@ class DepTracker {
   constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n,
                        unsigned passing) {
     if (q != Queue::Compute) unsettle();
+    if (tile_log_ != nullptr) note_first_writes(q, index, accesses, n);
     for (std::size_t i = 0; i < n; ++i)
       if (((passing >> i) & 1U) == 0) track(q, index, accesses[i]);
   }
@@ -16028,6 +16052,15 @@ class DepTracker {
     return true;
   }
 
+  // (a time shortcut) A tile being recorded: the first write of each region (PushLog).
+  template <class = void>
+  constexpr void note_first_writes(Queue q, std::int64_t index, const RegionAccess* accesses,
+                                   std::size_t n) {
+    if (tile_log_->first_writes == nullptr) return;
+    for (std::size_t i = 0; i < n; ++i)
+      if (accesses[i].write && tile_log_->first_writes[accesses[i].region] == -1)
+        tile_log_->first_writes[accesses[i].region] = (index * 4) + static_cast<std::int64_t>(q);
+  }
   constexpr void track(Queue q, std::int64_t index, const RegionAccess& access) {
     RegionState& s = states_[access.region];
     if (access.write) {
@@ -16173,6 +16206,7 @@ class SpanStorage {
         uop_cap_(uop_capacity) {}
 
   constexpr std::size_t insn_count() const { return insns_n_; }
+  constexpr std::size_t insn_room() const { return insn_cap_ - insns_n_; }  // (words that fit)
   constexpr InsnWord& insn(std::size_t i) { return insns_[i]; }
   constexpr const InsnWord* insns() const { return insns_; }
   constexpr bool push_insn(const InsnWord& w) {
@@ -16649,6 +16683,14 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 // state and end state (the regions', O(regions)), the pushes it set on instructions before it,
 // and, compared word by word with the tile before it, the transfers whose DRAM address moved
 // and by how much (every other bit the same but the dependency flags, or it is not recorded).
+// Where the code gives each transfer's step (tile_begin's `steps`; vta::replay_source does),
+// the first tile is recorded too, and its transfers are found among its words (a LOAD or
+// STORE that moves data: a pop's no-op moves none) and given their steps in order:
+//
+//     if (r.tile_begin(tm, tm.same(), i0 + 1 < i0_end, true)) { ... }
+//     if (tm.recording) { tm.step(d0 + d1); ... }  // each transfer's, as the body writes them
+//     if (!r.tile_end(tm)) return false;
+//
 // A later tile with the same keys, after the recorded one or its copies, starting in a state
 // that matches the recorded one's up to a renaming (DepTracker::match, as a loop iteration's),
 // is the words of the tile before it with those addresses moved once more, the recorded pushes
@@ -16671,6 +16713,29 @@ struct TileTape : LoopTape {
   bool begun = false;         // a tile began since the memo was declared
   bool recording = false;     // the tile begun last is being recorded
   bool copying = false;       // or was copied
+  bool given = false;         // the code gives the recorded tile's steps (step())
+  // the module of its last instruction and the pops pending where the recorded tile ended
+  Queue last_end = Queue::Compute;
+  unsigned pops_end = 0;
+  // the micro-op loads the recorded tile wrote (the first to enter its kernels, with the steps
+  // given): where in it; its copies pass them over, as their calls would load none
+  static constexpr std::size_t kLoads = 4;
+  std::uint32_t load_at[kLoads] = {};
+  std::size_t loads = 0;
+  // the recorded tile's first write of each region: its index times 4, plus its queue, or -1
+  // (DepTracker::log_tile_pushes)
+  std::int64_t* first_writes = nullptr;
+  // (a copy's) the regions whose stores or loads before it the compute module waits for, where
+  // the recorded tile waited for none (Replay::starts_alike)
+  std::uint64_t waits = 0;
+
+  // (the generated replay's, after the body of a tile being recorded, where tile_begin was
+  // told it gives them) The DRAM step from this tile to the next of each transfer the tile
+  // wrote, in the order written: each transfer's offset's coefficient of the tile's variable.
+  constexpr void step(std::int64_t by) {
+    if (moves < move_capacity) moved_by[moves] = by;
+    ++moves;  // (counted past the capacity: the tile is then not copied)
+  }
 };
 template <std::size_t Keys, std::size_t Transfers, std::size_t Regions>
 struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
@@ -16682,6 +16747,7 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
     moved_at = at_array;
     moved_by = by_array;
     move_capacity = Transfers;
+    first_writes = first_array;
   }
   TileMemoArrays(const TileMemoArrays&) = delete;
   TileMemoArrays& operator=(const TileMemoArrays&) = delete;
@@ -16691,6 +16757,7 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
   RegionState end_array[Regions + 1] = {};
   std::uint32_t at_array[Transfers + 1] = {};
   std::int64_t by_array[Transfers + 1] = {};
+  std::int64_t first_array[Regions + 1] = {};
 };
 template <std::size_t Keys, std::size_t Transfers, std::size_t Regions>
 using TileMemo =
@@ -17001,7 +17068,7 @@ class Replay {
   // shortcuts every tile runs its calls. (Templates: a firmware with no tiled loop compiles
   // none of it.)
   template <class Tape>
-  constexpr bool tile_begin(Tape& tape, bool same, bool more) {
+  constexpr bool tile_begin(Tape& tape, bool same, bool more, bool steps = false) {
     if constexpr (!kTimeShortcuts) {
       return true;
     } else {
@@ -17018,23 +17085,35 @@ class Replay {
       t.start = size;
       t.begun = true;
       t.recording = t.copying = false;
-      if (same && t.armed && copy_loops_ && ok() && starts_as_recorded(t) && copy_tile(t)) {
+      // (not where a call since the tile before set a push on its words, which a copy would
+      // carry)
+      if (same && t.armed && copy_loops_ && ok() &&
+          !w_.pushed_since(t.ended, t.from,
+                           t.from + t.length + static_cast<std::int64_t>(source_loads(t))) &&
+          starts_alike(t) && copy_tile(t)) {
         t.copying = true;
         return false;
       }
       t.armed = false;
-      if (!same || !after || !more || !copy_loops_ || !ok() || t.failures >= kMaxLoopRecords ||
-          deps_.count() > t.state_capacity)
+      // (with steps given, the first tile too: no tile before it to compare with)
+      if ((!steps && (!same || !after)) || !more || !copy_loops_ || !ok() ||
+          t.failures >= kMaxLoopRecords || deps_.count() > t.state_capacity)
         return true;
       record(t, size);
+      for (std::size_t r = 0; r < deps_.count(); ++r) t.first_writes[r] = -1;
+      t.log.first_writes = t.first_writes;
       deps_.log_tile_pushes(&t.log, size);
       t.recording = true;
+      t.given = steps;
+      t.moves = 0;
+      t.loads = 0;
       return true;
     }
   }
   // A tile's end: a recorded one is kept where its words are the tile before it's but for
-  // transfers' DRAM addresses (measure_moves), no micro-ops were loaded, and its log held every
-  // push it set before its start.
+  // transfers' DRAM addresses (measure_moves), or it wrote as many transfers as the code gave
+  // steps (place_steps), no micro-ops were loaded, and its log held every push it set before
+  // its start.
   template <class Tape>
   constexpr bool tile_end(Tape& tape) {
     if constexpr (!kTimeShortcuts) {
@@ -17046,20 +17125,31 @@ class Replay {
       deps_.log_tile_pushes(nullptr, 0);
       if (!ok()) return false;
       const std::int64_t length = recorded(t);
-      t.armed = length > 0 && !t.log.overflow && w_.storage().reloc_count() == t.relocs &&
-                w_.resident_epoch() == t.epoch && measure_moves(t);
+      t.armed = length > 0 && !t.log.overflow && w_.resident_epoch() == t.epoch &&
+                (t.given ? pass_loads(t) && place_steps(t)
+                         : w_.storage().reloc_count() == t.relocs && measure_moves(t));
       if (!t.armed) return true;
+      ended(t);
+      t.last_end = w_.last_queue();
+      t.pops_end = w_.pending_pops();
       // the regions its calls met: those it set a slot of (DepTracker::copy_tile), and those
       // they overlap
       t.met = ~std::uint64_t{0};
       if (deps_.count() <= kMaskedRegions) t.met = 0;
       for (std::size_t r = 0; r < deps_.count(); ++r) {
-        const RegionState& e = t.end_states[r] = deps_.states()[r];
+        RegionState& e = t.end_states[r] = deps_.states()[r];
         if (deps_.count() <= kMaskedRegions &&
             (e.writer >= t.recorded || e.reader[0] >= t.recorded || e.reader[1] >= t.recorded ||
              e.reader[2] >= t.recorded))
           t.met |= e.overlaps;
+        // (its instructions as its copies hold them: the micro-op loads passed over)
+        e.writer = compact(t, e.writer);
+        for (auto& x : e.reader) x = compact(t, x);
+        if (const std::int64_t f = t.first_writes[r]; f >= 0)
+          t.first_writes[r] = (compact(t, f >> 2) << 2) | (f & 3);
       }
+      for (auto& x : t.pushed) x = compact(t, x);
+      t.length -= static_cast<std::int64_t>(t.loads);
       return true;
     }
   }
@@ -17162,6 +17252,9 @@ class Replay {
     };
     // (from the second whole copy on, the calls mark_passing listed alone: LoopTape::visited,
     // LoopTape::transfers)
+    // (a tile being recorded notes each region's first write, DepTracker::log_tile_pushes: an
+    // iteration copied whole writes none first, its calls those of its loop's first iteration,
+    // which ran them, recorded or copied)
     const bool listed = kTimeShortcuts && t.wholes >= 2;
     const std::size_t visits = listed ? t.nvisited : t.ncalls;
     const auto visit = [&](std::size_t k) -> const LoopCall& {
@@ -17247,26 +17340,222 @@ class Replay {
     pass_loads(before);
     return before == t.recorded;
   }
+  // The recorded tile's transfers, in the order written, given the steps the code listed
+  // (TileTape::step): those that move, where in the tile and by how much. False where the
+  // words hold another count of transfers than the steps. (A transfer: a LOAD or STORE of one
+  // element or more, x_size >= 1 (Replay::sizes); a pop's no-op moves none; the tile loaded no
+  // micro-ops.)
+  template <class Tape>
+  constexpr bool place_steps(Tape& t) {
+    const IsaLayout& layout = w_.layout();
+    const FieldPos op = layout.pos(Form::Mem, Field::opcode);
+    const FieldPos x = layout.pos(Form::Mem, Field::x_size);
+    const std::size_t given = t.moves;
+    if (given > t.move_capacity) return false;
+    std::size_t n = 0, moves = 0;  // (moves <= n: the steps are read before they are written)
+    std::size_t load = 0;          // (the micro-op loads passed over: where its copies have none)
+    for (std::int64_t k = 0; k < t.length; ++k) {
+      if (load < t.loads && t.load_at[load] == k) {
+        ++load;
+        continue;
+      }
+      const InsnWord& w = w_.storage().insn(static_cast<std::size_t>(t.recorded + k));
+      const auto code = static_cast<Opcode>(get_field(w, op));
+      if ((code != Opcode::Load && code != Opcode::Store) || get_field(w, x) == 0) continue;
+      if (n == given) return false;
+      const std::int64_t by = t.moved_by[n++];
+      if (by == 0) continue;
+      t.moved_at[moves] = static_cast<std::uint32_t>(k - static_cast<std::int64_t>(load));
+      t.moved_by[moves++] = by;
+    }
+    t.moves = moves;
+    return n == given;
+  }
+  // The micro-op loads the recorded tile wrote (the first to enter its kernels): where in it,
+  // at most TileTape::kLoads, none with a dependency flag (the words its copies leave out).
+  template <class Tape>
+  constexpr bool pass_loads(Tape& t) {
+    const IsaLayout& layout = w_.layout();
+    const std::uint32_t* relocs = w_.storage().relocs();
+    t.loads = 0;
+    for (std::size_t i = t.relocs; i < w_.storage().reloc_count(); ++i) {
+      if (t.loads == TileTape::kLoads) return false;
+      const InsnWord& w = w_.storage().insn(relocs[i]);
+      for (const Field flag :
+           {Field::pop_prev_dep, Field::pop_next_dep, Field::push_prev_dep, Field::push_next_dep})
+        if (get_field(w, layout.pos(Form::Mem, flag)) != 0) return false;
+      t.load_at[t.loads++] = static_cast<std::uint32_t>(relocs[i] - t.recorded);
+    }
+    return true;
+  }
+  // Instruction x of the recorded tile as its copies number theirs: the micro-op loads before
+  // it passed over (others as they are).
+  template <class Tape>
+  static constexpr std::int64_t compact(const Tape& t, std::int64_t x) {
+    if (x < t.recorded) return x;
+    std::int64_t before = 0;
+    for (std::size_t i = 0; i < t.loads; ++i)
+      before += static_cast<std::int64_t>(t.load_at[i]) < x - t.recorded ? 1 : 0;
+    return x - before;
+  }
+  // The micro-op loads among the words a copy reads (those of the recorded tile, the first
+  // copy's).
+  template <class Tape>
+  static constexpr std::size_t source_loads(const Tape& t) {
+    return t.from == t.recorded ? t.loads : 0;
+  }
+
+  // Whether the tile begun starts as the recorded one did (starts_as_recorded), or would but
+  // for the module of the last instruction, and regions (t.waits) whose earlier readers of
+  // another module wait now where nothing waited on them at the recorded tile's start (the
+  // stores of the tile before: its first tile had none to wait for). The tile's first write of
+  // memory such a region holds (first_write_meeting) then waits for them, which a copy makes
+  // it do (take_waits) as its calls would: its word did not wait for those modules in the
+  // recorded tile, nor did any instruction of the tile wait for one of theirs before it (its
+  // log), so that the one pop moves nothing else. (The module of the last instruction is no
+  // matter: a tile's calls push no token after the last instruction of a module,
+  // StreamWriter::dep_push, and a copy ends as the recorded tile did, StreamWriter::resume.)
+  template <class Tape>
+  constexpr bool starts_alike(Tape& t) {
+    t.waits = 0;
+    if (starts_as_recorded(t)) return true;
+    const std::size_t count = deps_.count();
+    if (!t.given || count > kMaskedRegions || w_.pending_pops() != t.pops ||
+        w_.resident_epoch() != t.epoch)
+      return false;
+    std::int64_t covered[DepTracker::kPairs] = {};
+    for (std::size_t p = 0; p < DepTracker::kPairs; ++p) covered[p] = deps_.covered(p);
+    unsigned pairs = 0;  // (bit 3 m + q - 1: the module of queue q waits for m + 1's)
+    for (std::size_t r = 0; r < count; ++r) {
+      if (((t.met >> r) & 1U) == 0) continue;
+      const RegionState& a = t.states[r];
+      const RegionState& b = deps_.states()[r];
+      const unsigned reach = deps_.reaching(r);
+      const auto waits = [&](const std::int64_t* c, std::int64_t x, int m) {
+        return DepTracker::waiting(c, x, m) & reach;
+      };
+      unsigned readers = 0;  // the modules whose readers some module waits for now
+      for (int m = 0; m < 3; ++m)
+        if (waits(covered, b.reader[m], m) != 0) readers |= 1U << m;
+      if (readers == 0) continue;
+      // nothing waited on the region then; now its readers alone, for the first write's module
+      const std::int64_t first = first_write_meeting(t, r);
+      const unsigned writing = first < 0 ? 7U : 1U << ((first & 3) - 1);
+      bool idle = waits(t.covered, a.writer, static_cast<int>(a.writer_queue) - 1) == 0 &&
+                  waits(covered, b.writer, static_cast<int>(b.writer_queue) - 1) == 0;
+      for (int m = 0; m < 3; ++m)
+        idle = idle && waits(t.covered, a.reader[m], m) == 0 &&
+               (waits(covered, b.reader[m], m) & ~writing) == 0;
+      if (!idle) return false;
+      t.waits |= std::uint64_t{1} << r;
+      if (first >= 0)
+        for (int m = 0; m < 3; ++m)
+          if (((readers >> m) & 1U) != 0) pairs |= 1U << ((3 * m) + (first & 3) - 1);
+    }
+    if (!deps_.match(t.states, t.covered, t.map, t.met & ~t.waits)) return false;
+    // the recorded tile waited for no instruction of those modules before it
+    for (std::size_t e = 0; e < t.log.size; ++e) {
+      const PushEdit& edit = t.log.edits[e];
+      if (edit.at >= t.recorded) continue;
+      const int m = queue_of(w_.storage().insn(static_cast<std::size_t>(edit.at))) - 1;
+      if (((pairs >> ((3 * m) + static_cast<int>(edit.to) - 1)) & 1U) != 0) return false;
+    }
+    // nor did the first writes wait for them
+    for (std::uint64_t bits = t.waits; bits != 0; bits &= bits - 1) {
+      const std::int64_t first = first_write_meeting(t, static_cast<std::size_t>(lowest_bit(bits)));
+      if (first < 0) continue;  // (none: nothing in the tile waits)
+      const InsnWord& w = w_.storage().insn(static_cast<std::size_t>(recorded_word(t, first >> 2)));
+      for (int m = 0; m < 3; ++m)
+        if (((pairs >> ((3 * m) + (first & 3) - 1)) & 1U) != 0 &&
+            get_field(w, pop_flag(m + 1, static_cast<int>(first & 3))) != 0)
+          return false;
+    }
+    return true;
+  }
+  // The queue of an instruction's module. (Templates, as the tile functions.)
+  template <class = void>
+  constexpr int queue_of(const InsnWord& w) const {
+    const auto code = static_cast<Opcode>(get_field(w, w_.layout().pos(Form::Mem, Field::opcode)));
+    const auto memory =
+        static_cast<MemId>(get_field(w, w_.layout().pos(Form::Mem, Field::memory_type)));
+    if (code == Opcode::Store) return static_cast<int>(Queue::Store);
+    return static_cast<int>(code == Opcode::Load && (memory == MemId::Inp || memory == MemId::Wgt)
+                                ? Queue::Load
+                                : Queue::Compute);
+  }
+  // Whether the recorded tile popped a token from queue m's module toward queue q's before its
+  // instruction x (in the copies' numbering): one for an instruction of its own, then (its log
+  // holds none before it), which the token before it the copy waits for precedes.
+  template <class Tape>
+  constexpr bool popped_before(const Tape& t, int m, int q, std::int64_t x) const {
+    const FieldPos flag = pop_flag(m, q);
+    for (std::int64_t k = t.recorded; k < x; ++k) {
+      const InsnWord& w = w_.storage().insn(static_cast<std::size_t>(recorded_word(t, k)));
+      if (get_field(w, flag) != 0 && queue_of(w) == q) return true;
+    }
+    return false;
+  }
+  // The flag of an instruction of the module of queue q that pops a token from queue m's.
+  template <class = void>
+  constexpr FieldPos pop_flag(int m, int q) const {
+    return w_.layout().pos(Form::Mem, m < q ? Field::pop_prev_dep : Field::pop_next_dep);
+  }
+  // The recorded tile's first write of memory region r holds (its index, in the copies'
+  // numbering, times 4, plus its queue: TileTape::first_writes), or -1.
+  template <class Tape>
+  constexpr std::int64_t first_write_meeting(const Tape& t, std::size_t r) const {
+    std::int64_t first = -1;
+    for (std::uint64_t bits = deps_.states()[r].overlaps; bits != 0; bits &= bits - 1) {
+      const std::int64_t at = t.first_writes[lowest_bit(bits)];
+      if (at >= 0 && (first < 0 || at < first)) first = at;
+    }
+    return first;
+  }
+  // Where word k of a copy (in the copies' numbering) comes from: the tile before's, or the
+  // recorded one's, its micro-op loads passed over.
+  template <class Tape>
+  static constexpr std::int64_t source(const Tape& t, std::int64_t k) {
+    return t.from != t.recorded ? t.from + k : recorded_word(t, t.recorded + k);
+  }
+  // Instruction x of the recorded tile in the copies' numbering (compact()): its word.
+  template <class Tape>
+  static constexpr std::int64_t recorded_word(const Tape& t, std::int64_t x) {
+    std::int64_t k = x - t.recorded;
+    for (std::size_t i = 0; i < t.loads && static_cast<std::int64_t>(t.load_at[i]) <= k; ++i) ++k;
+    return t.recorded + k;
+  }
+
   // A tile copied whole from the one before it (t.from): its words with the transfers' DRAM
   // addresses moved once more, the recorded pushes on the renamed instructions, the regions'
-  // states as the recorded tile left them. False, nothing written, where a moved address or
-  // the words would not fit: its calls then write it and fail where they would.
+  // states, the writer's last module and pending pops as the recorded tile left them, and the
+  // waits its start adds (take_waits). False, nothing written, where a moved address or the
+  // words would not fit: its calls then write it and fail where they would.
   template <class Tape>
   constexpr bool copy_tile(Tape& t) {
     const FieldPos dram = w_.layout().pos(Form::Mem, Field::dram_base);
     const auto moved = [&](std::size_t k) {
-      const InsnWord& from = w_.storage().insn(static_cast<std::size_t>(t.from + t.moved_at[k]));
-      return static_cast<std::int64_t>(get_field(from, dram)) + t.moved_by[k];
+      const auto from = static_cast<std::size_t>(source(t, t.moved_at[k]));
+      return static_cast<std::int64_t>(get_field(w_.storage().insn(from), dram)) + t.moved_by[k];
     };
     for (std::size_t k = 0; k < t.moves; ++k)
       if (moved(k) < 0 || moved(k) > field_limit(dram.width)) return false;
-    if (!w_.storage().repeat_insns(static_cast<std::size_t>(t.from),
-                                   static_cast<std::size_t>(t.length)))
-      return false;
+    // the words between the micro-op loads of the tile copied (the recorded one's, or none),
+    // each run of them fitting where all of them do
+    if (w_.storage().insn_room() < static_cast<std::size_t>(t.length)) return false;
+    const std::size_t loads = source_loads(t);
+    std::int64_t at = t.from;
+    for (std::size_t i = 0; i <= loads; ++i) {
+      const std::int64_t end = i < loads ? t.recorded + t.load_at[i]
+                                         : t.from + t.length + static_cast<std::int64_t>(loads);
+      w_.storage().repeat_insns(static_cast<std::size_t>(at), static_cast<std::size_t>(end - at));
+      at = end + 1;
+    }
     for (std::size_t k = 0; k < t.moves; ++k)
       set_field(w_.storage().insn(static_cast<std::size_t>(t.start + t.moved_at[k])), dram,
                 static_cast<std::uint64_t>(moved(k)));
+    take_waits(t);
     deps_.copy_tile(t.end_states, t.recorded, t.start);
+    w_.resume(t.last_end, t.pops_end);
     // the calls' accesses as one ring word no span of calls matches (Replay::same_calls)
     if (log_calls_) note_call(std::uint64_t{1} << 63);
     tape_ = &t;  // (whose cursor a failed renaming names)
@@ -17274,6 +17563,41 @@ class Replay {
     ++copied_tiles_;
     finish_copy(t);  // (its error, if any, is the writer's: tile_end returns it)
     return true;
+  }
+  // A copy's waits (starts_alike): at each first write of memory those regions hold, in order,
+  // a pop from each module whose reader there its module waits for, the push on the latest of
+  // them, as the calls' check would set them.
+  template <class Tape>
+  constexpr void take_waits(Tape& t) {
+    for (std::int64_t last = -1;;) {
+      std::int64_t f = -1;  // the next first write
+      for (std::uint64_t bits = t.waits; bits != 0; bits &= bits - 1) {
+        const std::int64_t at = first_write_meeting(t, static_cast<std::size_t>(lowest_bit(bits)));
+        if (at > last && (f < 0 || at < f)) f = at;
+      }
+      if (f < 0) return;
+      last = f;
+      const int q = static_cast<int>(f & 3);
+      std::int64_t need[3] = {-1, -1, -1};
+      for (std::uint64_t bits = t.waits; bits != 0; bits &= bits - 1) {
+        const auto r = static_cast<std::size_t>(lowest_bit(bits));
+        if (first_write_meeting(t, r) != f) continue;
+        for (int m = 0; m < 3; ++m) {
+          const std::int64_t x = deps_.states()[r].reader[m];
+          if (m + 1 != q && x > need[m]) need[m] = x;
+        }
+      }
+      InsnWord& word =
+          w_.storage().insn(static_cast<std::size_t>(t.start + ((f >> 2) - t.recorded)));
+      for (int m = 0; m < 3; ++m) {
+        const auto pair = static_cast<std::size_t>((3 * m) + q - 1);
+        if (need[m] < 0 || need[m] <= deps_.covered(pair) || popped_before(t, m + 1, q, f >> 2))
+          continue;
+        set_field(word, pop_flag(m + 1, q), 1);
+        w_.set_push(static_cast<std::size_t>(need[m]), static_cast<Queue>(q));
+        deps_.set_covered(pair, need[m]);
+      }
+    }
   }
 
   // Copying an iteration: the words the recorded call wrote (pops' no-ops, then its
@@ -20621,6 +20945,7 @@ class HostStreamStorage {
  public:
   std::size_t insn_count() const { return stream.insns.size(); }
   InsnWord& insn(std::size_t i) { return stream.insns[i]; }
+  std::size_t insn_room() const { return stream.insns.max_size() - stream.insns.size(); }
   bool push_insn(const InsnWord& w) {
     stream.insns.push_back(w);
     return true;
@@ -28505,13 +28830,15 @@ constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t siz
 // (ne::bounds of its count), an entry per iteration, so that the loop entered again finds
 // each kernel again; others one. Such a loop whose iteration holds more calls than its memo
 // would (384) is tiled instead (runtime::TileMemo, docs/vta.md): printed plain, its inner loops
-// memoized, each iteration after the second copied whole from the one before where it starts
-// as the second did.
+// memoized, then each transfer's DRAM step from a tile to the next, listed for the tile being
+// recorded (the first), each iteration after the first copied whole from the one before where
+// it starts as the first did (or would, but for the stores before it it waits for).
 // The memos' arrays (the calls of an iteration at the dims' largest values, at most 384: 28 KiB
-// with 15 regions; a tile memo's regions' states twice and its transfers, 8.5 KiB for the
-// integer softmax's 25 regions and 88 transfers) are on the stack, declared with the loop. It needs
-// only <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
-// expression: a program without symbolic dims is a constant stream.
+// with 15 regions; a tile memo's regions' states twice, their first writes and its
+// transfers, 8.7 KiB (8,944 bytes) for the integer softmax's 25 regions and 88 transfers) are on
+// the stack, declared with the loop. It needs only <dlavm/runtime/replay.hpp>, is C++17 and
+// allocation-free, and can run in a constant expression: a program without symbolic dims is a
+// constant stream.
 //
 //   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`
 //   std::string code = vta::replay_source(prog, "replay_fc1", dims);
@@ -28730,7 +29057,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   fmt::memory_buffer out;
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    if (in_kernel_ || memo_ || plain_ == &n || !LoopMemoScan::candidate(n.extent))
+    if (in_kernel_ || memo_ || steps_ || plain_ == &n || !LoopMemoScan::candidate(n.extent))
       return loop(n, false);
     // The outermost loops outside kernels are memoized (LoopMemo) when the values their body
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
@@ -28759,7 +29086,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   // memoized: a copy of such an iteration costs what its calls do, and the memo the stack. Not
   // inside a memoized loop (whose scan the printing of runs() would feed twice) nor a kernel.
   void visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
-    if (in_kernel_ || memo_ || loop_vars_.empty())
+    if (in_kernel_ || memo_ || steps_ || loop_vars_.empty())
       return tir::StmtVisitor<ReplayPrinter>::visit_seq(n, s);
     std::size_t next = 0;
     for (const Run& run : runs(n.seq)) {
@@ -28795,7 +29122,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
     if (n.key != intrin::uop_kernel) return tir::StmtVisitor<ReplayPrinter>::visit_attr(n, s);
     const te::CallNode* call = kernel_call(n.body);
-    if (call == nullptr) return;  // no micro-op: the kernel writes nothing
+    // (no micro-op: the kernel writes nothing; and a kernel moves no data, listing steps)
+    if (call == nullptr || steps_) return;
     const auto& c = *call;
     count_call();
     if (loop_vars_.empty()) {  // entered once per replay: nothing to memoize
@@ -28905,6 +29233,16 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       } else {
         raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
       }
+      return;
+    }
+    if (steps_ && (name == intrin::load || name == intrin::store)) {
+      // (a block of padding rows alone reads the tensor's start: Replay::load)
+      const std::string by = tile_step(a[2]);
+      const auto* rows = a[3].as<te::IntImmNode>();
+      if (name == intrin::store || (rows != nullptr && rows->value > 0))
+        line("tm.step({});", by);
+      else
+        line("tm.step({} > 0 ? {} : 0);", value(a[3]), by);
       return;
     }
     if (name == intrin::load) {
@@ -29065,14 +29403,22 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     const auto parts = memoized ? apart_parts(n.body) : std::vector<std::vector<tir::Stmt>>{};
     std::vector<MemoDecl> segment_memos;  // the parts' memos, where the body has parts
-    if (tile != nullptr) {                // the body first, as a memoized loop's
+    if (tile != nullptr) {                // the body, then the steps of the transfers it wrote
       tiling_ = true;
       const auto body = printed_apart([&] { visit(n.body); });
+      steps_ = true;
+      tile_var_ = n.var;
+      const auto steps = printed_apart([&] { visit(n.body); });
+      steps_ = false;
       tiling_ = false;
-      enclose(body,
-              fmt::format("r.tile_begin(tm, tm.same({}), {} + 1 < {}_end)",
-                          fmt::join(tile->keys, ", "), name, name),
-              "r.tile_end(tm)");
+      line("if (r.tile_begin(tm, tm.same({}), {} + 1 < {}_end, true)) {{",
+           fmt::join(tile->keys, ", "), name, name);
+      out.append(body.data(), body.data() + body.size());
+      line("}}");
+      line("if (tm.recording) {{");
+      out.append(steps.data(), steps.data() + steps.size());
+      line("}}");
+      line("if (!r.tile_end(tm)) return false;");
     } else if (!memoized) {
       visit(n.body);
     } else if (!parts.empty()) {
@@ -29140,6 +29486,18 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       line("}}");
     }
   }
+  // A transfer's DRAM step from a tile to the next: its offset's coefficient of the tiled
+  // loop's variable (affine, with a step free of the loops inside: LoopMemoScan::tiled()).
+  std::string tile_step(const te::Expr& offset) {
+    const auto* i = offset.as<te::IndexNode>();
+    if (i == nullptr) return "0";  // (a constant: value() raises where it is neither)
+    const auto form = ne::linear_form(i->index, {*tile_var_});
+    if (!form)
+      raise<ScheduleError>("program '{}': a tiled loop's DRAM offset `{}` is not affine in {}",
+                           prog_.name(), i->index, tile_var_->name());
+    return index(form->strides[0]);
+  }
+
   // The name of a memoized loop's k-th memo (one, or one per part of its body).
   static std::string memo_name(std::size_t k) {
     return k == 0 ? std::string("lm") : fmt::format("lm_{}", k);
@@ -29424,11 +29782,13 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::size_t kernel_call_at_ = 0;  // where the kernel printed last printed its call
   std::string kernel_shape_;        // and that call's operation
   int loops_ = 0, depth_ = 1, kernels_ = 0, entry_memos_ = 0;
-  bool in_kernel_ = false;  // printing a kernel's loops and micro-ops
-  bool tiling_ = false;     // printing a tiled loop's body (no tiled loop inside it)
-  bool kernel_ = false;     // printing a kernel, its instruction included
-  bool dram_ = false;       // printing a transfer's DRAM offset
-  bool constant_ = false;   // the kernel being printed has constant fields alone
+  bool in_kernel_ = false;           // printing a kernel's loops and micro-ops
+  bool tiling_ = false;              // printing a tiled loop's body (no tiled loop inside it)
+  bool steps_ = false;               // printing a tiled loop's transfers' steps (TileTape::step)
+  std::optional<ne::Var> tile_var_;  // the tiled loop's variable
+  bool kernel_ = false;              // printing a kernel, its instruction included
+  bool dram_ = false;                // printing a transfer's DRAM offset
+  bool constant_ = false;            // the kernel being printed has constant fields alone
   std::vector<runtime::KernelLoop> loops_of_image_;  // its loops and micro-ops, if so
   std::vector<runtime::UopOp> ops_of_image_;
   std::vector<Image> images_;     // the kernels encoded, in the order their sites first printed

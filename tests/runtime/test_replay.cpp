@@ -268,8 +268,11 @@ TEST_CASE("runtime replay: random replays order every hazard (check_hazards), an
 // written again). A kernel site may be entered up to three times an iteration, as by a loop
 // inside the body, keyed on that loop's value (its kernel's extent): a memo of fewer entries
 // than the values replaces some every iteration, and no iteration after that is copied.
+// `listed`: no call is made; the DRAM step of each transfer the body would write, times `by`,
+// is appended (what a generated replay lists for a tile it records: TileTape::step).
 template <class Memo>
-bool loop_body(Rig& rig, std::uint64_t seed, i64 i, std::vector<Memo>& memos, bool squares) {
+bool loop_body(Rig& rig, std::uint64_t seed, i64 i, std::vector<Memo>& memos, bool squares,
+               std::vector<i64>* listed = nullptr, i64 by = 1) {
   std::mt19937_64 rng(seed);
   const auto pick = [&](i64 lo, i64 hi) {
     return lo + static_cast<i64>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
@@ -291,16 +294,24 @@ bool loop_body(Rig& rig, std::uint64_t seed, i64 i, std::vector<Memo>& memos, bo
                                                    : region(kAcc);
       const MemId as = kRegions[at].memory == MemId::Acc8 ? MemId::Acc8 : mem;
       const i64 x = pick(1, 4);
-      ok = r.load(as, at, kRegions[at].begin, param, offset, 1, x, rt::kDenseStride, 0, 0, 0, 0);
+      if (listed != nullptr)
+        listed->push_back(step * by);
+      else
+        ok = r.load(as, at, kRegions[at].begin, param, offset, 1, x, rt::kDenseStride, 0, 0, 0, 0);
     } else if (kind == 2) {
       const std::uint32_t at = region(kAcc);
-      ok = r.store(at, kRegions[at].begin, param, offset, 1, pick(1, 4), rt::kDenseStride);
+      const i64 x = pick(1, 4);
+      if (listed != nullptr)
+        listed->push_back(step * by);
+      else
+        ok = r.store(at, kRegions[at].begin, param, offset, 1, x, rt::kDenseStride);
     } else {
       const bool alu = kind == 4, reset = !alu && rng() % 2 == 0;
       const std::uint32_t acc = region(kAcc), inp = region(kInp), wgt = region(kWgt),
                           src = region(kAcc);
       const i64 first = pick(1, 3), d = pick(0, 3), s = pick(0, 3);
       const i64 entered = rng() % 3 == 0 ? pick(2, 3) : 1;
+      if (listed != nullptr) continue;  // (a kernel moves no data)
       if (memos.size() <= site) memos.resize(site + 1);
       Memo& m = memos[site++];
       for (i64 j = 0; j < entered && ok; ++j) {
@@ -440,15 +451,24 @@ TEST_CASE("runtime replay: a loop entered again copies an iteration an entry bef
 // or three times an iteration replace their entries in every tile), the memos sized for
 // `Regions` regions. The third tile on copies the one before it whole where it starts as the
 // second did.
+// `steps`: the code gives each transfer's step for a tile recorded (the first one on), as
+// vta::replay_source's does; then, for odd seeds, the tile's calls are made once before the
+// loop, so that the first tile starts as the second does and loads no micro-ops (its copy).
 template <class Memo, std::size_t Regions = 9>
-bool tiled_loop(Rig& rig, std::uint64_t seed, i64 n, i64 inner, bool memo) {
+bool tiled_loop(Rig& rig, std::uint64_t seed, i64 n, i64 inner, bool memo, bool steps = false) {
   rig.replay.copy_loops(memo);
   std::vector<Memo> before, head, body, tail, after;
   if (!loop_body(rig, seed * 5, 0, before, false)) return false;
+  if (steps && seed % 2 == 1) {
+    if (!loop_body(rig, (seed * 5) + 1, 0, head, false)) return false;
+    for (i64 i = 0; i < inner; ++i)
+      if (!loop_body(rig, (seed * 5) + 2, i, body, false)) return false;
+    if (!loop_body(rig, (seed * 5) + 3, 0, tail, false)) return false;
+  }
   rt::TileMemo<1, 64, Regions> tm{};
   rt::LoopMemo<1, 8, Regions, 8> lm{};
   for (i64 t = 0; t < n; ++t) {
-    if (rig.replay.tile_begin(tm, tm.same(3), t + 1 < n)) {
+    if (rig.replay.tile_begin(tm, tm.same(3), t + 1 < n, steps)) {
       if (!loop_body(rig, (seed * 5) + 1, t, head, false)) return false;
       lm.enter(true, t + 1 < n);
       for (i64 i = 0; i < inner; ++i) {
@@ -459,6 +479,13 @@ bool tiled_loop(Rig& rig, std::uint64_t seed, i64 n, i64 inner, bool memo) {
       }
       if (!loop_body(rig, (seed * 5) + 3, t, tail, false)) return false;
     }
+    if (tm.recording) {  // (the offsets move by step x t, the inner loop's by step x 100 t)
+      std::vector<i64> listed;
+      loop_body(rig, (seed * 5) + 1, t, head, false, &listed);
+      for (i64 i = 0; i < inner; ++i) loop_body(rig, (seed * 5) + 2, 0, body, false, &listed, 100);
+      loop_body(rig, (seed * 5) + 3, t, tail, false, &listed);
+      for (const i64 by : listed) tm.step(by);
+    }
     if (!rig.replay.tile_end(tm)) return false;
   }
   return loop_body(rig, (seed * 5) + 4, n, after, false) && rig.w.finish();
@@ -466,7 +493,7 @@ bool tiled_loop(Rig& rig, std::uint64_t seed, i64 n, i64 inner, bool memo) {
 
 TEST_CASE("runtime replay: tiles copied whole write the words their calls write") {
   const int seeds = DLAVM_TEST_SANITIZED ? 300 : 2000;
-  std::size_t tiles = 0, insns = 0, big_tiles = 0;
+  std::size_t tiles = 0, insns = 0, big_tiles = 0, given_tiles = 0, second_tiles = 0;
   for (int seed = 0; seed < seeds; ++seed) {
     CAPTURE(seed);
     const i64 n = 1 + (seed % 7), inner = seed % 5;
@@ -483,8 +510,18 @@ TEST_CASE("runtime replay: tiles copied whole write the words their calls write"
     check_same_words(one, one_calls);
     tiles += memo.replay.copied_tiles() + one.replay.copied_tiles();
     insns += memo.size() + one.size();
-    // at most every tile from the third on
+    // at most every tile from the third on; with the steps given, from the second
     CHECK(memo.replay.copied_tiles() <= static_cast<std::size_t>(std::max<i64>(n - 2, 0)));
+    Rig given(kRegions), given_calls(kRegions), one_given(kRegions), one_given_calls(kRegions);
+    REQUIRE(tiled_loop<Many>(given, s, n, inner, true, true));
+    REQUIRE(tiled_loop<Many>(given_calls, s, n, inner, false, true));
+    REQUIRE(tiled_loop<One>(one_given, s, n, inner, true, true));
+    REQUIRE(tiled_loop<One>(one_given_calls, s, n, inner, false, true));
+    check_same_words(given, given_calls);
+    check_same_words(one_given, one_given_calls);
+    CHECK(given.replay.copied_tiles() <= static_cast<std::size_t>(std::max<i64>(n - 1, 0)));
+    given_tiles += given.replay.copied_tiles() + one_given.replay.copied_tiles();
+    second_tiles += given.replay.copied_tiles() == static_cast<std::size_t>(n - 1) && n > 1;
     // more than 64 regions, never accessed (the tracker scans the table, a tile's match every
     // region): the same words
     if (seed % 4 == 0) {
@@ -497,12 +534,79 @@ TEST_CASE("runtime replay: tiles copied whole write the words their calls write"
     }
   }
   MESSAGE(tiles, " tiles copied whole in ", insns, " instructions of random tiled loops; ",
-          big_tiles, " with more than 64 regions");
+          big_tiles, " with more than 64 regions; ", given_tiles, " with the steps given, the ",
+          "second tile on in ", second_tiles, " loops");
   // (without the time shortcuts, at -Os, every tile runs its calls)
   if constexpr (rt::kTimeShortcuts) {
     CHECK(tiles > static_cast<std::size_t>(seeds));
     CHECK(big_tiles > static_cast<std::size_t>(seeds) / 8);
+    CHECK(given_tiles > tiles);
+    CHECK(second_tiles > static_cast<std::size_t>(seeds) / 20);
   }
+}
+
+// A loop of `n` tiles whose every tile ends by storing an accumulator region a kernel of the
+// tile writes: random calls, that kernel, random calls, the store, each DRAM offset affine in
+// the tile, the steps given (as vta::replay_source's tiled loops: the integer softmax's tiles
+// store their probabilities). The first tile waits for no store; from the second on, the
+// tile's first write of that memory waits for the store before it (a pop the recorded first
+// tile did not take), which a copy of the first tile takes (Replay::starts_alike, take_waits).
+// The tile's first kernels load micro-ops, which its copies pass over.
+bool storing_tiles(Rig& rig, std::uint64_t seed, i64 n, bool memo) {
+  using Memo = rt::KernelMemo<1, rt::kKernelMemoEntries>;
+  rig.replay.copy_loops(memo);
+  std::vector<Memo> head, tail;
+  Memo reset;
+  const std::uint32_t out = kAcc[seed % std::size(kAcc)];
+  const i64 out_step = 1 + static_cast<i64>(seed % 37);
+  rt::TileMemo<1, 64, 9> tm{};
+  for (i64 t = 0; t < n; ++t) {
+    if (rig.replay.tile_begin(tm, tm.same(3), t + 1 < n, true)) {
+      if (!loop_body(rig, (seed * 3) + 1, t, head, false)) return false;
+      if (reset.hit(1)) {
+        if (!rig.replay.gemm_again(reset, true, out, 0, 0)) return false;
+      } else {
+        reset.enter(rig.replay, 1);
+        rig.replay.kernel_begin();
+        rig.replay.loop_begin(4, 1, 0, 0);
+        rig.replay.push(kRegions[out].begin, 0, 0);
+        if (!rig.replay.gemm(true, out, 0, 0)) return false;
+        reset.leave(rig.w);
+      }
+      if (!loop_body(rig, (seed * 3) + 2, t, tail, false) ||
+          !rig.replay.store(out, kRegions[out].begin, 1, 8 + (t * out_step), 1, 4,
+                            rt::kDenseStride))
+        return false;
+    }
+    if (tm.recording) {
+      std::vector<i64> listed;
+      loop_body(rig, (seed * 3) + 1, t, head, false, &listed);
+      loop_body(rig, (seed * 3) + 2, t, tail, false, &listed);
+      listed.push_back(out_step);
+      for (const i64 by : listed) tm.step(by);
+    }
+    if (!rig.replay.tile_end(tm)) return false;
+  }
+  return rig.w.finish();
+}
+
+TEST_CASE("runtime replay: a tile copied from the first takes the waits for the stores before it") {
+  const int seeds = DLAVM_TEST_SANITIZED ? 200 : 1000;
+  std::size_t tiles = 0, second = 0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    CAPTURE(seed);
+    const i64 n = 2 + (seed % 5);
+    const auto s = static_cast<std::uint64_t>(seed);
+    Rig memo(kRegions), calls(kRegions);
+    REQUIRE(storing_tiles(memo, s, n, true));
+    REQUIRE(storing_tiles(calls, s, n, false));
+    check_same_words(memo, calls);
+    tiles += memo.replay.copied_tiles();
+    second += memo.replay.copied_tiles() == static_cast<std::size_t>(n - 1);
+  }
+  MESSAGE(tiles, " tiles copied; every tile but the first in ", second, " loops");
+  // (the others: random calls whose states differ otherwise from the first tile to the second)
+  if constexpr (rt::kTimeShortcuts) CHECK(second > static_cast<std::size_t>(seeds) / 10);
 }
 
 // Tiled loops of 4 tiles inside the iterations of a memoized loop of `m` (vta::replay_source

@@ -317,6 +317,18 @@ class StreamWriter {
     return bits;
   }
   constexpr Queue last_queue() const { return last_queue_; }
+  // (a time shortcut, after words copied whole: Replay's tiled loops) The module of the last
+  // instruction and the pops pending (pending_pops()'s bits) as the copied words leave them,
+  // which the writer did not write one by one. (A template: a firmware with no tiled loop
+  // compiles none of it.)
+  template <class = void>
+  constexpr void resume(Queue last, unsigned pops) {
+    last_queue_ = last;
+    for (std::size_t q = 0; q < 3; ++q) {
+      pending_pop_prev_[q] = ((pops >> (2 * q)) & 1U) != 0;
+      pending_pop_next_[q] = ((pops >> (2 * q)) & 2U) != 0;
+    }
+  }
   // How many times the micro-op SRAM started over (full): the kernels resident before stay
   // where they are while it has not (a later LOAD UOP only adds entries after them).
   constexpr std::uint32_t resident_epoch() const { return resident_epoch_; }
@@ -748,6 +760,9 @@ struct PushLog {
   PushEdit* edits = nullptr;
   std::size_t capacity = 0, size = 0;
   bool overflow = false;
+  // (a tiled loop's tile being recorded: DepTracker::log_tile_pushes) the tile's first write
+  // of each region, its index times 4 plus its queue, or -1
+  std::int64_t* first_writes = nullptr;
   constexpr void add(std::int64_t at, Queue to, std::int64_t when) {
     if (size == capacity) {
       overflow = true;
@@ -864,6 +879,8 @@ class DepTracker {
   // (a time shortcut) The log of a tiled loop's tile being recorded (Replay::tile_begin), apart
   // from an inner loop's (log_pushes): the pushes set on instructions before `from`, the
   // tile's first (those on its own come with its words).
+  // Its first write of each region goes to the log's first_writes, where it has them (where a
+  // later tile may wait for what the recorded one did not: Replay::starts_alike).
   constexpr void log_tile_pushes(PushLog* log, std::int64_t from) {
     tile_log_ = log;
     tile_from_ = from;
@@ -891,6 +908,14 @@ class DepTracker {
         if (wrote || e.reader[m] >= recorded) s.reader[m] = moved(e.reader[m]);
     }
     unsettle();  // (loads and stores tracked)
+  }
+  // The modules that reach region r's memory, the only ones that wait on it (bit m: queue
+  // m + 1): load and compute reach INP and WGT, compute and store the accumulator, compute
+  // alone the micro-ops.
+  constexpr unsigned reaching(std::size_t r) const {
+    const MemId mem = regions_[r].memory;
+    const bool staged = mem == MemId::Inp || mem == MemId::Wgt;
+    return 2U | (staged ? 1U : 0U) | (!staged && mem != MemId::Uop ? 4U : 0U);
   }
   // The index in slot `where` (IndexMap): 4 * region + 0 its writer, 1 + m the reader of m.
   constexpr std::int64_t slot(std::uint32_t where) const {
@@ -937,11 +962,7 @@ class DepTracker {
       if ((a.writer & a.reader[0] & a.reader[1] & a.reader[2] & b.writer & b.reader[0] &
            b.reader[1] & b.reader[2]) < 0)  // every index -1: the sign bit survives the ands
         continue;
-      // only the modules that reach the region's memory wait on it: load and compute reach
-      // INP and WGT, compute and store the accumulator, compute alone the micro-ops
-      const MemId mem = regions_[r].memory;
-      const bool staged = mem == MemId::Inp || mem == MemId::Wgt;
-      const unsigned mask = 2U | (staged ? 1U : 0U) | (!staged && mem != MemId::Uop ? 4U : 0U);
+      const unsigned mask = reaching(r);
       const auto slot = static_cast<std::uint32_t>(4 * r);
       if (!same(a.writer, static_cast<int>(a.writer_queue) - 1, b.writer,
                 static_cast<int>(b.writer_queue) - 1, mask, slot))
@@ -956,8 +977,10 @@ class DepTracker {
 
   // After writing: instruction `index`, of module q, performed `accesses`.
   constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n) {
-    if constexpr (kTimeShortcuts)
+    if constexpr (kTimeShortcuts) {
       if (q != Queue::Compute) unsettle();
+      if (tile_log_ != nullptr) note_first_writes(q, index, accesses, n);
+    }
     for (std::size_t i = 0; i < n; ++i) track(q, index, accesses[i]);
   }
   // ... but for those in `passing` (bit i: access i), whose regions a whole copied iteration's
@@ -965,6 +988,7 @@ class DepTracker {
   constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n,
                        unsigned passing) {
     if (q != Queue::Compute) unsettle();
+    if (tile_log_ != nullptr) note_first_writes(q, index, accesses, n);
     for (std::size_t i = 0; i < n; ++i)
       if (((passing >> i) & 1U) == 0) track(q, index, accesses[i]);
   }
@@ -1015,6 +1039,15 @@ class DepTracker {
     return true;
   }
 
+  // (a time shortcut) A tile being recorded: the first write of each region (PushLog).
+  template <class = void>
+  constexpr void note_first_writes(Queue q, std::int64_t index, const RegionAccess* accesses,
+                                   std::size_t n) {
+    if (tile_log_->first_writes == nullptr) return;
+    for (std::size_t i = 0; i < n; ++i)
+      if (accesses[i].write && tile_log_->first_writes[accesses[i].region] == -1)
+        tile_log_->first_writes[accesses[i].region] = (index * 4) + static_cast<std::int64_t>(q);
+  }
   constexpr void track(Queue q, std::int64_t index, const RegionAccess& access) {
     RegionState& s = states_[access.region];
     if (access.write) {
@@ -1160,6 +1193,7 @@ class SpanStorage {
         uop_cap_(uop_capacity) {}
 
   constexpr std::size_t insn_count() const { return insns_n_; }
+  constexpr std::size_t insn_room() const { return insn_cap_ - insns_n_; }  // (words that fit)
   constexpr InsnWord& insn(std::size_t i) { return insns_[i]; }
   constexpr const InsnWord* insns() const { return insns_; }
   constexpr bool push_insn(const InsnWord& w) {

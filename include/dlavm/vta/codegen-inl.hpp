@@ -114,7 +114,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   fmt::memory_buffer out;
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    if (in_kernel_ || memo_ || plain_ == &n || !LoopMemoScan::candidate(n.extent))
+    if (in_kernel_ || memo_ || steps_ || plain_ == &n || !LoopMemoScan::candidate(n.extent))
       return loop(n, false);
     // The outermost loops outside kernels are memoized (LoopMemo) when the values their body
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
@@ -143,7 +143,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   // memoized: a copy of such an iteration costs what its calls do, and the memo the stack. Not
   // inside a memoized loop (whose scan the printing of runs() would feed twice) nor a kernel.
   void visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
-    if (in_kernel_ || memo_ || loop_vars_.empty())
+    if (in_kernel_ || memo_ || steps_ || loop_vars_.empty())
       return tir::StmtVisitor<ReplayPrinter>::visit_seq(n, s);
     std::size_t next = 0;
     for (const Run& run : runs(n.seq)) {
@@ -179,7 +179,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   void visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
     if (n.key != intrin::uop_kernel) return tir::StmtVisitor<ReplayPrinter>::visit_attr(n, s);
     const te::CallNode* call = kernel_call(n.body);
-    if (call == nullptr) return;  // no micro-op: the kernel writes nothing
+    // (no micro-op: the kernel writes nothing; and a kernel moves no data, listing steps)
+    if (call == nullptr || steps_) return;
     const auto& c = *call;
     count_call();
     if (loop_vars_.empty()) {  // entered once per replay: nothing to memoize
@@ -289,6 +290,16 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       } else {
         raise<ScheduleError>("program '{}': '{}' inside a micro-op kernel", prog_.name(), name);
       }
+      return;
+    }
+    if (steps_ && (name == intrin::load || name == intrin::store)) {
+      // (a block of padding rows alone reads the tensor's start: Replay::load)
+      const std::string by = tile_step(a[2]);
+      const auto* rows = a[3].as<te::IntImmNode>();
+      if (name == intrin::store || (rows != nullptr && rows->value > 0))
+        line("tm.step({});", by);
+      else
+        line("tm.step({} > 0 ? {} : 0);", value(a[3]), by);
       return;
     }
     if (name == intrin::load) {
@@ -449,14 +460,22 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     const auto parts = memoized ? apart_parts(n.body) : std::vector<std::vector<tir::Stmt>>{};
     std::vector<MemoDecl> segment_memos;  // the parts' memos, where the body has parts
-    if (tile != nullptr) {                // the body first, as a memoized loop's
+    if (tile != nullptr) {                // the body, then the steps of the transfers it wrote
       tiling_ = true;
       const auto body = printed_apart([&] { visit(n.body); });
+      steps_ = true;
+      tile_var_ = n.var;
+      const auto steps = printed_apart([&] { visit(n.body); });
+      steps_ = false;
       tiling_ = false;
-      enclose(body,
-              fmt::format("r.tile_begin(tm, tm.same({}), {} + 1 < {}_end)",
-                          fmt::join(tile->keys, ", "), name, name),
-              "r.tile_end(tm)");
+      line("if (r.tile_begin(tm, tm.same({}), {} + 1 < {}_end, true)) {{",
+           fmt::join(tile->keys, ", "), name, name);
+      out.append(body.data(), body.data() + body.size());
+      line("}}");
+      line("if (tm.recording) {{");
+      out.append(steps.data(), steps.data() + steps.size());
+      line("}}");
+      line("if (!r.tile_end(tm)) return false;");
     } else if (!memoized) {
       visit(n.body);
     } else if (!parts.empty()) {
@@ -524,6 +543,18 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       line("}}");
     }
   }
+  // A transfer's DRAM step from a tile to the next: its offset's coefficient of the tiled
+  // loop's variable (affine, with a step free of the loops inside: LoopMemoScan::tiled()).
+  std::string tile_step(const te::Expr& offset) {
+    const auto* i = offset.as<te::IndexNode>();
+    if (i == nullptr) return "0";  // (a constant: value() raises where it is neither)
+    const auto form = ne::linear_form(i->index, {*tile_var_});
+    if (!form)
+      raise<ScheduleError>("program '{}': a tiled loop's DRAM offset `{}` is not affine in {}",
+                           prog_.name(), i->index, tile_var_->name());
+    return index(form->strides[0]);
+  }
+
   // The name of a memoized loop's k-th memo (one, or one per part of its body).
   static std::string memo_name(std::size_t k) {
     return k == 0 ? std::string("lm") : fmt::format("lm_{}", k);
@@ -808,11 +839,13 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::size_t kernel_call_at_ = 0;  // where the kernel printed last printed its call
   std::string kernel_shape_;        // and that call's operation
   int loops_ = 0, depth_ = 1, kernels_ = 0, entry_memos_ = 0;
-  bool in_kernel_ = false;  // printing a kernel's loops and micro-ops
-  bool tiling_ = false;     // printing a tiled loop's body (no tiled loop inside it)
-  bool kernel_ = false;     // printing a kernel, its instruction included
-  bool dram_ = false;       // printing a transfer's DRAM offset
-  bool constant_ = false;   // the kernel being printed has constant fields alone
+  bool in_kernel_ = false;           // printing a kernel's loops and micro-ops
+  bool tiling_ = false;              // printing a tiled loop's body (no tiled loop inside it)
+  bool steps_ = false;               // printing a tiled loop's transfers' steps (TileTape::step)
+  std::optional<ne::Var> tile_var_;  // the tiled loop's variable
+  bool kernel_ = false;              // printing a kernel, its instruction included
+  bool dram_ = false;                // printing a transfer's DRAM offset
+  bool constant_ = false;            // the kernel being printed has constant fields alone
   std::vector<runtime::KernelLoop> loops_of_image_;  // its loops and micro-ops, if so
   std::vector<runtime::UopOp> ops_of_image_;
   std::vector<Image> images_;     // the kernels encoded, in the order their sites first printed

@@ -23,13 +23,15 @@
 // (ne::bounds of its count), an entry per iteration, so that the loop entered again finds
 // each kernel again; others one. Such a loop whose iteration holds more calls than its memo
 // would (384) is tiled instead (runtime::TileMemo, docs/vta.md): printed plain, its inner loops
-// memoized, each iteration after the second copied whole from the one before where it starts
-// as the second did.
+// memoized, then each transfer's DRAM step from a tile to the next, listed for the tile being
+// recorded (the first), each iteration after the first copied whole from the one before where
+// it starts as the first did (or would, but for the stores before it it waits for).
 // The memos' arrays (the calls of an iteration at the dims' largest values, at most 384: 28 KiB
-// with 15 regions; a tile memo's regions' states twice and its transfers, 8.5 KiB for the
-// integer softmax's 25 regions and 88 transfers) are on the stack, declared with the loop. It needs
-// only <dlavm/runtime/replay.hpp>, is C++17 and allocation-free, and can run in a constant
-// expression: a program without symbolic dims is a constant stream.
+// with 15 regions; a tile memo's regions' states twice, their first writes and its
+// transfers, 8.7 KiB (8,944 bytes) for the integer softmax's 25 regions and 88 transfers) are on
+// the stack, declared with the loop. It needs only <dlavm/runtime/replay.hpp>, is C++17 and
+// allocation-free, and can run in a constant expression: a program without symbolic dims is a
+// constant stream.
 //
 //   const std::vector<std::string> dims = {"batch"};       // dims[0] is `batch`
 //   std::string code = vta::replay_source(prog, "replay_fc1", dims);

@@ -93,6 +93,7 @@ class HostStreamStorage {
  public:
   std::size_t insn_count() const { return stream.insns.size(); }
   InsnWord& insn(std::size_t i) { return stream.insns[i]; }
+  std::size_t insn_room() const { return stream.insns.max_size() - stream.insns.size(); }
   bool push_insn(const InsnWord& w) {
     stream.insns.push_back(w);
     return true;
