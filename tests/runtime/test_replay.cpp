@@ -551,17 +551,23 @@ TEST_CASE("runtime replay: tiles copied whole write the words their calls write"
 // store their probabilities). The first tile waits for no store; from the second on, the
 // tile's first write of that memory waits for the store before it (a pop the recorded first
 // tile did not take), which a copy of the first tile takes (Replay::starts_alike, take_waits).
-// The tile's first kernels load micro-ops, which its copies pass over.
+// The tile's first kernels load micro-ops, which its copies pass over. For odd seeds the tile
+// also starts by loading an input region that a GEMM reads at its end, so that from the
+// second tile on that load (of the load module) waits for the GEMM before it.
 bool storing_tiles(Rig& rig, std::uint64_t seed, i64 n, bool memo) {
   using Memo = rt::KernelMemo<1, rt::kKernelMemoEntries>;
   rig.replay.copy_loops(memo);
   std::vector<Memo> head, tail;
-  Memo reset;
+  Memo reset, product;
   const std::uint32_t out = kAcc[seed % std::size(kAcc)];
-  const i64 out_step = 1 + static_cast<i64>(seed % 37);
+  const i64 out_step = 1 + static_cast<i64>(seed % 37), in_step = 1 + static_cast<i64>(seed % 11);
+  const bool inputs = seed % 2 == 1;
   rt::TileMemo<1, 64, 9> tm{};
   for (i64 t = 0; t < n; ++t) {
     if (rig.replay.tile_begin(tm, tm.same(3), t + 1 < n, true)) {
+      if (inputs && !rig.replay.load(MemId::Inp, 0, kRegions[0].begin, 0, 4 + (t * in_step), 1, 2,
+                                     rt::kDenseStride, 0, 0, 0, 0))
+        return false;
       if (!loop_body(rig, (seed * 3) + 1, t, head, false)) return false;
       if (reset.hit(1)) {
         if (!rig.replay.gemm_again(reset, true, out, 0, 0)) return false;
@@ -573,13 +579,24 @@ bool storing_tiles(Rig& rig, std::uint64_t seed, i64 n, bool memo) {
         if (!rig.replay.gemm(true, out, 0, 0)) return false;
         reset.leave(rig.w);
       }
-      if (!loop_body(rig, (seed * 3) + 2, t, tail, false) ||
-          !rig.replay.store(out, kRegions[out].begin, 1, 8 + (t * out_step), 1, 4,
+      if (!loop_body(rig, (seed * 3) + 2, t, tail, false)) return false;
+      if (inputs && product.hit(1)) {
+        if (!rig.replay.gemm_again(product, false, out, 0, 3)) return false;
+      } else if (inputs) {
+        product.enter(rig.replay, 1);
+        rig.replay.kernel_begin();
+        rig.replay.loop_begin(2, 1, 1, 0);
+        rig.replay.push(kRegions[out].begin, kRegions[0].begin, kRegions[3].begin);
+        if (!rig.replay.gemm(false, out, 0, 3)) return false;
+        product.leave(rig.w);
+      }
+      if (!rig.replay.store(out, kRegions[out].begin, 1, 8 + (t * out_step), 1, 4,
                             rt::kDenseStride))
         return false;
     }
     if (tm.recording) {
       std::vector<i64> listed;
+      if (inputs) listed.push_back(in_step);
       loop_body(rig, (seed * 3) + 1, t, head, false, &listed);
       loop_body(rig, (seed * 3) + 2, t, tail, false, &listed);
       listed.push_back(out_step);

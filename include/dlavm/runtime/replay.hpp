@@ -396,8 +396,11 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 // set on the renamed instructions, and the regions' states as the recorded tile left them,
 // moved (DepTracker::copy_tile): no call of its body runs, nor its inner loops' or kernels'
 // memos, which hold what they held (each a cache of words the calls write alike). A recorded
-// tile that loaded micro-ops is not copied. Without the time shortcuts every tile runs its
-// calls, and a TileMemo holds nothing.
+// tile that loaded micro-ops is not copied, but with the steps given (the loads, at most
+// TileTape::kLoads and without a token, are passed over). A later tile may also start
+// otherwise where a copy can make up for it (Replay::starts_alike: readers before it that it
+// waits for). Without the time shortcuts every tile runs its calls, and a TileMemo holds
+// nothing.
 // A tile is recorded only where another follows, at most kMaxLoopRecords times, and where the
 // regions fit the memo. A TileMemo is declared where its loop is reached, zeroed at each entry
 // (its tiles are copied from the tile before in the same entry). Of LoopTape it uses the keys,
@@ -422,11 +425,17 @@ struct TileTape : LoopTape {
   std::uint32_t load_at[kLoads] = {};
   std::size_t loads = 0;
   // the recorded tile's first write of each region: its index times 4, plus its queue, or -1
-  // (DepTracker::log_tile_pushes)
+  // (DepTracker::log_tile_pushes); and, once it ended, of memory each region holds (the
+  // earliest of those of the regions it overlaps: Replay::first_write_meeting)
   std::int64_t* first_writes = nullptr;
-  // (a copy's) the regions whose stores or loads before it the compute module waits for, where
-  // the recorded tile waited for none (Replay::starts_alike)
-  std::uint64_t waits = 0;
+  std::int64_t* first_meets = nullptr;
+  // (a copy's) the regions whose readers before it another module waits for, where nothing
+  // waited at the recorded tile's start, and the pairs of modules whose pops it adds at their
+  // first writes (bit 3 m + q - 1: queue q's waits for queue m + 1's; Replay::starts_alike);
+  // those of the last copy, whose pops the next one, copying its words, clears before it adds
+  // its own (take_waits)
+  std::uint64_t waits = 0, waits_added = 0;
+  unsigned wait_pairs = 0, pairs_added = 0;
 
   // (the generated replay's, after the body of a tile being recorded, where tile_begin was
   // told it gives them) The DRAM step from this tile to the next of each transfer the tile
@@ -447,6 +456,7 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
     moved_by = by_array;
     move_capacity = Transfers;
     first_writes = first_array;
+    first_meets = meet_array;
   }
   TileMemoArrays(const TileMemoArrays&) = delete;
   TileMemoArrays& operator=(const TileMemoArrays&) = delete;
@@ -457,6 +467,7 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
   std::uint32_t at_array[Transfers + 1] = {};
   std::int64_t by_array[Transfers + 1] = {};
   std::int64_t first_array[Regions + 1] = {};
+  std::int64_t meet_array[Regions + 1] = {};
 };
 template <std::size_t Keys, std::size_t Transfers, std::size_t Regions>
 using TileMemo =
@@ -761,11 +772,11 @@ class Replay {
   }
 
   // A tiled loop's tile (TileMemo): copied whole where its keys are the last tile's (`same`),
-  // that tile was the recorded one or a copy of it, and it starts as the recorded one did;
-  // then its body need not run (false). Else its calls write it (true), and it is recorded
-  // where the tile before it had the same keys and another follows (`more`). Without the time
-  // shortcuts every tile runs its calls. (Templates: a firmware with no tiled loop compiles
-  // none of it.)
+  // that tile was the recorded one or a copy of it, and it starts as the recorded one did (or
+  // alike: starts_alike); then its body need not run (false). Else its calls write it (true),
+  // and it is recorded where another follows (`more`) and, unless the code gives the steps of
+  // its transfers (`steps`), the tile before it had the same keys. Without the time shortcuts
+  // every tile runs its calls. (Templates: a firmware with no tiled loop compiles none of it.)
   template <class Tape>
   constexpr bool tile_begin(Tape& tape, bool same, bool more, bool steps = false) {
     if constexpr (!kTimeShortcuts) {
@@ -806,13 +817,14 @@ class Replay {
       t.given = steps;
       t.moves = 0;
       t.loads = 0;
+      t.waits_added = t.pairs_added = 0;
       return true;
     }
   }
   // A tile's end: a recorded one is kept where its words are the tile before it's but for
-  // transfers' DRAM addresses (measure_moves), or it wrote as many transfers as the code gave
-  // steps (place_steps), no micro-ops were loaded, and its log held every push it set before
-  // its start.
+  // transfers' DRAM addresses and no micro-ops were loaded (measure_moves), or it wrote as many
+  // transfers as the code gave steps and its micro-op loads hold no token (place_steps,
+  // pass_loads), and where its log held every push it set before its start.
   template <class Tape>
   constexpr bool tile_end(Tape& tape) {
     if constexpr (!kTimeShortcuts) {
@@ -849,6 +861,14 @@ class Replay {
       }
       for (auto& x : t.pushed) x = compact(t, x);
       t.length -= static_cast<std::int64_t>(t.loads);
+      // (a copy that waits reads them: at most kMaskedRegions regions, starts_alike)
+      for (std::size_t r = 0; r < deps_.count() && deps_.count() <= kMaskedRegions; ++r) {
+        t.first_meets[r] = -1;
+        for (std::uint64_t bits = deps_.states()[r].overlaps; bits != 0; bits &= bits - 1) {
+          const std::int64_t at = t.first_writes[lowest_bit(bits)];
+          if (at >= 0 && (t.first_meets[r] < 0 || at < t.first_meets[r])) t.first_meets[r] = at;
+        }
+      }
       return true;
     }
   }
@@ -1040,10 +1060,10 @@ class Replay {
     return before == t.recorded;
   }
   // The recorded tile's transfers, in the order written, given the steps the code listed
-  // (TileTape::step): those that move, where in the tile and by how much. False where the
-  // words hold another count of transfers than the steps. (A transfer: a LOAD or STORE of one
-  // element or more, x_size >= 1 (Replay::sizes); a pop's no-op moves none; the tile loaded no
-  // micro-ops.)
+  // (TileTape::step): those that move, where in the tile (in its copies' numbering) and by how
+  // much. False where the words hold another count of transfers than the steps. (A transfer: a
+  // LOAD or STORE of one element or more, x_size >= 1 (Replay::sizes); a pop's no-op moves
+  // none; the tile's micro-op loads are passed over.)
   template <class Tape>
   constexpr bool place_steps(Tape& t) {
     const IsaLayout& layout = w_.layout();
@@ -1108,18 +1128,23 @@ class Replay {
   // for the module of the last instruction, and regions (t.waits) whose earlier readers of
   // another module wait now where nothing waited on them at the recorded tile's start (the
   // stores of the tile before: its first tile had none to wait for). The tile's first write of
-  // memory such a region holds (first_write_meeting) then waits for them, which a copy makes
-  // it do (take_waits) as its calls would: its word did not wait for those modules in the
-  // recorded tile, nor did any instruction of the tile wait for one of theirs before it (its
-  // log), so that the one pop moves nothing else. (The module of the last instruction is no
-  // matter: a tile's calls push no token after the last instruction of a module,
-  // StreamWriter::dep_push, and a copy ends as the recorded tile did, StreamWriter::resume.)
+  // memory such a region holds (first_write_meeting), of the one module they may wait for,
+  // then waits for them, which a copy makes it do (take_waits) as its calls would: its word
+  // took no token from those modules in the recorded tile, and the tile set no push, anywhere
+  // in it, on an instruction of theirs before it (its log), so that the one pop moves nothing
+  // else (a pop of the tile's own before that write leaves none to add: popped_before). (The
+  // module of the last instruction is no matter: a tile's calls push no token after the last
+  // instruction of a module, StreamWriter::dep_push, and a copy ends as the recorded tile did,
+  // StreamWriter::resume.)
   template <class Tape>
   constexpr bool starts_alike(Tape& t) {
     t.waits = 0;
+    t.wait_pairs = 0;
     if (starts_as_recorded(t)) return true;
+    // (no pops pending: the first instruction of a module would take one, which popped_before
+    // would count as the tile's own)
     const std::size_t count = deps_.count();
-    if (!t.given || count > kMaskedRegions || w_.pending_pops() != t.pops ||
+    if (!t.given || count > kMaskedRegions || w_.pending_pops() != 0 || t.pops != 0 ||
         w_.resident_epoch() != t.epoch)
       return false;
     std::int64_t covered[DepTracker::kPairs] = {};
@@ -1152,6 +1177,7 @@ class Replay {
           if (((readers >> m) & 1U) != 0) pairs |= 1U << ((3 * m) + (first & 3) - 1);
     }
     if (!deps_.match(t.states, t.covered, t.map, t.met & ~t.waits)) return false;
+    t.wait_pairs = pairs;
     // the recorded tile waited for no instruction of those modules before it
     for (std::size_t e = 0; e < t.log.size; ++e) {
       const PushEdit& edit = t.log.edits[e];
@@ -1200,15 +1226,10 @@ class Replay {
     return w_.layout().pos(Form::Mem, m < q ? Field::pop_prev_dep : Field::pop_next_dep);
   }
   // The recorded tile's first write of memory region r holds (its index, in the copies'
-  // numbering, times 4, plus its queue: TileTape::first_writes), or -1.
+  // numbering, times 4, plus its queue: TileTape::first_meets), or -1.
   template <class Tape>
-  constexpr std::int64_t first_write_meeting(const Tape& t, std::size_t r) const {
-    std::int64_t first = -1;
-    for (std::uint64_t bits = deps_.states()[r].overlaps; bits != 0; bits &= bits - 1) {
-      const std::int64_t at = t.first_writes[lowest_bit(bits)];
-      if (at >= 0 && (first < 0 || at < first)) first = at;
-    }
-    return first;
+  static constexpr std::int64_t first_write_meeting(const Tape& t, std::size_t r) {
+    return t.first_meets[r];
   }
   // Where word k of a copy (in the copies' numbering) comes from: the tile before's, or the
   // recorded one's, its micro-op loads passed over.
@@ -1268,6 +1289,20 @@ class Replay {
   // them, as the calls' check would set them.
   template <class Tape>
   constexpr void take_waits(Tape& t) {
+    // the pops the tile copied took this way (it was a copy), which the recorded one had not
+    if (t.from != t.recorded)
+      for (std::uint64_t bits = t.waits_added; bits != 0; bits &= bits - 1) {
+        const std::int64_t f = first_write_meeting(t, static_cast<std::size_t>(lowest_bit(bits)));
+        if (f < 0) continue;
+        const int q = static_cast<int>(f & 3);
+        for (int m = 0; m < 3; ++m)
+          if (((t.pairs_added >> ((3 * m) + q - 1)) & 1U) != 0)
+            set_field(
+                w_.storage().insn(static_cast<std::size_t>(t.start + ((f >> 2) - t.recorded))),
+                pop_flag(m + 1, q), 0);
+      }
+    t.waits_added = t.waits;
+    t.pairs_added = t.wait_pairs;
     for (std::int64_t last = -1;;) {
       std::int64_t f = -1;  // the next first write
       for (std::uint64_t bits = t.waits; bits != 0; bits &= bits - 1) {

@@ -28,7 +28,7 @@
 // it starts as the first did (or would, but for the stores before it it waits for).
 // The memos' arrays (the calls of an iteration at the dims' largest values, at most 384: 28 KiB
 // with 15 regions; a tile memo's regions' states twice, their first writes and its
-// transfers, 8.7 KiB (8,944 bytes) for the integer softmax's 25 regions and 88 transfers) are on
+// transfers, 9 KiB (9,176 bytes) for the integer softmax's 25 regions and 88 transfers) are on
 // the stack, declared with the loop. It needs only <dlavm/runtime/replay.hpp>, is C++17 and
 // allocation-free, and can run in a constant expression: a program without symbolic dims is a
 // constant stream.
