@@ -479,7 +479,8 @@ bool tiled_loop(Rig& rig, std::uint64_t seed, i64 n, i64 inner, bool memo, bool 
       }
       if (!loop_body(rig, (seed * 5) + 3, t, tail, false)) return false;
     }
-    if (tm.recording) {  // (the offsets move by step x t, the inner loop's by step x 100 t)
+    if (steps &&
+        tm.recording) {  // (the offsets move by step x t, the inner loop's by step x 100 t)
       std::vector<i64> listed;
       loop_body(rig, (seed * 5) + 1, t, head, false, &listed);
       for (i64 i = 0; i < inner; ++i) loop_body(rig, (seed * 5) + 2, 0, body, false, &listed, 100);

@@ -1138,9 +1138,17 @@ class Replay {
   // StreamWriter::resume.)
   template <class Tape>
   constexpr bool starts_alike(Tape& t) {
+    // (the waits first where the last copy took some: the next most often does too)
+    if (t.waits_added != 0 && starts_waiting(t)) return true;
     t.waits = 0;
     t.wait_pairs = 0;
-    if (starts_as_recorded(t)) return true;
+    return starts_as_recorded(t) || (t.waits_added == 0 && starts_waiting(t));
+  }
+  // ... but for the waits (t.waits) alone.
+  template <class Tape>
+  constexpr bool starts_waiting(Tape& t) {
+    t.waits = 0;
+    t.wait_pairs = 0;
     // (no pops pending: the first instruction of a module would take one, which popped_before
     // would count as the tile's own)
     const std::size_t count = deps_.count();
