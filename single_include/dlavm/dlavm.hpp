@@ -16725,10 +16725,10 @@ struct TileTape : LoopTape {
   static constexpr std::size_t kLoads = 4;
   std::uint32_t load_at[kLoads] = {};
   std::size_t loads = 0;
-  // the recorded tile's first write of each region: its index times 4, plus its queue, or -1
-  // (DepTracker::log_tile_pushes); and, once it ended, of memory each region holds (the
-  // earliest of those of the regions it overlaps: Replay::first_write_meeting)
-  std::int64_t* first_writes = nullptr;
+  // (its log's first_writes: the recorded tile's first write of each region, its index times
+  // 4 plus its queue, or -1, DepTracker::log_tile_pushes) once it ended, the first write of
+  // memory each region holds (the earliest of those of the regions it overlaps:
+  // Replay::first_write_meeting)
   std::int64_t* first_meets = nullptr;
   // (a copy's) the regions whose readers before it another module waits for, where nothing
   // waited at the recorded tile's start, and the pairs of modules whose pops it adds at their
@@ -16756,7 +16756,7 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
     moved_at = at_array;
     moved_by = by_array;
     move_capacity = Transfers;
-    first_writes = first_array;
+    log.first_writes = first_array;
     first_meets = meet_array;
   }
   TileMemoArrays(const TileMemoArrays&) = delete;
@@ -17111,8 +17111,7 @@ class Replay {
           t.failures >= kMaxLoopRecords || deps_.count() > t.state_capacity)
         return true;
       record(t, size);
-      for (std::size_t r = 0; r < deps_.count(); ++r) t.first_writes[r] = -1;
-      t.log.first_writes = t.first_writes;
+      for (std::size_t r = 0; r < deps_.count(); ++r) t.log.first_writes[r] = -1;
       deps_.log_tile_pushes(&t.log, size);
       t.recording = true;
       t.given = steps;
@@ -17157,8 +17156,8 @@ class Replay {
         // (its instructions as its copies hold them: the micro-op loads passed over)
         e.writer = compact(t, e.writer);
         for (auto& x : e.reader) x = compact(t, x);
-        if (const std::int64_t f = t.first_writes[r]; f >= 0)
-          t.first_writes[r] = (compact(t, f >> 2) << 2) | (f & 3);
+        if (const std::int64_t f = t.log.first_writes[r]; f >= 0)
+          t.log.first_writes[r] = (compact(t, f >> 2) << 2) | (f & 3);
       }
       for (auto& x : t.pushed) x = compact(t, x);
       t.length -= static_cast<std::int64_t>(t.loads);
@@ -17166,7 +17165,7 @@ class Replay {
       for (std::size_t r = 0; r < deps_.count() && deps_.count() <= kMaskedRegions; ++r) {
         t.first_meets[r] = -1;
         for (std::uint64_t bits = deps_.states()[r].overlaps; bits != 0; bits &= bits - 1) {
-          const std::int64_t at = t.first_writes[lowest_bit(bits)];
+          const std::int64_t at = t.log.first_writes[lowest_bit(bits)];
           if (at >= 0 && (t.first_meets[r] < 0 || at < t.first_meets[r])) t.first_meets[r] = at;
         }
       }
