@@ -16684,8 +16684,8 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 // and, compared word by word with the tile before it, the transfers whose DRAM address moved
 // and by how much (every other bit the same but the dependency flags, or it is not recorded).
 // Where the code gives each transfer's step (tile_begin's `steps`; vta::replay_source does),
-// the first tile is recorded too, and its transfers are found among its words (a LOAD or
-// STORE that moves data: a pop's no-op moves none) and given their steps in order:
+// the first tile is recorded too, and its transfers, noted as they are written (a load's or
+// store's word that moves data: a pop's no-op moves none), are given their steps in order:
 //
 //     if (r.tile_begin(tm, tm.same(), i0 + 1 < i0_end, true)) { ... }
 //     if (tm.recording) { tm.step(d0 + d1); ... }  // each transfer's, as the body writes them
@@ -16700,18 +16700,27 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 // tile that loaded micro-ops is not copied, but with the steps given (the loads, at most
 // TileTape::kLoads and without a token, are passed over). A later tile may also start
 // otherwise where a copy can make up for it (Replay::starts_alike: readers before it that it
-// waits for). Without the time shortcuts every tile runs its calls, and a TileMemo holds
-// nothing.
+// waits for). A tile right after a copy, nothing written between, starts as that copy did, one
+// tile on (steady: the same waits, the renaming read from the slots). Without the time
+// shortcuts every tile runs its calls, and a TileMemo holds nothing.
 // A tile is recorded only where another follows, at most kMaxLoopRecords times, and where the
 // regions fit the memo. A TileMemo is declared where its loop is reached, zeroed at each entry
 // (its tiles are copied from the tile before in the same entry). Of LoopTape it uses the keys,
 // the start state, renaming and push log of the recorded tile, and its place (recorded, from,
 // start, length, pushed, pairs); not the calls, the snapshot of an entry, enter() or reset().
 struct TileTape : LoopTape {
-  RegionState* end_states = nullptr;  // the regions' states at the recorded tile's end
-  std::uint32_t* moved_at = nullptr;  // the transfers whose DRAM address moves from a tile to
-  std::int64_t* moved_by = nullptr;   // the next: where in the tile, and by how much
+  RegionState* end_states = nullptr;   // the regions' states at the recorded tile's end
+  std::uint32_t* moved_at = nullptr;   // the transfers whose DRAM address moves from a tile to
+  std::int64_t* moved_by = nullptr;    // the next: where in the tile, and by how much, and
+  std::int64_t* moved_from = nullptr;  // their address in the recorded tile
   std::size_t move_capacity = 0, moves = 0;
+  // the copies made since the recorded tile, and how many fit: the n-th after it moves each
+  // address n steps, which must stay in its field (Replay::copy_tile)
+  std::int64_t copies = 0, copies_fit = 0;
+  // (while a tile is recorded with the steps given) its transfers as they are written, in
+  // moved_at (where in it, before the micro-op loads are passed over: Replay::transferred),
+  // and their count, past the capacity too
+  std::size_t logged = 0;
   std::int64_t previous = 0;  // the first instruction of the tile before the one begun last
   bool begun = false;         // a tile began since the memo was declared
   bool recording = false;     // the tile begun last is being recorded
@@ -16737,6 +16746,13 @@ struct TileTape : LoopTape {
   // its own (take_waits)
   std::uint64_t waits = 0, waits_added = 0;
   unsigned wait_pairs = 0, pairs_added = 0;
+  // (the recorded tile's pops, read once: Replay::popped_before) its words before `scanned`
+  // read (in the copies' numbering), and the first of them each module popped a token with
+  // from each other (bit 3 m + q - 1 of `popped`, m and q as in wait_pairs; `first_pop`, the
+  // same index: the instruction), or none
+  std::int64_t scanned = 0;
+  std::int64_t first_pop[9] = {};
+  unsigned popped = 0;
 
   // (the generated replay's, after the body of a tile being recorded, where tile_begin was
   // told it gives them) The DRAM step from this tile to the next of each transfer the tile
@@ -16755,6 +16771,7 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
     end_states = end_array;
     moved_at = at_array;
     moved_by = by_array;
+    moved_from = from_array;
     move_capacity = Transfers;
     log.first_writes = first_array;
     first_meets = meet_array;
@@ -16767,6 +16784,7 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
   RegionState end_array[Regions + 1] = {};
   std::uint32_t at_array[Transfers + 1] = {};
   std::int64_t by_array[Transfers + 1] = {};
+  std::int64_t from_array[Transfers + 1] = {};
   std::int64_t first_array[Regions + 1] = {};
   std::int64_t meet_array[Regions + 1] = {};
 };
@@ -16825,12 +16843,12 @@ class Replay {
     // a block of padding rows only reads no DRAM: its address is the tensor's start
     if (mode_ == Mode::Copy)
       return element(Opcode::Load, param, mem, dram) &&
-             copy(true, dram + (y > 0 ? offset : 0), q, &access, 1);
+             copy(true, dram + (y > 0 ? offset : 0), q, &access, 1) && transferred();
     return sizes(Opcode::Load, mem, y, x) && element(Opcode::Load, param, mem, dram) &&
            deps_.before(w_, q, &access, 1) &&
            w_.load(mem, sram, dram + (y > 0 ? offset : 0), y, x, stride, y_pad_0, y_pad_1, x_pad_0,
                    x_pad_1) &&
-           after(q, &access, 1);
+           after(q, &access, 1) && transferred();
   }
 
   constexpr bool store(std::uint32_t region, std::int64_t sram, std::size_t param,
@@ -16839,11 +16857,12 @@ class Replay {
     std::int64_t dram = 0;
     if (mode_ == Mode::Copy)
       return element(Opcode::Store, param, MemId::Out, dram) &&
-             copy(true, dram + offset, Queue::Store, &access, 1);
+             copy(true, dram + offset, Queue::Store, &access, 1) && transferred();
     return sizes(Opcode::Store, MemId::Out, y, x) &&
            element(Opcode::Store, param, MemId::Out, dram) &&
            deps_.before(w_, Queue::Store, &access, 1) &&
-           w_.store(sram, dram + offset, y, x, stride) && after(Queue::Store, &access, 1);
+           w_.store(sram, dram + offset, y, x, stride) && after(Queue::Store, &access, 1) &&
+           transferred();
   }
 
   constexpr void kernel_begin() {
@@ -17092,6 +17111,13 @@ class Replay {
       }
       const auto size = static_cast<std::int64_t>(w_.size());
       const bool after = t.begun;
+      // (steady: the tile before was copied and nothing was written since, so that this one
+      // starts as that one did, its instructions one tile further on: it needs the same waits,
+      // and the renaming is read from the slots that hold the instructions the recorded tile
+      // named, as a loop's steady iterations read theirs)
+      const bool steady = t.copying && size == t.start + t.length &&
+                          w_.pending_pops() == t.pops_end && w_.last_queue() == t.last_end &&
+                          w_.resident_epoch() == t.epoch;
       t.previous = t.start;
       t.start = size;
       t.begun = true;
@@ -17101,7 +17127,7 @@ class Replay {
       if (same && t.armed && copy_loops_ && ok() &&
           !w_.pushed_since(t.ended, t.from,
                            t.from + t.length + static_cast<std::int64_t>(source_loads(t))) &&
-          starts_alike(t) && copy_tile(t)) {
+          (steady ? renamed(t) : starts_alike(t)) && copy_tile(t)) {
         t.copying = true;
         return false;
       }
@@ -17115,6 +17141,10 @@ class Replay {
       deps_.log_tile_pushes(&t.log, size);
       t.recording = true;
       t.given = steps;
+      t.logged = 0;
+      // (not a tile inside one being recorded: the outer one notes the inner one's transfers,
+      // and the inner one, which noted none, is not copied)
+      if (steps && tile_recorded_ == nullptr) tile_recorded_ = &t;
       t.moves = 0;
       t.loads = 0;
       t.waits_added = t.pairs_added = 0;
@@ -17134,6 +17164,7 @@ class Replay {
       if (!t.recording) return ok();
       t.recording = false;
       deps_.log_tile_pushes(nullptr, 0);
+      if (tile_recorded_ == &t) tile_recorded_ = nullptr;
       if (!ok()) return false;
       const std::int64_t length = recorded(t);
       t.armed = length > 0 && !t.log.overflow && w_.resident_epoch() == t.epoch &&
@@ -17161,6 +17192,21 @@ class Replay {
       }
       for (auto& x : t.pushed) x = compact(t, x);
       t.length -= static_cast<std::int64_t>(t.loads);
+      t.scanned = t.recorded;  // (its pops not read yet: popped_before)
+      t.popped = 0;
+      // each moved address's, and how many copies keep every one in its field
+      const FieldPos dram = w_.layout().pos(Form::Mem, Field::dram_base);
+      const std::int64_t limit = field_limit(dram.width);
+      t.copies = 0;
+      t.copies_fit = limit;
+      for (std::size_t k = 0; k < t.moves; ++k) {
+        const std::int64_t from = static_cast<std::int64_t>(
+            get_field(w_.storage().insn(static_cast<std::size_t>(source(t, t.moved_at[k]))), dram));
+        const std::int64_t by = t.moved_by[k];  // (not 0: a move)
+        const std::int64_t fit = by > 0 ? (limit - from) / by : from / -by;
+        if (fit < t.copies_fit) t.copies_fit = fit;
+        t.moved_from[k] = from;
+      }
       // (a copy that waits reads them: at most kMaskedRegions regions, starts_alike)
       for (std::size_t r = 0; r < deps_.count() && deps_.count() <= kMaskedRegions; ++r) {
         t.first_meets[r] = -1;
@@ -17297,9 +17343,12 @@ class Replay {
       return false;
     for (std::size_t k = 0; k < visits; ++k) {
       const LoopCall& call = visit(k);
-      if (call.transfer)
+      if (call.transfer) {
         set_field(w_.storage().insn(static_cast<std::size_t>(t.start + call.at)), dram,
                   static_cast<std::uint64_t>(moved(call, t.start)));
+        if constexpr (kTimeShortcuts)
+          if (tile_recorded_ != nullptr) note_transfer(t.start + call.at);
+      }
       if constexpr (kTimeShortcuts)
         deps_.after(call.queue, t.start + call.at, call.access, call.accesses, call.passing);
       else
@@ -17361,34 +17410,27 @@ class Replay {
   }
   // The recorded tile's transfers, in the order written, given the steps the code listed
   // (TileTape::step): those that move, where in the tile (in its copies' numbering) and by how
-  // much. False where the words hold another count of transfers than the steps. (A transfer: a
-  // LOAD or STORE of one element or more, x_size >= 1 (Replay::sizes); a pop's no-op moves
-  // none; the tile's micro-op loads are passed over.)
+  // much. False where it wrote another count of transfers than the steps. (A transfer: a LOAD
+  // or STORE call's word that moves data, x_size >= 1, noted as written: Replay::transferred.
+  // A pop's no-op moves none; the tile's micro-op loads, the writer's, are no call's.)
   template <class Tape>
   constexpr bool place_steps(Tape& t) {
-    const IsaLayout& layout = w_.layout();
-    const FieldPos op = layout.pos(Form::Mem, Field::opcode);
-    const FieldPos x = layout.pos(Form::Mem, Field::x_size);
     const std::size_t given = t.moves;
-    if (given > t.move_capacity) return false;
-    std::size_t n = 0, moves = 0;  // (moves <= n: the steps are read before they are written)
-    std::size_t load = 0;          // (the micro-op loads passed over: where its copies have none)
-    for (std::int64_t k = 0; k < t.length; ++k) {
-      if (load < t.loads && t.load_at[load] == k) {
-        ++load;
-        continue;
-      }
-      const InsnWord& w = w_.storage().insn(static_cast<std::size_t>(t.recorded + k));
-      const auto code = static_cast<Opcode>(get_field(w, op));
-      if ((code != Opcode::Load && code != Opcode::Store) || get_field(w, x) == 0) continue;
-      if (n == given) return false;
-      const std::int64_t by = t.moved_by[n++];
+    if (given > t.move_capacity || t.logged != given) return false;
+    std::size_t moves = 0;  // (moves <= n: each transfer is read before it is written)
+    for (std::size_t n = 0; n < given; ++n) {
+      const std::int64_t by = t.moved_by[n];
       if (by == 0) continue;
-      t.moved_at[moves] = static_cast<std::uint32_t>(k - static_cast<std::int64_t>(load));
+      // (the micro-op loads before it passed over: its copies have none)
+      const std::int64_t at = t.moved_at[n];
+      std::int64_t passed = 0;
+      for (std::size_t i = 0; i < t.loads; ++i)
+        passed += static_cast<std::int64_t>(t.load_at[i]) < at ? 1 : 0;
+      t.moved_at[moves] = static_cast<std::uint32_t>(at - passed);
       t.moved_by[moves++] = by;
     }
     t.moves = moves;
-    return n == given;
+    return true;
   }
   // The micro-op loads the recorded tile wrote (the first to enter its kernels): where in it,
   // at most TileTape::kLoads, none with a dependency flag (the words its copies leave out).
@@ -17443,6 +17485,13 @@ class Replay {
     t.waits = 0;
     t.wait_pairs = 0;
     return starts_as_recorded(t) || (t.waits_added == 0 && starts_waiting(t));
+  }
+  // The renaming of a steady copy (tile_begin), read from the slots the recorded tile's start
+  // named.
+  template <class Tape>
+  constexpr bool renamed(Tape& t) const {
+    for (std::size_t i = 0; i < t.map.size; ++i) t.map.to[i] = deps_.slot(t.map.where[i]);
+    return true;
   }
   // ... but for the waits (t.waits) alone.
   template <class Tape>
@@ -17519,14 +17568,30 @@ class Replay {
   // Whether the recorded tile popped a token from queue m's module toward queue q's before its
   // instruction x (in the copies' numbering): one for an instruction of its own, then (its log
   // holds none before it), which the token before it the copy waits for precedes.
+  // (Its words are read once, as far as the copies ask, the first pops found kept:
+  // TileTape::first_pop. The scan keeps its state in locals, which the words, that might
+  // alias the tape, do not make the compiler store at each word.)
   template <class Tape>
-  constexpr bool popped_before(const Tape& t, int m, int q, std::int64_t x) const {
-    const FieldPos flag = pop_flag(m, q);
-    for (std::int64_t k = t.recorded; k < x; ++k) {
+  constexpr bool popped_before(Tape& t, int m, int q, std::int64_t x) const {
+    unsigned popped = t.popped;
+    for (std::int64_t k = t.scanned; k < x; ++k) {
       const InsnWord& w = w_.storage().insn(static_cast<std::size_t>(recorded_word(t, k)));
-      if (get_field(w, flag) != 0 && queue_of(w) == q) return true;
+      const int queue = queue_of(w);
+      const bool prev = get_field(w, pop_flag(queue - 1, queue)) != 0;
+      const bool next = get_field(w, pop_flag(queue + 1, queue)) != 0;
+      if (!prev && !next) continue;  // (most words)
+      for (int from = 1; from <= 3; ++from) {
+        const int pair = (3 * (from - 1)) + queue - 1;
+        if (from == queue || !(from < queue ? prev : next) || ((popped >> pair) & 1U) != 0)
+          continue;
+        popped |= 1U << pair;
+        t.first_pop[pair] = k;
+      }
     }
-    return false;
+    if (x > t.scanned) t.scanned = x;
+    t.popped = popped;
+    const auto pair = static_cast<std::size_t>((3 * (m - 1)) + q - 1);
+    return ((t.popped >> pair) & 1U) != 0 && t.first_pop[pair] < x;
   }
   // The flag of an instruction of the module of queue q that pops a token from queue m's.
   template <class = void>
@@ -17561,12 +17626,7 @@ class Replay {
   template <class Tape>
   constexpr bool copy_tile(Tape& t) {
     const FieldPos dram = w_.layout().pos(Form::Mem, Field::dram_base);
-    const auto moved = [&](std::size_t k) {
-      const auto from = static_cast<std::size_t>(source(t, t.moved_at[k]));
-      return static_cast<std::int64_t>(get_field(w_.storage().insn(from), dram)) + t.moved_by[k];
-    };
-    for (std::size_t k = 0; k < t.moves; ++k)
-      if (moved(k) < 0 || moved(k) > field_limit(dram.width)) return false;
+    if (t.copies >= t.copies_fit) return false;  // (a moved address would leave its field)
     // the words between the micro-op loads of the tile copied (the recorded one's, or none),
     // each run of them fitting where all of them do
     if (w_.storage().insn_room() < static_cast<std::size_t>(t.length)) return false;
@@ -17578,9 +17638,10 @@ class Replay {
       w_.storage().repeat_insns(static_cast<std::size_t>(at), static_cast<std::size_t>(end - at));
       at = end + 1;
     }
+    const std::int64_t n = ++t.copies;
     for (std::size_t k = 0; k < t.moves; ++k)
       set_field(w_.storage().insn(static_cast<std::size_t>(t.start + t.moved_at[k])), dram,
-                static_cast<std::uint64_t>(moved(k)));
+                static_cast<std::uint64_t>(t.moved_from[k] + (n * t.moved_by[k])));
     take_waits(t);
     deps_.copy_tile(t.end_states, t.recorded, t.start);
     w_.resume(t.last_end, t.pops_end);
@@ -17659,6 +17720,27 @@ class Replay {
                              get_field(word(t, at), w_.layout().pos(Form::Mem, Field::dram_base)));
     if (!w_.repeat(word(t, at), patch, dram)) return unwind(t);
     return after(q, accesses, n);
+  }
+  // (a time shortcut) A load's or store's word just written (the last): noted where a tile is
+  // being recorded with the steps given (true: the call's result is its own).
+  template <class = void>
+  constexpr bool transferred() {
+    if constexpr (kTimeShortcuts)
+      if (tile_recorded_ != nullptr) note_transfer(static_cast<std::int64_t>(w_.size()) - 1);
+    return true;
+  }
+  // Instruction `at` noted as a transfer of the tile being recorded where it moves data
+  // (x_size >= 1: a pop's no-op moves none), in the order written (TileTape::logged).
+  template <class = void>
+  constexpr void note_transfer(std::int64_t at) {
+    if constexpr (kTimeShortcuts) {
+      TileTape& t = *tile_recorded_;
+      const FieldPos x = w_.layout().pos(Form::Mem, Field::x_size);
+      if (get_field(w_.storage().insn(static_cast<std::size_t>(at)), x) == 0) return;
+      if (t.logged < t.move_capacity)
+        t.moved_at[t.logged] = static_cast<std::uint32_t>(at - t.start);
+      ++t.logged;
+    }
   }
   // Word k of the iteration copied: the one before's, or an entry's, the recorded one's.
   DLAVM_RUNTIME_INLINE constexpr const InsnWord& word(const LoopTape& t, std::int64_t k) {
@@ -17784,6 +17866,8 @@ class Replay {
   // (last: at -Os, where no tile is copied, it is empty and the others' places stay)
   struct NoCount {};
   std::conditional_t<kTimeShortcuts, std::size_t, NoCount> copied_tiles_{};
+  // the tile being recorded with the steps given, whose transfers are noted as written
+  std::conditional_t<kTimeShortcuts, TileTape*, NoCount> tile_recorded_{};
 
   // A call's module and accesses, as one word; bit 63 set where a region is past 2^12.
   static constexpr std::uint64_t call_word(Queue q, const RegionAccess* accesses, std::size_t n) {
