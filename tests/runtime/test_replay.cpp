@@ -455,9 +455,10 @@ TEST_CASE("runtime replay: a loop entered again copies an iteration an entry bef
 // vta::replay_source's does; then, for odd seeds, the tile's calls are made once before the
 // loop, so that the first tile starts as the second does and loads no micro-ops (its copy).
 template <class Memo, std::size_t Regions = 9>
-bool tiled_loop(Rig& rig, std::uint64_t seed, i64 n, i64 inner, bool memo, bool steps = false) {
+bool tiled_loop(Rig& rig, std::uint64_t seed, i64 n, i64 inner, bool memo, bool steps = false,
+                bool gaps = false) {
   rig.replay.copy_loops(memo);
-  std::vector<Memo> before, head, body, tail, after;
+  std::vector<Memo> before, head, body, tail, after, gap;
   if (!loop_body(rig, seed * 5, 0, before, false)) return false;
   if (steps && seed % 2 == 1) {
     if (!loop_body(rig, (seed * 5) + 1, 0, head, false)) return false;
@@ -488,13 +489,17 @@ bool tiled_loop(Rig& rig, std::uint64_t seed, i64 n, i64 inner, bool memo, bool 
       for (const i64 by : listed) tm.step(by);
     }
     if (!rig.replay.tile_end(tm)) return false;
+    // (`gaps`: calls between some tiles, after which a tile starts otherwise than the copy
+    // before it did, one tile on)
+    if (gaps && t % 3 == 0 && !loop_body(rig, (seed * 5) + 6, t, gap, false)) return false;
   }
   return loop_body(rig, (seed * 5) + 4, n, after, false) && rig.w.finish();
 }
 
 TEST_CASE("runtime replay: tiles copied whole write the words their calls write") {
   const int seeds = DLAVM_TEST_SANITIZED ? 300 : 2000;
-  std::size_t tiles = 0, insns = 0, big_tiles = 0, given_tiles = 0, second_tiles = 0;
+  std::size_t tiles = 0, insns = 0, big_tiles = 0, given_tiles = 0, second_tiles = 0,
+              gapped_tiles = 0;
   for (int seed = 0; seed < seeds; ++seed) {
     CAPTURE(seed);
     const i64 n = 1 + (seed % 7), inner = seed % 5;
@@ -520,6 +525,12 @@ TEST_CASE("runtime replay: tiles copied whole write the words their calls write"
     REQUIRE(tiled_loop<One>(one_given_calls, s, n, inner, false, true));
     check_same_words(given, given_calls);
     check_same_words(one_given, one_given_calls);
+    // calls between some tiles: the copies after them start anew (no steady copy)
+    Rig gapped(kRegions), gapped_calls(kRegions);
+    REQUIRE(tiled_loop<Many>(gapped, s, n, inner, true, true, true));
+    REQUIRE(tiled_loop<Many>(gapped_calls, s, n, inner, false, true, true));
+    check_same_words(gapped, gapped_calls);
+    gapped_tiles += gapped.replay.copied_tiles();
     CHECK(given.replay.copied_tiles() <= static_cast<std::size_t>(std::max<i64>(n - 1, 0)));
     given_tiles += given.replay.copied_tiles() + one_given.replay.copied_tiles();
     second_tiles += given.replay.copied_tiles() == static_cast<std::size_t>(n - 1) && n > 1;
@@ -536,13 +547,15 @@ TEST_CASE("runtime replay: tiles copied whole write the words their calls write"
   }
   MESSAGE(tiles, " tiles copied whole in ", insns, " instructions of random tiled loops; ",
           big_tiles, " with more than 64 regions; ", given_tiles, " with the steps given, the ",
-          "second tile on in ", second_tiles, " loops");
+          "second tile on in ", second_tiles, " loops; ", gapped_tiles,
+          " with calls between tiles");
   // (without the time shortcuts, at -Os, every tile runs its calls)
   if constexpr (rt::kTimeShortcuts) {
     CHECK(tiles > static_cast<std::size_t>(seeds));
     CHECK(big_tiles > static_cast<std::size_t>(seeds) / 8);
     CHECK(given_tiles > tiles);
     CHECK(second_tiles > static_cast<std::size_t>(seeds) / 20);
+    CHECK(gapped_tiles > static_cast<std::size_t>(seeds) / 2);
   }
 }
 

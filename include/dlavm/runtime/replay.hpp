@@ -424,7 +424,10 @@ struct TileTape : LoopTape {
   bool begun = false;         // a tile began since the memo was declared
   bool recording = false;     // the tile begun last is being recorded
   bool copying = false;       // or was copied
-  bool given = false;         // the code gives the recorded tile's steps (step())
+  // (a copy's) the tiles from the recorded one to it followed each other with nothing written
+  // between (each began where the one before ended)
+  bool chained = false;
+  bool given = false;  // the code gives the recorded tile's steps (step())
   // the module of its last instruction and the pops pending where the recorded tile ended
   Queue last_end = Queue::Compute;
   unsigned pops_end = 0;
@@ -810,13 +813,16 @@ class Replay {
       }
       const auto size = static_cast<std::int64_t>(w_.size());
       const bool after = t.begun;
-      // (steady: the tile before was copied and nothing was written since, so that this one
-      // starts as that one did, its instructions one tile further on: it needs the same waits,
-      // and the renaming is read from the slots that hold the instructions the recorded tile
-      // named, as a loop's steady iterations read theirs)
-      const bool steady = t.copying && size == t.start + t.length &&
-                          w_.pending_pops() == t.pops_end && w_.last_queue() == t.last_end &&
-                          w_.resident_epoch() == t.epoch;
+      // (steady: the tiles from the recorded one to this one, the last of them copied, follow
+      // each other with nothing written between, so that this one starts as the copy before it
+      // did, its instructions one tile further on: it needs the same waits, and the renaming
+      // is read from the slots that hold the instructions the recorded tile named, as a loop's
+      // steady iterations read theirs)
+      const bool was_copy = t.copying;
+      const bool adjacent =
+          after && size == t.start + t.length +
+                               static_cast<std::int64_t>(t.start == t.recorded ? t.loads : 0);
+      const bool steady = was_copy && t.chained && adjacent && w_.resident_epoch() == t.epoch;
       t.previous = t.start;
       t.start = size;
       t.begun = true;
@@ -828,12 +834,16 @@ class Replay {
                            t.from + t.length + static_cast<std::int64_t>(source_loads(t))) &&
           (steady ? renamed(t) : starts_alike(t)) && copy_tile(t)) {
         t.copying = true;
+        t.chained = adjacent && (!was_copy || t.chained);
         return false;
       }
       t.armed = false;
       // (with steps given, the first tile too: no tile before it to compare with)
+      // (nor inside a tile being recorded with the steps given, which notes the transfers its
+      // inner tiles' calls write: a copy of one would write them unnoted)
       if ((!steps && (!same || !after)) || !more || !copy_loops_ || !ok() ||
-          t.failures >= kMaxLoopRecords || deps_.count() > t.state_capacity)
+          t.failures >= kMaxLoopRecords || deps_.count() > t.state_capacity ||
+          tile_recorded_ != nullptr)
         return true;
       record(t, size);
       for (std::size_t r = 0; r < deps_.count(); ++r) t.log.first_writes[r] = -1;
@@ -841,9 +851,7 @@ class Replay {
       t.recording = true;
       t.given = steps;
       t.logged = 0;
-      // (not a tile inside one being recorded: the outer one notes the inner one's transfers,
-      // and the inner one, which noted none, is not copied)
-      if (steps && tile_recorded_ == nullptr) tile_recorded_ = &t;
+      if (steps) tile_recorded_ = &t;
       t.moves = 0;
       t.loads = 0;
       t.waits_added = t.pairs_added = 0;
@@ -863,7 +871,7 @@ class Replay {
       if (!t.recording) return ok();
       t.recording = false;
       deps_.log_tile_pushes(nullptr, 0);
-      if (tile_recorded_ == &t) tile_recorded_ = nullptr;
+      tile_recorded_ = nullptr;
       if (!ok()) return false;
       const std::int64_t length = recorded(t);
       t.armed = length > 0 && !t.log.overflow && w_.resident_epoch() == t.epoch &&
@@ -902,7 +910,7 @@ class Replay {
         const std::int64_t from = static_cast<std::int64_t>(
             get_field(w_.storage().insn(static_cast<std::size_t>(source(t, t.moved_at[k]))), dram));
         const std::int64_t by = t.moved_by[k];  // (not 0: a move)
-        const std::int64_t fit = by > 0 ? (limit - from) / by : from / -by;
+        const std::int64_t fit = by > 0 ? (limit - from) / by : by < -limit ? 0 : from / -by;
         if (fit < t.copies_fit) t.copies_fit = fit;
         t.moved_from[k] = from;
       }
@@ -1423,7 +1431,7 @@ class Replay {
   // (a time shortcut) A load's or store's word just written (the last): noted where a tile is
   // being recorded with the steps given (true: the call's result is its own).
   template <class = void>
-  constexpr bool transferred() {
+  DLAVM_RUNTIME_INLINE constexpr bool transferred() {
     if constexpr (kTimeShortcuts)
       if (tile_recorded_ != nullptr) note_transfer(static_cast<std::int64_t>(w_.size()) - 1);
     return true;
@@ -1431,7 +1439,7 @@ class Replay {
   // Instruction `at` noted as a transfer of the tile being recorded where it moves data
   // (x_size >= 1: a pop's no-op moves none), in the order written (TileTape::logged).
   template <class = void>
-  constexpr void note_transfer(std::int64_t at) {
+  DLAVM_RUNTIME_COLD constexpr void note_transfer(std::int64_t at) {
     if constexpr (kTimeShortcuts) {
       TileTape& t = *tile_recorded_;
       const FieldPos x = w_.layout().pos(Form::Mem, Field::x_size);
