@@ -16708,9 +16708,10 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 // tile that loaded micro-ops is not copied, but with the steps given (the loads, at most
 // TileTape::kLoads and without a token, are passed over). A later tile may also start
 // otherwise where a copy can make up for it (Replay::starts_alike: readers before it that it
-// waits for). A tile right after a copy, nothing written between, starts as that copy did, one
-// tile on (steady: the same waits, the renaming read from the slots). Without the time
-// shortcuts every tile runs its calls, and a TileMemo holds nothing.
+// waits for). A tile right after a copy, every tile from the recorded one on having begun where
+// the one before ended, starts as that copy did, one tile on (steady: the same waits, the
+// renaming read from the slots). Without the time shortcuts every tile runs its calls, and a
+// TileMemo holds nothing.
 // A tile is recorded only where another follows, at most kMaxLoopRecords times, and where the
 // regions fit the memo. A TileMemo is declared where its loop is reached, zeroed at each entry
 // (its tiles are copied from the tile before in the same entry). Of LoopTape it uses the keys,
