@@ -819,10 +819,11 @@ class Replay {
       // did, its instructions one tile further on: it needs the same waits, and the renaming
       // is read from the slots that hold the instructions the recorded tile named, as a loop's
       // steady iterations read theirs)
+      // (where the tile before ended: the words a copy reads)
+      const std::int64_t previous_end =
+          t.from + t.length + static_cast<std::int64_t>(source_loads(t));
       const bool was_copy = t.copying;
-      const bool adjacent =
-          after && size == t.start + t.length +
-                               static_cast<std::int64_t>(t.start == t.recorded ? t.loads : 0);
+      const bool adjacent = after && size == previous_end;
       const bool steady = was_copy && t.chained && adjacent && w_.resident_epoch() == t.epoch;
       t.previous = t.start;
       t.start = size;
@@ -831,8 +832,7 @@ class Replay {
       // (not where a call since the tile before set a push on its words, which a copy would
       // carry)
       if (same && t.armed && copy_loops_ && ok() &&
-          !w_.pushed_since(t.ended, t.from,
-                           t.from + t.length + static_cast<std::int64_t>(source_loads(t))) &&
+          !w_.pushed_since(t.ended, t.from, previous_end) &&
           (steady ? renamed(t) : starts_alike(t)) && copy_tile(t)) {
         t.copying = true;
         t.chained = adjacent && (!was_copy || t.chained);
@@ -1130,11 +1130,8 @@ class Replay {
       const std::int64_t by = t.moved_by[n];
       if (by == 0) continue;
       // (the micro-op loads before it passed over: its copies have none)
-      const std::int64_t at = t.moved_at[n];
-      std::int64_t passed = 0;
-      for (std::size_t i = 0; i < t.loads; ++i)
-        passed += static_cast<std::int64_t>(t.load_at[i]) < at ? 1 : 0;
-      t.moved_at[moves] = static_cast<std::uint32_t>(at - passed);
+      t.moved_at[moves] =
+          static_cast<std::uint32_t>(compact(t, t.recorded + t.moved_at[n]) - t.recorded);
       t.moved_by[moves++] = by;
     }
     t.moves = moves;
