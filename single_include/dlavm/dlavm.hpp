@@ -16711,7 +16711,8 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 // waits for). A tile right after a copy, every tile from the recorded one on having begun where
 // the one before ended, starts as that copy did, one tile on (steady: the same waits, the
 // renaming read from the slots). Without the time shortcuts every tile runs its calls, and a
-// TileMemo holds nothing.
+// TileMemo holds nothing, but where a loop memo would hold a tile's calls: it is one then
+// (TiledLoopMemo).
 // A tile is recorded only where another follows, at most kMaxLoopRecords times, and where the
 // regions fit the memo. A TileMemo is declared where its loop is reached, zeroed at each entry
 // (its tiles are copied from the tile before in the same entry). Of LoopTape it uses the keys,
@@ -16800,9 +16801,19 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
   std::int64_t first_array[Regions + 1] = {};
   std::int64_t meet_array[Regions + 1] = {};
 };
-template <std::size_t Keys, std::size_t Transfers, std::size_t Regions>
-using TileMemo =
-    std::conditional_t<kTimeShortcuts, TileMemoArrays<Keys, Transfers, Regions>, TileTape>;
+// Without the time shortcuts (at -Os) a tiled loop whose iterations a loop memo holds (`Calls`
+// of them; vta::replay_source gives 0 where they are more) is memoized as a loop: its tiles
+// are iterations (Replay::tile_begin, tile_end), copied from the second on as any memoized
+// loop's (no step is given: it measures them).
+template <std::size_t Keys, std::size_t Calls, std::size_t Regions>
+struct TiledLoopMemo : LoopMemo<Keys, Calls, Regions> {
+  static constexpr bool recording = false;
+  constexpr void step(std::int64_t /*by*/) {}
+};
+template <std::size_t Keys, std::size_t Transfers, std::size_t Regions, std::size_t Calls = 0>
+using TileMemo = std::conditional_t<
+    kTimeShortcuts, TileMemoArrays<Keys, Transfers, Regions>,
+    std::conditional_t<Calls == 0, TileTape, TiledLoopMemo<Keys, Calls, Regions>>>;
 
 template <class Storage, class Layout = DynamicLayout>
 class Replay {
@@ -17108,11 +17119,15 @@ class Replay {
   // alike: starts_alike); then its body need not run (false). Else its calls write it (true),
   // and it is recorded where another follows (`more`) and, unless the code gives the steps of
   // its transfers (`steps`), the tile before it had the same keys. Without the time shortcuts
-  // every tile runs its calls. (Templates: a firmware with no tiled loop compiles none of it.)
+  // every tile runs its calls, or is a memoized loop's iteration (TiledLoopMemo). (Templates: a
+  // firmware with no tiled loop compiles none of it.)
   template <class Tape>
   constexpr bool tile_begin(Tape& tape, bool same, bool more, bool steps = false) {
     if constexpr (!kTimeShortcuts) {
-      return true;
+      if constexpr (std::is_base_of_v<TileTape, Tape>)
+        return true;
+      else
+        return iteration_begin(tape, same, more, true);
     } else {
       TileTape& t = tape;
       // (inside a loop memo's recorded or copied iteration, which must see every call, the
@@ -17175,7 +17190,10 @@ class Replay {
   template <class Tape>
   constexpr bool tile_end(Tape& tape) {
     if constexpr (!kTimeShortcuts) {
-      return ok();
+      if constexpr (std::is_base_of_v<TileTape, Tape>)
+        return ok();
+      else
+        return iteration_end(tape);
     } else {
       TileTape& t = tape;
       if (!t.recording) return ok();
@@ -26328,10 +26346,13 @@ class ReplayPlan {
 //   size (memo_calls()), capped at kMaxCalls, which it also is where an inner loop's count has
 //   no bound (an iteration with more calls than its memo holds is not copied);
 //   a kernel without a micro-op call (kernel_call below) writes nothing and is not scanned;
-//   `tiled()` (the generated replay's alone): an affine loop whose iterations hold more calls
-//   than a memo does is tiled instead (runtime::TileMemo: its body's inner loops memoized as
-//   in any loop, a tile copied whole from the one before it), with room for `transfers`, the
-//   transfers of an iteration counted as the calls are (tile_transfers());
+//   `tiled()` (the generated replay's alone): an affine loop whose iterations hold more than
+//   kMinTileCalls calls is tiled instead (runtime::TileMemo: a tile copied whole from the one
+//   before it), with room for `transfers`, the transfers of an iteration counted as the calls
+//   are (tile_transfers()); its body's inner loops are memoized as in any loop where an
+//   iteration holds more calls than a memo does (tile_memoizes_inside()), else they stay
+//   plain, as in a memoized loop, and without the time shortcuts the tiles are a loop memo's
+//   iterations (runtime::TiledLoopMemo);
 //   `outer` (the generated replay's, for a loop inside others): the loops around it, whose
 //   values the body reads are keys too, so that the loop entered again may copy an iteration
 //   of an entry before (`entry`: no value reads them with a loop inside the body;
@@ -26362,6 +26383,11 @@ namespace dlavm::vta::detail {
 
 struct LoopMemoScan {
   static constexpr std::int64_t kMaxCalls = 384;
+  // An affine loop whose iterations hold more calls than this is tiled (docs/vta.md): its
+  // first iteration recorded, with the steps the code gives, saves writing the second one by
+  // its calls; below it the tile memo's fixed costs (its arrays, the recording's pass over the
+  // regions) are not paid back (the MLP's batch of 1, the token GEMM's blocks of 14 calls).
+  static constexpr std::int64_t kMinTileCalls = 32;
   static constexpr std::int64_t kMaxTransfers = 1024;  // a tile's (12 bytes each)
 
   // `kernel_entries`: how many entries a kernel site's memo holds, each the values of its keys
@@ -26434,7 +26460,11 @@ struct LoopMemoScan {
   // The size of its memo: the calls of an iteration, at most kMaxCalls.
   std::int64_t memo_calls() const { return std::clamp<std::int64_t>(calls, 1, kMaxCalls); }
   // Whether the generated replay tiles the loop, and its tile memo's room for transfers.
-  bool tiled() const { return ok && affine && calls > kMaxCalls; }
+  bool tiled() const { return ok && affine && calls > kMinTileCalls; }
+  // Whether a tiled loop's inner loops are memoized: where its iterations hold more calls than
+  // a memo does (the first tile, a decode step's only one, is then written by its inner loops'
+  // copies); where a memo would hold them, they stay plain, as inside the memoized loop.
+  bool tile_memoizes_inside() const { return calls > kMaxCalls; }
   std::int64_t tile_transfers() const {
     return std::clamp<std::int64_t>(transfers, 1, kMaxTransfers);
   }
@@ -28968,11 +28998,13 @@ constexpr ModelStatus check_model_file(const std::uint8_t* file, std::size_t siz
 // runtime::kKernelMemoEntries entries, so that a copy finds each kernel again; one keyed on the
 // innermost loop around it, a loop inside another of kKernelMemoEntries iterations at most
 // (ne::bounds of its count), an entry per iteration, so that the loop entered again finds
-// each kernel again; others one. Such a loop whose iteration holds more calls than its memo
-// would (384) is tiled instead (runtime::TileMemo, docs/vta.md): printed plain, its inner loops
-// memoized, then each transfer's DRAM step from a tile to the next, listed for the tile being
-// recorded (the first), each iteration after the first copied whole from the one before where
-// it starts as the first did (or would, but for the stores before it it waits for).
+// each kernel again; others one. Such a loop whose iteration holds more than 32 calls is tiled
+// instead (runtime::TileMemo, docs/vta.md): printed plain, its inner loops memoized where an
+// iteration holds more calls than a loop memo would (384), then each transfer's DRAM step from
+// a tile to the next, listed for the tile being recorded (the first), each iteration after
+// the first copied whole from the one before where it starts as the first did (or would, but
+// for the stores before it it waits for); without the time shortcuts (-Os) a loop memo where
+// one holds an iteration (runtime::TiledLoopMemo).
 // The memos' arrays (the calls of an iteration at the dims' largest values, at most 384: 28 KiB
 // with 15 regions; a tile memo's regions' states twice, their first writes and its
 // transfers, 9 KiB (9,176 bytes) for the integer softmax's 25 regions and 88 transfers) are on
@@ -29197,7 +29229,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   fmt::memory_buffer out;
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    if (in_kernel_ || memo_ || steps_ || plain_ == &n || !LoopMemoScan::candidate(n.extent))
+    if (in_kernel_ || memo_ || steps_ || plain_ == &n || plain_inside_ ||
+        !LoopMemoScan::candidate(n.extent))
       return loop(n, false);
     // The outermost loops outside kernels are memoized (LoopMemo) when the values their body
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
@@ -29210,7 +29243,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     loop(n, true);
     const bool ok = memo_->scan.ok;
     std::optional<TileDecl> tile;
-    if (memo_->scan.tiled() && !tiling_) tile = TileDecl{memo_->keys, memo_->scan.tile_transfers()};
+    if (memo_->scan.tiled() && !tiling_)
+      tile = TileDecl{memo_->keys, memo_->scan.tile_transfers(), memo_->scan.tile_memoizes_inside(),
+                      memo_->scan.memo_calls()};
     memo_.reset();
     if (ok && !tile) return;
     undo(before);
@@ -29514,6 +29549,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   struct TileDecl {
     std::vector<std::string> keys;
     std::int64_t transfers = 0;
+    bool memoizes_inside = false;  // its inner loops memoized (LoopMemoScan)
+    std::int64_t calls = 0;        // an iteration's (LoopMemoScan::memo_calls)
   };
 
   void loop(const tir::ForNode& n, bool memoized, const TileDecl* tile = nullptr) {
@@ -29529,8 +29566,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (tile != nullptr) {
       line("{{");
       ++depth_;
-      line("dlavm::runtime::TileMemo<{}, {}, {}> tm{{}};", tile->keys.size(), tile->transfers,
-           prog_.regions().size());
+      // (and, where its iterations' calls fit a loop memo, their count: without the time
+      // shortcuts it is one)
+      line("dlavm::runtime::TileMemo<{}, {}, {}, {}> tm{{}};", tile->keys.size(), tile->transfers,
+           prog_.regions().size(), tile->memoizes_inside ? 0 : tile->calls);
     }
     line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
          extent);
@@ -29545,12 +29584,14 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     std::vector<MemoDecl> segment_memos;  // the parts' memos, where the body has parts
     if (tile != nullptr) {                // the body, then the steps of the transfers it wrote
       tiling_ = true;
+      plain_inside_ = !tile->memoizes_inside;
       const auto body = printed_apart([&] { visit(n.body); });
       steps_ = true;
       tile_var_ = n.var;
       const auto steps = printed_apart([&] { visit(n.body); });
       steps_ = false;
       tiling_ = false;
+      plain_inside_ = false;
       line("if (r.tile_begin(tm, tm.same({}), {} + 1 < {}_end, true)) {{",
            fmt::join(tile->keys, ", "), name, name);
       out.append(body.data(), body.data() + body.size());
@@ -29924,6 +29965,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   int loops_ = 0, depth_ = 1, kernels_ = 0, entry_memos_ = 0;
   bool in_kernel_ = false;           // printing a kernel's loops and micro-ops
   bool tiling_ = false;              // printing a tiled loop's body (no tiled loop inside it)
+  bool plain_inside_ = false;        // whose inner loops are not memoized
   bool steps_ = false;               // printing a tiled loop's transfers' steps (TileTape::step)
   std::optional<ne::Var> tile_var_;  // the tiled loop's variable
   bool kernel_ = false;              // printing a kernel, its instruction included

@@ -353,6 +353,30 @@ TEST_CASE("a loop whose iterations no loop memo holds is tiled, its later tiles 
   }
 }
 
+TEST_CASE("a loop of more than 32 calls an iteration that a loop memo holds is tiled too") {
+  // The MLP's loop over blocks of 64 rows (80 calls a block at the largest batch) and
+  // attention1's outer loop (126 calls an iteration) are tiled (LoopMemoScan::kMinTileCalls): the
+  // first tile recorded with the steps the code gives, so the second is a copy. Their inner loops
+  // stay plain, as inside a memoized loop, and the TileMemo is declared with an iteration's calls:
+  // at -Os it is a loop memo (runtime::TiledLoopMemo, standalone/replay_size_optimized.cpp).
+  // attention1's loop of 12 calls an iteration stays a loop memo.
+  for (const auto& tiled :
+       {std::pair{"mlp0", "dlavm::runtime::TileMemo<2, 44, 15, 80> tm{};"},
+        std::pair{"attention1", "dlavm::runtime::TileMemo<0, 110, 9, 126> tm{};"}}) {
+    const std::string_view name = tiled.first, decl = tiled.second;
+    CAPTURE(name);
+    const std::string source = replay_of(name);
+    REQUIRE(occurrences(source, decl) == 1);
+    const auto inside = source.substr(source.find("r.tile_begin"));
+    CHECK(occurrences(inside.substr(0, inside.find("r.tile_end")), "r.iteration_begin(") == 0);
+  }
+  CHECK(occurrences(replay_of("attention1"), "dlavm::runtime::LoopMemo<0, 12, 9> ") == 1);
+  // at the largest batch, four blocks: three copied
+  std::size_t copied = 0, whole = 0, tiles = 0;
+  REQUIRE(compiled(entries[0], {256}, copied, whole, nullptr, &tiles).has_value());
+  if constexpr (runtime::kTimeShortcuts) CHECK(tiles == 3);
+}
+
 TEST_CASE("a memoized loop inside another keys the values of the loops around it") {
   // The rule behind the memos above (vta::detail::LoopMemoScan, with `outer` the loops around):
   // a value of the loops around alone is a key, so that an entry copies an iteration of an

@@ -402,7 +402,8 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 // waits for). A tile right after a copy, every tile from the recorded one on having begun where
 // the one before ended, starts as that copy did, one tile on (steady: the same waits, the
 // renaming read from the slots). Without the time shortcuts every tile runs its calls, and a
-// TileMemo holds nothing.
+// TileMemo holds nothing, but where a loop memo would hold a tile's calls: it is one then
+// (TiledLoopMemo).
 // A tile is recorded only where another follows, at most kMaxLoopRecords times, and where the
 // regions fit the memo. A TileMemo is declared where its loop is reached, zeroed at each entry
 // (its tiles are copied from the tile before in the same entry). Of LoopTape it uses the keys,
@@ -491,9 +492,19 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
   std::int64_t first_array[Regions + 1] = {};
   std::int64_t meet_array[Regions + 1] = {};
 };
-template <std::size_t Keys, std::size_t Transfers, std::size_t Regions>
-using TileMemo =
-    std::conditional_t<kTimeShortcuts, TileMemoArrays<Keys, Transfers, Regions>, TileTape>;
+// Without the time shortcuts (at -Os) a tiled loop whose iterations a loop memo holds (`Calls`
+// of them; vta::replay_source gives 0 where they are more) is memoized as a loop: its tiles
+// are iterations (Replay::tile_begin, tile_end), copied from the second on as any memoized
+// loop's (no step is given: it measures them).
+template <std::size_t Keys, std::size_t Calls, std::size_t Regions>
+struct TiledLoopMemo : LoopMemo<Keys, Calls, Regions> {
+  static constexpr bool recording = false;
+  constexpr void step(std::int64_t /*by*/) {}
+};
+template <std::size_t Keys, std::size_t Transfers, std::size_t Regions, std::size_t Calls = 0>
+using TileMemo = std::conditional_t<
+    kTimeShortcuts, TileMemoArrays<Keys, Transfers, Regions>,
+    std::conditional_t<Calls == 0, TileTape, TiledLoopMemo<Keys, Calls, Regions>>>;
 
 template <class Storage, class Layout = DynamicLayout>
 class Replay {
@@ -799,11 +810,15 @@ class Replay {
   // alike: starts_alike); then its body need not run (false). Else its calls write it (true),
   // and it is recorded where another follows (`more`) and, unless the code gives the steps of
   // its transfers (`steps`), the tile before it had the same keys. Without the time shortcuts
-  // every tile runs its calls. (Templates: a firmware with no tiled loop compiles none of it.)
+  // every tile runs its calls, or is a memoized loop's iteration (TiledLoopMemo). (Templates: a
+  // firmware with no tiled loop compiles none of it.)
   template <class Tape>
   constexpr bool tile_begin(Tape& tape, bool same, bool more, bool steps = false) {
     if constexpr (!kTimeShortcuts) {
-      return true;
+      if constexpr (std::is_base_of_v<TileTape, Tape>)
+        return true;
+      else
+        return iteration_begin(tape, same, more, true);
     } else {
       TileTape& t = tape;
       // (inside a loop memo's recorded or copied iteration, which must see every call, the
@@ -866,7 +881,10 @@ class Replay {
   template <class Tape>
   constexpr bool tile_end(Tape& tape) {
     if constexpr (!kTimeShortcuts) {
-      return ok();
+      if constexpr (std::is_base_of_v<TileTape, Tape>)
+        return ok();
+      else
+        return iteration_end(tape);
     } else {
       TileTape& t = tape;
       if (!t.recording) return ok();

@@ -114,7 +114,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   fmt::memory_buffer out;
 
   void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-    if (in_kernel_ || memo_ || steps_ || plain_ == &n || !LoopMemoScan::candidate(n.extent))
+    if (in_kernel_ || memo_ || steps_ || plain_ == &n || plain_inside_ ||
+        !LoopMemoScan::candidate(n.extent))
       return loop(n, false);
     // The outermost loops outside kernels are memoized (LoopMemo) when the values their body
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
@@ -127,7 +128,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     loop(n, true);
     const bool ok = memo_->scan.ok;
     std::optional<TileDecl> tile;
-    if (memo_->scan.tiled() && !tiling_) tile = TileDecl{memo_->keys, memo_->scan.tile_transfers()};
+    if (memo_->scan.tiled() && !tiling_)
+      tile = TileDecl{memo_->keys, memo_->scan.tile_transfers(), memo_->scan.tile_memoizes_inside(),
+                      memo_->scan.memo_calls()};
     memo_.reset();
     if (ok && !tile) return;
     undo(before);
@@ -431,6 +434,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   struct TileDecl {
     std::vector<std::string> keys;
     std::int64_t transfers = 0;
+    bool memoizes_inside = false;  // its inner loops memoized (LoopMemoScan)
+    std::int64_t calls = 0;        // an iteration's (LoopMemoScan::memo_calls)
   };
 
   void loop(const tir::ForNode& n, bool memoized, const TileDecl* tile = nullptr) {
@@ -446,8 +451,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (tile != nullptr) {
       line("{{");
       ++depth_;
-      line("dlavm::runtime::TileMemo<{}, {}, {}> tm{{}};", tile->keys.size(), tile->transfers,
-           prog_.regions().size());
+      // (and, where its iterations' calls fit a loop memo, their count: without the time
+      // shortcuts it is one)
+      line("dlavm::runtime::TileMemo<{}, {}, {}, {}> tm{{}};", tile->keys.size(), tile->transfers,
+           prog_.regions().size(), tile->memoizes_inside ? 0 : tile->calls);
     }
     line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
          extent);
@@ -462,12 +469,14 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     std::vector<MemoDecl> segment_memos;  // the parts' memos, where the body has parts
     if (tile != nullptr) {                // the body, then the steps of the transfers it wrote
       tiling_ = true;
+      plain_inside_ = !tile->memoizes_inside;
       const auto body = printed_apart([&] { visit(n.body); });
       steps_ = true;
       tile_var_ = n.var;
       const auto steps = printed_apart([&] { visit(n.body); });
       steps_ = false;
       tiling_ = false;
+      plain_inside_ = false;
       line("if (r.tile_begin(tm, tm.same({}), {} + 1 < {}_end, true)) {{",
            fmt::join(tile->keys, ", "), name, name);
       out.append(body.data(), body.data() + body.size());
@@ -841,6 +850,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   int loops_ = 0, depth_ = 1, kernels_ = 0, entry_memos_ = 0;
   bool in_kernel_ = false;           // printing a kernel's loops and micro-ops
   bool tiling_ = false;              // printing a tiled loop's body (no tiled loop inside it)
+  bool plain_inside_ = false;        // whose inner loops are not memoized
   bool steps_ = false;               // printing a tiled loop's transfers' steps (TileTape::step)
   std::optional<ne::Var> tile_var_;  // the tiled loop's variable
   bool kernel_ = false;              // printing a kernel, its instruction included

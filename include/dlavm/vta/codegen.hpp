@@ -21,11 +21,13 @@
 // runtime::kKernelMemoEntries entries, so that a copy finds each kernel again; one keyed on the
 // innermost loop around it, a loop inside another of kKernelMemoEntries iterations at most
 // (ne::bounds of its count), an entry per iteration, so that the loop entered again finds
-// each kernel again; others one. Such a loop whose iteration holds more calls than its memo
-// would (384) is tiled instead (runtime::TileMemo, docs/vta.md): printed plain, its inner loops
-// memoized, then each transfer's DRAM step from a tile to the next, listed for the tile being
-// recorded (the first), each iteration after the first copied whole from the one before where
-// it starts as the first did (or would, but for the stores before it it waits for).
+// each kernel again; others one. Such a loop whose iteration holds more than 32 calls is tiled
+// instead (runtime::TileMemo, docs/vta.md): printed plain, its inner loops memoized where an
+// iteration holds more calls than a loop memo would (384), then each transfer's DRAM step from
+// a tile to the next, listed for the tile being recorded (the first), each iteration after
+// the first copied whole from the one before where it starts as the first did (or would, but
+// for the stores before it it waits for); without the time shortcuts (-Os) a loop memo where
+// one holds an iteration (runtime::TiledLoopMemo).
 // The memos' arrays (the calls of an iteration at the dims' largest values, at most 384: 28 KiB
 // with 15 regions; a tile memo's regions' states twice, their first writes and its
 // transfers, 9 KiB (9,176 bytes) for the integer softmax's 25 regions and 88 transfers) are on

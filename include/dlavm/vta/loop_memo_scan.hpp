@@ -15,10 +15,13 @@
 //   size (memo_calls()), capped at kMaxCalls, which it also is where an inner loop's count has
 //   no bound (an iteration with more calls than its memo holds is not copied);
 //   a kernel without a micro-op call (kernel_call below) writes nothing and is not scanned;
-//   `tiled()` (the generated replay's alone): an affine loop whose iterations hold more calls
-//   than a memo does is tiled instead (runtime::TileMemo: its body's inner loops memoized as
-//   in any loop, a tile copied whole from the one before it), with room for `transfers`, the
-//   transfers of an iteration counted as the calls are (tile_transfers());
+//   `tiled()` (the generated replay's alone): an affine loop whose iterations hold more than
+//   kMinTileCalls calls is tiled instead (runtime::TileMemo: a tile copied whole from the one
+//   before it), with room for `transfers`, the transfers of an iteration counted as the calls
+//   are (tile_transfers()); its body's inner loops are memoized as in any loop where an
+//   iteration holds more calls than a memo does (tile_memoizes_inside()), else they stay
+//   plain, as in a memoized loop, and without the time shortcuts the tiles are a loop memo's
+//   iterations (runtime::TiledLoopMemo);
 //   `outer` (the generated replay's, for a loop inside others): the loops around it, whose
 //   values the body reads are keys too, so that the loop entered again may copy an iteration
 //   of an entry before (`entry`: no value reads them with a loop inside the body;
@@ -43,6 +46,11 @@ namespace dlavm::vta::detail {
 
 struct LoopMemoScan {
   static constexpr std::int64_t kMaxCalls = 384;
+  // An affine loop whose iterations hold more calls than this is tiled (docs/vta.md): its
+  // first iteration recorded, with the steps the code gives, saves writing the second one by
+  // its calls; below it the tile memo's fixed costs (its arrays, the recording's pass over the
+  // regions) are not paid back (the MLP's batch of 1, the token GEMM's blocks of 14 calls).
+  static constexpr std::int64_t kMinTileCalls = 32;
   static constexpr std::int64_t kMaxTransfers = 1024;  // a tile's (12 bytes each)
 
   // `kernel_entries`: how many entries a kernel site's memo holds, each the values of its keys
@@ -115,7 +123,11 @@ struct LoopMemoScan {
   // The size of its memo: the calls of an iteration, at most kMaxCalls.
   std::int64_t memo_calls() const { return std::clamp<std::int64_t>(calls, 1, kMaxCalls); }
   // Whether the generated replay tiles the loop, and its tile memo's room for transfers.
-  bool tiled() const { return ok && affine && calls > kMaxCalls; }
+  bool tiled() const { return ok && affine && calls > kMinTileCalls; }
+  // Whether a tiled loop's inner loops are memoized: where its iterations hold more calls than
+  // a memo does (the first tile, a decode step's only one, is then written by its inner loops'
+  // copies); where a memo would hold them, they stay plain, as inside the memoized loop.
+  bool tile_memoizes_inside() const { return calls > kMaxCalls; }
   std::int64_t tile_transfers() const {
     return std::clamp<std::int64_t>(transfers, 1, kMaxTransfers);
   }

@@ -4,6 +4,7 @@
 #include <fmt/os.h>
 
 #include "../cases.hpp"
+#include <regex>
 
 int main(int argc, char** argv) try {
   if (argc != 2) {
@@ -21,7 +22,20 @@ int main(int argc, char** argv) try {
                         dlavm::vta::regions_source(p));
     code += fmt::format("inline constexpr std::size_t kMaxOps = {};\n", p.max_kernel_ops());
     code += fmt::format("inline constexpr std::size_t kParams = {};\n", p.func().params.size());
-    code += dlavm::vta::replay_source(p, "replay", c.dims);
+    const auto source = dlavm::vta::replay_source(p, "replay", c.dims);
+    code += source;
+    // the dim values the test replays, one point after another (for the replays compiled
+    // without the host: tests/standalone/replay_size_optimized.cpp)
+    std::string values;
+    for (const auto& point : c.values)
+      for (const auto v : point) values += fmt::format("{}, ", v);
+    code += fmt::format("inline constexpr std::size_t kDims = {};\n", c.dims.size());
+    code += fmt::format("inline constexpr std::int64_t kValues[] = {{{}}};\n",
+                        values.empty() ? "0" : values);
+    // whether a TileMemo of it is declared with its iterations' calls (a loop memo at -Os)
+    static const std::regex tiled_as_loop(R"(TileMemo<\d+, \d+, \d+, [1-9])");
+    code += fmt::format("inline constexpr bool kTiledAsLoops = {};\n",
+                        std::regex_search(source, tiled_as_loop));
     if (words) {  // the host encoder's words for the static programs
       std::vector<std::uint64_t> phys;
       for (std::size_t k = 0; k < p.func().params.size(); ++k)
