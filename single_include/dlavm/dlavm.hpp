@@ -16675,14 +16675,15 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 }
 
 // (a time shortcut) What a generated replay keeps of a tiled loop: one whose iterations (tiles)
-// hold more calls than a LoopMemo does, whose body reads its variable in DRAM offsets alone,
-// each affine in it with a step free of the loops inside (vta::replay_source: the integer
-// softmax's tiles of a decode step, 1,700 instructions each):
+// hold more than 32 calls, whose body reads its variable in DRAM offsets alone, each affine in
+// it with a step free of the loops inside (vta::replay_source: the integer softmax's tiles of a
+// decode step, 1,700 instructions each; a GEMM's blocks of rows):
 //
 //   dlavm::runtime::TileMemo<0, 96, 24> tm{};  // keys, transfers of a tile, regions
 //   for (std::int64_t i0 = 0, i0_end = i0 + n; i0 < i0_end; ++i0) {
 //     if (r.tile_begin(tm, tm.same(), i0 + 1 < i0_end)) {
-//       ... the body's calls, its inner loops and kernels memoized as in any loop ...
+//       ... the body's calls, its kernels memoized, and its inner loops too where its
+//       iterations hold more calls than a LoopMemo does ...
 //     }
 //     if (!r.tile_end(tm)) return false;
 //   }
@@ -26388,7 +26389,8 @@ struct LoopMemoScan {
   // An affine loop whose iterations hold more calls than this is tiled (docs/vta.md): its
   // first iteration recorded, with the steps the code gives, saves writing the second one by
   // its calls; below it the tile memo's fixed costs (its arrays, the recording's pass over the
-  // regions) are not paid back (the MLP's batch of 1, the token GEMM's blocks of 14 calls).
+  // regions) are not paid back (the token GEMM's blocks of 14 calls at one row, the float
+  // layer's loops of 3 and 6 calls at one token: docs/performance.md).
   static constexpr std::int64_t kMinTileCalls = 32;
   static constexpr std::int64_t kMaxTransfers = 1024;  // a tile's (12 bytes each)
 
@@ -29238,8 +29240,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
     // iteration: printed first to learn which those are, then, if they cannot, printed again
     // as a plain loop whose inner loops may be memoized themselves.
-    // Where an iteration holds more calls than a memo does, the loop is tiled instead
-    // (runtime::TileMemo): printed again, its inner loops memoized as in any loop.
+    // Where an iteration holds more than LoopMemoScan::kMinTileCalls calls, the loop is tiled
+    // instead (runtime::TileMemo): printed again, its inner loops memoized as in any loop where
+    // an iteration holds more calls than a loop memo does, else plain, as in a memoized loop.
     const Printed before = printed();
     open_memo(n.var);
     loop(n, true);
@@ -29579,6 +29582,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (!in_kernel_) {
       loop_vars_.push_back(n.var);
       loop_counts_.push_back(LoopMemoScan::largest_count(n.extent));
+      if (plain_inside_) tile_body_loops_.push_back(n.var.id());
     }
     const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
@@ -29594,6 +29598,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       steps_ = false;
       tiling_ = false;
       plain_inside_ = false;
+      tile_body_loops_.clear();
       line("if (r.tile_begin(tm, tm.same({}), {} + 1 < {}_end, true)) {{",
            fmt::join(tile->keys, ", "), name, name);
       out.append(body.data(), body.data() + body.size());
@@ -29788,7 +29793,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
             outer.push_back(k);
             around = true;
             reads_innermost_ = reads_innermost_ || k + 1 == loop_vars_.size();
-            reads_body_loop_ = reads_body_loop_ || (memo_ && memo_->scan.opened_inside(v.id));
+            reads_body_loop_ = reads_body_loop_ || (memo_ && memo_->scan.opened_inside(v.id)) ||
+                               std::find(tile_body_loops_.begin(), tile_body_loops_.end(), v.id) !=
+                                   tile_body_loops_.end();
           }
         inner = inner || !around;
         return it->second;
@@ -29965,9 +29972,13 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::size_t kernel_call_at_ = 0;  // where the kernel printed last printed its call
   std::string kernel_shape_;        // and that call's operation
   int loops_ = 0, depth_ = 1, kernels_ = 0, entry_memos_ = 0;
-  bool in_kernel_ = false;           // printing a kernel's loops and micro-ops
-  bool tiling_ = false;              // printing a tiled loop's body (no tiled loop inside it)
-  bool plain_inside_ = false;        // whose inner loops are not memoized
+  bool in_kernel_ = false;     // printing a kernel's loops and micro-ops
+  bool tiling_ = false;        // printing a tiled loop's body (no tiled loop inside it)
+  bool plain_inside_ = false;  // whose inner loops are not memoized
+  // the loops opened in such a body, as a memoized loop's (LoopMemoScan::opened_inside): a
+  // kernel whose keys read them keeps kKernelMemoEntries entries, so that at -Os, where the
+  // tiles are a loop memo's iterations (runtime::TiledLoopMemo), a copy finds each of them
+  std::vector<std::uint64_t> tile_body_loops_;
   bool steps_ = false;               // printing a tiled loop's transfers' steps (TileTape::step)
   std::optional<ne::Var> tile_var_;  // the tiled loop's variable
   bool kernel_ = false;              // printing a kernel, its instruction included

@@ -366,14 +366,15 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 }
 
 // (a time shortcut) What a generated replay keeps of a tiled loop: one whose iterations (tiles)
-// hold more calls than a LoopMemo does, whose body reads its variable in DRAM offsets alone,
-// each affine in it with a step free of the loops inside (vta::replay_source: the integer
-// softmax's tiles of a decode step, 1,700 instructions each):
+// hold more than 32 calls, whose body reads its variable in DRAM offsets alone, each affine in
+// it with a step free of the loops inside (vta::replay_source: the integer softmax's tiles of a
+// decode step, 1,700 instructions each; a GEMM's blocks of rows):
 //
 //   dlavm::runtime::TileMemo<0, 96, 24> tm{};  // keys, transfers of a tile, regions
 //   for (std::int64_t i0 = 0, i0_end = i0 + n; i0 < i0_end; ++i0) {
 //     if (r.tile_begin(tm, tm.same(), i0 + 1 < i0_end)) {
-//       ... the body's calls, its inner loops and kernels memoized as in any loop ...
+//       ... the body's calls, its kernels memoized, and its inner loops too where its
+//       iterations hold more calls than a LoopMemo does ...
 //     }
 //     if (!r.tile_end(tm)) return false;
 //   }

@@ -121,8 +121,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     // reads from their variable, DRAM offsets aside, can be computed at the top of an
     // iteration: printed first to learn which those are, then, if they cannot, printed again
     // as a plain loop whose inner loops may be memoized themselves.
-    // Where an iteration holds more calls than a memo does, the loop is tiled instead
-    // (runtime::TileMemo): printed again, its inner loops memoized as in any loop.
+    // Where an iteration holds more than LoopMemoScan::kMinTileCalls calls, the loop is tiled
+    // instead (runtime::TileMemo): printed again, its inner loops memoized as in any loop where
+    // an iteration holds more calls than a loop memo does, else plain, as in a memoized loop.
     const Printed before = printed();
     open_memo(n.var);
     loop(n, true);
@@ -462,6 +463,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (!in_kernel_) {
       loop_vars_.push_back(n.var);
       loop_counts_.push_back(LoopMemoScan::largest_count(n.extent));
+      if (plain_inside_) tile_body_loops_.push_back(n.var.id());
     }
     const std::int64_t repeat = memo_ ? memo_->scan.repeat : 1;
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
@@ -477,6 +479,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       steps_ = false;
       tiling_ = false;
       plain_inside_ = false;
+      tile_body_loops_.clear();
       line("if (r.tile_begin(tm, tm.same({}), {} + 1 < {}_end, true)) {{",
            fmt::join(tile->keys, ", "), name, name);
       out.append(body.data(), body.data() + body.size());
@@ -671,7 +674,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
             outer.push_back(k);
             around = true;
             reads_innermost_ = reads_innermost_ || k + 1 == loop_vars_.size();
-            reads_body_loop_ = reads_body_loop_ || (memo_ && memo_->scan.opened_inside(v.id));
+            reads_body_loop_ = reads_body_loop_ || (memo_ && memo_->scan.opened_inside(v.id)) ||
+                               std::find(tile_body_loops_.begin(), tile_body_loops_.end(), v.id) !=
+                                   tile_body_loops_.end();
           }
         inner = inner || !around;
         return it->second;
@@ -848,9 +853,13 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   std::size_t kernel_call_at_ = 0;  // where the kernel printed last printed its call
   std::string kernel_shape_;        // and that call's operation
   int loops_ = 0, depth_ = 1, kernels_ = 0, entry_memos_ = 0;
-  bool in_kernel_ = false;           // printing a kernel's loops and micro-ops
-  bool tiling_ = false;              // printing a tiled loop's body (no tiled loop inside it)
-  bool plain_inside_ = false;        // whose inner loops are not memoized
+  bool in_kernel_ = false;     // printing a kernel's loops and micro-ops
+  bool tiling_ = false;        // printing a tiled loop's body (no tiled loop inside it)
+  bool plain_inside_ = false;  // whose inner loops are not memoized
+  // the loops opened in such a body, as a memoized loop's (LoopMemoScan::opened_inside): a
+  // kernel whose keys read them keeps kKernelMemoEntries entries, so that at -Os, where the
+  // tiles are a loop memo's iterations (runtime::TiledLoopMemo), a copy finds each of them
+  std::vector<std::uint64_t> tile_body_loops_;
   bool steps_ = false;               // printing a tiled loop's transfers' steps (TileTape::step)
   std::optional<ne::Var> tile_var_;  // the tiled loop's variable
   bool kernel_ = false;              // printing a kernel, its instruction included

@@ -49,7 +49,8 @@ struct LoopMemoScan {
   // An affine loop whose iterations hold more calls than this is tiled (docs/vta.md): its
   // first iteration recorded, with the steps the code gives, saves writing the second one by
   // its calls; below it the tile memo's fixed costs (its arrays, the recording's pass over the
-  // regions) are not paid back (the MLP's batch of 1, the token GEMM's blocks of 14 calls).
+  // regions) are not paid back (the token GEMM's blocks of 14 calls at one row, the float
+  // layer's loops of 3 and 6 calls at one token: docs/performance.md).
   static constexpr std::int64_t kMinTileCalls = 32;
   static constexpr std::int64_t kMaxTransfers = 1024;  // a tile's (12 bytes each)
 
