@@ -16804,8 +16804,8 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
 };
 // Without the time shortcuts (at -Os) a tiled loop whose iterations a loop memo holds (`Calls`
 // of them; vta::replay_source gives 0 where they are more) is memoized as a loop: its tiles
-// are iterations (Replay::tile_begin, tile_end), copied from the second on as any memoized
-// loop's (no step is given: it measures them).
+// are iterations (Replay::tile_begin, tile_end), recorded and copied as any memoized loop's
+// (no step is given: the second tile is recorded, and measures them).
 template <std::size_t Keys, std::size_t Calls, std::size_t Regions>
 struct TiledLoopMemo : LoopMemo<Keys, Calls, Regions> {
   static constexpr bool recording = false;
@@ -17130,7 +17130,7 @@ class Replay {
       if constexpr (std::is_base_of_v<TileTape, Tape>)
         return true;
       else
-        return iteration_begin(tape, same, more, true);
+        return iteration_begin(tape, same, more, /*affine=*/true);  // (as every tiled loop)
     } else {
       TileTape& t = tape;
       // (inside a loop memo's recorded or copied iteration, which must see every call, the
@@ -29249,8 +29249,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     const bool ok = memo_->scan.ok;
     std::optional<TileDecl> tile;
     if (memo_->scan.tiled() && !tiling_)
-      tile = TileDecl{memo_->keys, memo_->scan.tile_transfers(), memo_->scan.tile_memoizes_inside(),
-                      memo_->scan.memo_calls()};
+      tile = TileDecl{memo_->keys, memo_->scan.tile_transfers(),
+                      memo_->scan.tile_memoizes_inside() ? 0 : memo_->scan.memo_calls()};
     memo_.reset();
     if (ok && !tile) return;
     undo(before);
@@ -29554,8 +29554,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   struct TileDecl {
     std::vector<std::string> keys;
     std::int64_t transfers = 0;
-    bool memoizes_inside = false;  // its inner loops memoized (LoopMemoScan)
-    std::int64_t calls = 0;        // an iteration's (LoopMemoScan::memo_calls)
+    // an iteration's calls where a loop memo holds them (its inner loops then plain), else 0
+    // (its inner loops memoized: LoopMemoScan::tile_memoizes_inside)
+    std::int64_t calls = 0;
   };
 
   void loop(const tir::ForNode& n, bool memoized, const TileDecl* tile = nullptr) {
@@ -29574,7 +29575,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       // (and, where its iterations' calls fit a loop memo, their count: without the time
       // shortcuts it is one)
       line("dlavm::runtime::TileMemo<{}, {}, {}, {}> tm{{}};", tile->keys.size(), tile->transfers,
-           prog_.regions().size(), tile->memoizes_inside ? 0 : tile->calls);
+           prog_.regions().size(), tile->calls);
     }
     line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
          extent);
@@ -29590,7 +29591,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     std::vector<MemoDecl> segment_memos;  // the parts' memos, where the body has parts
     if (tile != nullptr) {                // the body, then the steps of the transfers it wrote
       tiling_ = true;
-      plain_inside_ = !tile->memoizes_inside;
+      plain_inside_ = tile->calls != 0;
       const auto body = printed_apart([&] { visit(n.body); });
       steps_ = true;
       tile_var_ = n.var;

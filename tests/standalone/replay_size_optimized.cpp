@@ -30,6 +30,7 @@ struct Written {
   std::size_t copied = 0;
 };
 
+// (tests/deploy/cases.hpp's, whose host headers this unit does not compile)
 constexpr std::uint64_t param_phys(std::size_t k) { return 0x100000 * (k + 1); }
 
 template <class Case>

@@ -495,8 +495,8 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
 };
 // Without the time shortcuts (at -Os) a tiled loop whose iterations a loop memo holds (`Calls`
 // of them; vta::replay_source gives 0 where they are more) is memoized as a loop: its tiles
-// are iterations (Replay::tile_begin, tile_end), copied from the second on as any memoized
-// loop's (no step is given: it measures them).
+// are iterations (Replay::tile_begin, tile_end), recorded and copied as any memoized loop's
+// (no step is given: the second tile is recorded, and measures them).
 template <std::size_t Keys, std::size_t Calls, std::size_t Regions>
 struct TiledLoopMemo : LoopMemo<Keys, Calls, Regions> {
   static constexpr bool recording = false;
@@ -821,7 +821,7 @@ class Replay {
       if constexpr (std::is_base_of_v<TileTape, Tape>)
         return true;
       else
-        return iteration_begin(tape, same, more, true);
+        return iteration_begin(tape, same, more, /*affine=*/true);  // (as every tiled loop)
     } else {
       TileTape& t = tape;
       // (inside a loop memo's recorded or copied iteration, which must see every call, the

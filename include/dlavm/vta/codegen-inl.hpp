@@ -130,8 +130,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     const bool ok = memo_->scan.ok;
     std::optional<TileDecl> tile;
     if (memo_->scan.tiled() && !tiling_)
-      tile = TileDecl{memo_->keys, memo_->scan.tile_transfers(), memo_->scan.tile_memoizes_inside(),
-                      memo_->scan.memo_calls()};
+      tile = TileDecl{memo_->keys, memo_->scan.tile_transfers(),
+                      memo_->scan.tile_memoizes_inside() ? 0 : memo_->scan.memo_calls()};
     memo_.reset();
     if (ok && !tile) return;
     undo(before);
@@ -435,8 +435,9 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   struct TileDecl {
     std::vector<std::string> keys;
     std::int64_t transfers = 0;
-    bool memoizes_inside = false;  // its inner loops memoized (LoopMemoScan)
-    std::int64_t calls = 0;        // an iteration's (LoopMemoScan::memo_calls)
+    // an iteration's calls where a loop memo holds them (its inner loops then plain), else 0
+    // (its inner loops memoized: LoopMemoScan::tile_memoizes_inside)
+    std::int64_t calls = 0;
   };
 
   void loop(const tir::ForNode& n, bool memoized, const TileDecl* tile = nullptr) {
@@ -455,7 +456,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       // (and, where its iterations' calls fit a loop memo, their count: without the time
       // shortcuts it is one)
       line("dlavm::runtime::TileMemo<{}, {}, {}, {}> tm{{}};", tile->keys.size(), tile->transfers,
-           prog_.regions().size(), tile->memoizes_inside ? 0 : tile->calls);
+           prog_.regions().size(), tile->calls);
     }
     line("for (std::int64_t {0} = {1}, {0}_end = {0} + {2}; {0} < {0}_end; ++{0}) {{", name, lo,
          extent);
@@ -471,7 +472,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     std::vector<MemoDecl> segment_memos;  // the parts' memos, where the body has parts
     if (tile != nullptr) {                // the body, then the steps of the transfers it wrote
       tiling_ = true;
-      plain_inside_ = !tile->memoizes_inside;
+      plain_inside_ = tile->calls != 0;
       const auto body = printed_apart([&] { visit(n.body); });
       steps_ = true;
       tile_var_ = n.var;
