@@ -41559,6 +41559,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     std::optional<tir::Stmt> kept_reset;
     bool hoist_reset = true, kept_reset_placed = false;
     std::int64_t max_loop = 0;  // a GEMM loop's most iterations (its iter_out field)
+    // the most rows one ALU loop level and one STORE cover (their iter_out and x_size fields)
+    std::int64_t max_rows = 0;
     // The rows of `kept` the block's passes write: its first min(kept, seen) chunks, keys alone
     // where a chunk's kernels run over the keys it holds (`to_keys`), else whole chunks.
     ne::Expr kept_rows(bool to_keys) const {
@@ -41765,8 +41767,14 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // buffers take their place, which is free before pass 3's chunk loop. In place of a chunk loop
     // whose kept iterations each wrote the chain's micro-ops at rows that move with the chunk
     // (no two alike for a loop memo to copy), a loop of a few spans; the same micro-ops a
-    // key. Nullopt where the statements are not kernels of one loop level over the chunk's
-    // rows and a store of one row of tiles, or a span would hold one chunk.
+    // key. The kernels at the end of the chain that work on `e` in place with an immediate
+    // alone (the probability's rounding), and the store, run once after the loop over every
+    // kept row (where one instruction's loop holds them): elementwise, each row sees the same
+    // operations in the same order, and each of the loop's iterations writes three fewer
+    // kernels whose micro-ops move with the span (each one the replay writes anew: no loop
+    // memo copies such an iteration) and no STORE. Nullopt where the statements are not kernels
+    // of one loop level over the chunk's rows and a store of one row of tiles, or a span
+    // would hold one chunk.
     std::optional<tir::Stmt> kept_in_spans(const std::vector<tir::Stmt>& rest, const te::Buffer& e,
                                            const std::vector<te::Buffer>& allocated,
                                            const ne::Var& c, tir::ForKind kind) const {
@@ -41789,8 +41797,16 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const ne::Expr total = kept_rows(true);
       const std::int64_t most = (kept_count * chunk + span_rows - 1) / span_rows;
       const ne::Var g = ne::var(c.name() + ".span", 0, most - 1);
-      const ne::Expr first = ne::simplify(g * span_rows);
-      const ne::Expr rows = ne::simplify(ne::min(ne::Expr(span_rows), total - first));
+      const ne::Expr span_first = ne::simplify(g * span_rows);
+      const ne::Expr span_count = ne::simplify(ne::min(ne::Expr(span_rows), total - span_first));
+      // the kernels from `tail` on, and the store, after the loop (see above)
+      std::size_t tail = rest.empty() ? 0 : rest.size() - 1;
+      const bool hoist = !rest.empty() && kept_count * chunk <= max_rows;
+      if (hoist)
+        while (tail > 0 && in_place_immediate(rest[tail - 1], e)) --tail;
+      // the rows the statement being rewritten starts at and covers: a span's, or every kept
+      // row (after the loop)
+      ne::Expr first = span_first, rows = span_count;
       std::vector<te::Buffer> spanned;
       for (const auto& b : used)
         spanned.push_back(te::make_buffer(b.name() + ".span", b.dtype(),
@@ -41821,9 +41837,13 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         }
         return te::call(call.name, call.dtype(), std::move(args), std::move(buffers));
       };
-      std::vector<tir::Stmt> body;
+      std::vector<tir::Stmt> body, after;
       for (std::size_t k = 0; k < rest.size(); ++k) {
         const tir::Stmt& st = rest[k];
+        const bool hoisted = hoist && k >= tail;
+        first = hoisted ? ne::Expr(0) : span_first;
+        rows = hoisted ? total : span_count;
+        std::vector<tir::Stmt>& to = hoisted ? after : body;
         if (const auto* attr = st.as<tir::AttrNode>()) {
           const auto* seq = attr->body.as<tir::SeqNode>();
           const auto calls = vta::detail::calls_in(attr->body);
@@ -41844,7 +41864,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           const auto op =
               in_span(*calls[1], calls[1]->args, calls[1]->name == vta::intrin::alu ? 3 : 0, steps);
           if (!op) return std::nullopt;
-          body.push_back(tir::make_attr(
+          to.push_back(tir::make_attr(
               attr->key, attr->node, attr->value,
               tir::make_seq({tir::make_evaluate(te::call(calls[0]->name, calls[0]->dtype(),
                                                          std::move(loop_args), calls[0]->buffers)),
@@ -41865,21 +41885,37 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
             !(x->as_int() == chunk || ne::can_prove(ne::simplify(*x - chunk_rows) == 0)))
           return std::nullopt;
         const ne::Expr at = ne::substitute(*dram, {{c, g * span}});
-        if (!ne::can_prove(ne::simplify(at - ne::substitute(*dram, {{c, 0}}) - first) == 0))
+        if (!ne::can_prove(ne::simplify(at - ne::substitute(*dram, {{c, 0}}) - span_first) == 0))
           return std::nullopt;
         auto args = store->args;
-        args[2] = i32(at);
+        args[2] = i32(hoisted ? ne::substitute(*dram, {{c, 0}}) : at);
         args[4] = args[5] = i32(rows);
         const auto moved = in_span(*store, std::move(args), 1, {1});
         if (!moved) return std::nullopt;
-        body.push_back(tir::make_evaluate(*moved));
+        to.push_back(tir::make_evaluate(*moved));
       }
       tir::Stmt inner = tir::make_seq(body);
       for (auto it = spanned.rbegin(); it != spanned.rend(); ++it)
         inner = tir::make_allocate(*it, inner);
-      return tir::make_for(g, ne::Expr(0),
-                           ne::simplify(ne::floordiv(total + (span_rows - 1), span_rows)), kind,
-                           inner);
+      tir::Stmt loop = tir::make_for(g, ne::Expr(0),
+                                     ne::simplify(ne::floordiv(total + (span_rows - 1), span_rows)),
+                                     kind, inner);
+      if (after.empty()) return loop;
+      if (!body.empty()) after.insert(after.begin(), std::move(loop));
+      return tir::make_seq(std::move(after));
+    }
+    // Whether statement st is a kernel on `e` alone, in place, with an immediate (kept_in_spans
+    // runs those at the chain's end after its loop): dst and src e, the immediate used.
+    static bool in_place_immediate(const tir::Stmt& st, const te::Buffer& e) {
+      const auto* attr = st.as<tir::AttrNode>();
+      if (attr == nullptr) return false;
+      const auto calls = vta::detail::calls_in(attr->body);
+      if (calls.size() != 3 || calls[1]->name != vta::intrin::alu || calls[1]->args.size() != 5 ||
+          calls[1]->buffers.size() != 2)
+        return false;
+      const auto* use_imm = calls[1]->args[1].as<te::IntImmNode>();
+      return use_imm != nullptr && use_imm->value == 1 && calls[1]->buffers[0].same_as(e) &&
+             calls[1]->buffers[1].same_as(e);
     }
     // the block's statements that hold pass 3's chunk loop, with `kept` allocated around them
     // (and the kept chunks' spans before the loop, where pass 3 computes them so), and
@@ -42033,6 +42069,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       (std::int64_t{1}
        << env_.config.layout().pos(runtime::Form::Gemm, runtime::Field::iter_out).width) -
       1;
+  const auto widest = [&](runtime::Form f, runtime::Field x) {
+    return (std::int64_t{1} << env_.config.layout().pos(f, x).width) - 1;
+  };
+  loops.max_rows = std::min(widest(runtime::Form::Alu, runtime::Field::iter_out),
+                            widest(runtime::Form::Mem, runtime::Field::x_size));
   loops.keys = shape_.keys;
   loops.keys_seen = detail::softmax_visible(shape_, product);
   loops.alu_fill = env_.config.variant.store_reads_out_sram;

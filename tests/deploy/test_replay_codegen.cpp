@@ -529,10 +529,11 @@ TEST_CASE("runs of kernels and transfers, after a loop and inside a run, are loo
 }
 
 TEST_CASE("kernel sites keyed on a short loop inside another keep an entry per iteration") {
-  // The integer softmax's normalization stores a tile's probabilities in blocks of 384 rows,
-  // at most 5 of them (ne::bounds of its loop's count over the dims' ranges), its kernels
-  // keyed on the block: each keeps 5 entries, one per block, so that the next tile of queries
-  // (the loop around) finds them all; the chunks past the kept ones, at most 8, keep 8. A loop
+  // The integer softmax's normalization computes a tile's probabilities in blocks of 384 rows,
+  // at most 5 of them (ne::bounds of its loop's count over the dims' ranges), its six kernels
+  // keyed on the block (the rounding's three and the store run once after the loop): each
+  // keeps 5 entries, one per block, so that the next tile of queries (the loop around) finds
+  // them all; the chunks past the kept ones, at most 8, keep 8. A loop
   // of more iterations than kKernelMemoEntries, or one with no loop around it, keeps one entry
   // per kernel (the chunks' loops: 32 chunks).
   const std::string source = isoftmax_replay();
@@ -541,7 +542,7 @@ TEST_CASE("kernel sites keyed on a short loop inside another keep an entry per i
   for (std::sregex_iterator m(source.begin(), source.end(), memo), end; m != end; ++m)
     ++memos[(*m)[1].matched ? (*m)[1].str() : "1"];
   for (const auto& [entries, n] : memos) MESSAGE(n, " kernel memos of ", entries, " entries");
-  CHECK(memos["5"] >= 9);
+  CHECK(memos["5"] >= 6);
   CHECK(memos["8"] >= 10);
   for (const auto& kept : memos) {
     const std::string& entries = kept.first;  // (no binding: Clang 14's CAPTURE cannot name one)
