@@ -16856,6 +16856,22 @@ class Replay {
   // The kernel memo entries replaced (KernelMemo::enter): each a kernel encoded again.
   constexpr std::uint64_t replaced() const { return memo_replaced_; }
   constexpr void copy_loops(bool on) { copy_loops_ = on; }
+  // After a generated replay failed (false, its error the writer's): the loop and tile memos
+  // it was recording or copying lived in its frame, which is gone; the Replay forgets them, so
+  // that once the caller cleared the writer's error it goes on writing calls as they come
+  // (vta::replay_source's function calls it; false, as the replay returned). (A template: a
+  // firmware with no generated replay compiles none of it.)
+  template <class = void>
+  constexpr bool abandon() {
+    mode_ = Mode::Off;
+    tape_ = nullptr;
+    deps_.log_pushes(nullptr);
+    if constexpr (kTimeShortcuts) {
+      tile_recorded_ = nullptr;
+      deps_.log_tile_pushes(nullptr, 0);
+    }
+    return false;
+  }
 
   constexpr bool load(MemId mem, std::uint32_t region, std::int64_t sram, std::size_t param,
                       std::int64_t offset, std::int64_t y, std::int64_t x, std::int64_t stride,
@@ -30057,17 +30073,25 @@ DLAVM_INLINE std::string replay_source(const Program& p, std::string_view functi
   const std::string images = printer.images();  // (before the function, which names them)
   return images +
          fmt::format(
-             "// The replay of VTA program '{}' ({} on-chip regions, kernels of at most {} "
+             "// The calls of VTA program '{}' ({} on-chip regions, kernels of at most {} "
              "micro-ops).\n"
              "template <class Storage, class Layout>\n"
-             "constexpr bool {}(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* "
-             "dims) {{\n"
+             "constexpr bool {}_calls(dlavm::runtime::Replay<Storage, Layout>& r, "
+             "const std::int64_t* dims) {{\n"
              "  (void)dims;\n"
              "{}{}"
              "  return r.ok();\n"
+             "}}\n"
+             "// Its replay: where a call fails, the Replay forgets the memos the calls' frame "
+             "held\n"
+             "// (Replay::abandon), and may go on once the writer's error is cleared.\n"
+             "template <class Storage, class Layout>\n"
+             "constexpr bool {}(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* "
+             "dims) {{\n"
+             "  return {}_calls(r, dims) || r.abandon();\n"
              "}}\n",
              p.name(), p.regions().size(), p.max_kernel_ops(), function, printer.prologue(),
-             fmt::to_string(printer.out));
+             fmt::to_string(printer.out), function, function);
 }
 
 }  // namespace dlavm::vta

@@ -643,6 +643,64 @@ TEST_CASE("copied loop iterations fail where their calls fail: storage full, DRA
   if constexpr (runtime::kTimeShortcuts) CHECK(tiles > 0);  // (softmax_blocks')
 }
 
+TEST_CASE("a Replay goes on after its generated replay failed, once the error is cleared") {
+  // A replay that fails inside a loop memo's copied or recorded iteration, or a tile being
+  // recorded, leaves the function whose frame holds the memos: the Replay must not go on
+  // copying into them (Mode::Copy would report LoopDiverged on the next kernel) nor noting
+  // pushes and transfers in them. Every failure of the DRAM sweep above (one parameter high
+  // at a time), then one ALU kernel on an accumulator region with the same Replay: it is
+  // written, as it would be by a Replay that never failed.
+  std::size_t failures = 0;
+  for (const auto& e : entries) {
+    const std::string name = e.name;
+    if (name != "mlp0" && name != "mlp1" && name != "softmax_blocks") continue;
+    CAPTURE(name);
+    std::uint32_t acc = 0;
+    while (acc < e.region_count && e.regions[acc].memory != runtime::MemId::Acc) ++acc;
+    REQUIRE(acc < e.region_count);
+    const std::vector<std::int64_t> dims = {name == "softmax_blocks" ? 192 : 256};
+    for (std::size_t k = 0; k < e.params; ++k)
+      for (std::uint64_t below = 1; below < 2048; below += 7) {
+        CAPTURE(k);
+        CAPTURE(below);
+        std::vector<std::uint64_t> phys;
+        for (std::size_t p = 0; p < e.params; ++p) phys.push_back(deploy_cases::param_phys(p));
+        phys[k] = ((std::uint64_t{1} << 32) - below) * 16;
+        std::vector<runtime::InsnWord> insns(100001);
+        std::vector<std::uint32_t> uops(4096), relocs(100001);
+        KernelTables kernels(64);
+        runtime::SpanStorage st(insns.data(), 100000, uops.data(), uops.size(), relocs.data(),
+                                kernels.span());
+        StreamWriter<runtime::SpanStorage> w({}, replays::kUopDepth, st);
+        std::vector<runtime::RegionState> states(e.region_count);
+        std::vector<runtime::UopOp> ops(e.max_ops);
+        Replay<runtime::SpanStorage> r(w, replays::kUopDepth, replays::kElemBytes, e.regions,
+                                       states.data(), e.region_count, phys.data(),
+                                       {ops.data(), ops.size()});
+        if (e.firmware(r, dims.data())) continue;
+        ++failures;  // (a DRAM address out of its field, or misaligned for a larger element)
+        w.clear_error();
+        const std::size_t before = st.insn_count();
+        const auto row = static_cast<std::int64_t>(e.regions[acc].begin);
+        r.kernel_begin();
+        r.loop_begin(1, 0, 0, 0);
+        r.push(row, row, 0);
+        CHECK(r.alu(runtime::AluOp::Add, true, 1, acc, acc));
+        CHECK(w.error().status == runtime::Status::Ok);
+        CHECK(st.insn_count() > before);
+        // and the replay again, its parameters in range: it records and copies loop
+        // iterations and tiles (softmax_blocks: a tile memo recording no tile, where the
+        // Replay still named the failed run's, would copy none)
+        phys[k] = deploy_cases::param_phys(k);
+        const std::size_t tiles = r.copied_tiles(), copied = r.copied();
+        CHECK(e.firmware(r, dims.data()));
+        CHECK(r.copied() > copied);
+        if (name == "softmax_blocks" && runtime::kTimeShortcuts) CHECK(r.copied_tiles() > tiles);
+      }
+  }
+  CHECK(failures > 0);
+}
+
 // A static program's stream built in a constant expression by its generated replay, with
 // storage of exactly the host stream's size.
 template <std::size_t Insns, std::size_t Uops, std::size_t Regions, std::size_t Params,

@@ -547,6 +547,22 @@ class Replay {
   // The kernel memo entries replaced (KernelMemo::enter): each a kernel encoded again.
   constexpr std::uint64_t replaced() const { return memo_replaced_; }
   constexpr void copy_loops(bool on) { copy_loops_ = on; }
+  // After a generated replay failed (false, its error the writer's): the loop and tile memos
+  // it was recording or copying lived in its frame, which is gone; the Replay forgets them, so
+  // that once the caller cleared the writer's error it goes on writing calls as they come
+  // (vta::replay_source's function calls it; false, as the replay returned). (A template: a
+  // firmware with no generated replay compiles none of it.)
+  template <class = void>
+  constexpr bool abandon() {
+    mode_ = Mode::Off;
+    tape_ = nullptr;
+    deps_.log_pushes(nullptr);
+    if constexpr (kTimeShortcuts) {
+      tile_recorded_ = nullptr;
+      deps_.log_tile_pushes(nullptr, 0);
+    }
+    return false;
+  }
 
   constexpr bool load(MemId mem, std::uint32_t region, std::int64_t sram, std::size_t param,
                       std::int64_t offset, std::int64_t y, std::int64_t x, std::int64_t stride,

@@ -938,17 +938,25 @@ DLAVM_INLINE std::string replay_source(const Program& p, std::string_view functi
   const std::string images = printer.images();  // (before the function, which names them)
   return images +
          fmt::format(
-             "// The replay of VTA program '{}' ({} on-chip regions, kernels of at most {} "
+             "// The calls of VTA program '{}' ({} on-chip regions, kernels of at most {} "
              "micro-ops).\n"
              "template <class Storage, class Layout>\n"
-             "constexpr bool {}(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* "
-             "dims) {{\n"
+             "constexpr bool {}_calls(dlavm::runtime::Replay<Storage, Layout>& r, "
+             "const std::int64_t* dims) {{\n"
              "  (void)dims;\n"
              "{}{}"
              "  return r.ok();\n"
+             "}}\n"
+             "// Its replay: where a call fails, the Replay forgets the memos the calls' frame "
+             "held\n"
+             "// (Replay::abandon), and may go on once the writer's error is cleared.\n"
+             "template <class Storage, class Layout>\n"
+             "constexpr bool {}(dlavm::runtime::Replay<Storage, Layout>& r, const std::int64_t* "
+             "dims) {{\n"
+             "  return {}_calls(r, dims) || r.abandon();\n"
              "}}\n",
              p.name(), p.regions().size(), p.max_kernel_ops(), function, printer.prologue(),
-             fmt::to_string(printer.out));
+             fmt::to_string(printer.out), function, function);
 }
 
 }  // namespace dlavm::vta
