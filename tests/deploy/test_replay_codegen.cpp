@@ -93,25 +93,42 @@ struct KernelTables {
     return {stored.data(), resident.data(), index.data(), stored.size(), resident.size()};
   }
 };
+// A firmware's Replay of entry e into storage of `capacity` instructions (pinned: the writer
+// and the Replay point into it).
+struct FirmwareRig {
+  FirmwareRig(const Entry& e, std::size_t capacity, const std::vector<std::uint64_t>& phys,
+              KernelTables& kernels, std::size_t uop_capacity = 4096)
+      : insns(capacity + 1),
+        uops(uop_capacity),
+        relocs(capacity + 1),
+        st(insns.data(), capacity, uops.data(), uops.size(), relocs.data(), kernels.span()),
+        w({}, replays::kUopDepth, st),
+        states(e.region_count),
+        ops(e.max_ops),
+        r(w, replays::kUopDepth, replays::kElemBytes, e.regions, states.data(), e.region_count,
+          phys.data(), {ops.data(), ops.size()}) {}
+  FirmwareRig(const FirmwareRig&) = delete;
+  FirmwareRig& operator=(const FirmwareRig&) = delete;
+  std::vector<runtime::InsnWord> insns;
+  std::vector<std::uint32_t> uops, relocs;
+  runtime::SpanStorage st;
+  StreamWriter<runtime::SpanStorage> w;
+  std::vector<runtime::RegionState> states;
+  std::vector<runtime::UopOp> ops;
+  Replay<runtime::SpanStorage> r;
+};
 Written firmware(const Entry& e, const std::vector<std::int64_t>& dims, std::size_t capacity,
                  const std::vector<std::uint64_t>& phys, bool copies, KernelTables& kernels,
                  std::size_t uop_capacity = 4096) {
-  std::vector<runtime::InsnWord> insns(capacity + 1);
-  std::vector<std::uint32_t> uops(uop_capacity), relocs(capacity + 1);
-  runtime::SpanStorage st(insns.data(), capacity, uops.data(), uops.size(), relocs.data(),
-                          kernels.span());
-  StreamWriter<runtime::SpanStorage> w({}, replays::kUopDepth, st);
-  std::vector<runtime::RegionState> states(e.region_count);
-  std::vector<runtime::UopOp> ops(e.max_ops);
-  Replay<runtime::SpanStorage> r(w, replays::kUopDepth, replays::kElemBytes, e.regions,
-                                 states.data(), e.region_count, phys.data(),
-                                 {ops.data(), ops.size()});
-  r.copy_loops(copies);
-  if (e.firmware(r, dims.data())) w.finish();
-  insns.resize(st.insn_count());
-  uops.resize(st.uop_count());
-  relocs.resize(st.reloc_count());
-  return {insns, uops, relocs, w.error(), r.copied(), r.copied_whole(), r.copied_tiles()};
+  FirmwareRig rig(e, capacity, phys, kernels, uop_capacity);
+  rig.r.copy_loops(copies);
+  if (e.firmware(rig.r, dims.data())) rig.w.finish();
+  rig.insns.resize(rig.st.insn_count());
+  rig.uops.resize(rig.st.uop_count());
+  rig.relocs.resize(rig.st.reloc_count());
+  return {rig.insns,           rig.uops,       rig.relocs,
+          rig.w.error(),       rig.r.copied(), rig.r.copied_whole(),
+          rig.r.copied_tiles()};
 }
 Written firmware(const Entry& e, const std::vector<std::int64_t>& dims, std::size_t capacity,
                  const std::vector<std::uint64_t>& phys, bool copies) {
@@ -666,17 +683,11 @@ TEST_CASE("a Replay goes on after its generated replay failed, once the error is
         std::vector<std::uint64_t> phys;
         for (std::size_t p = 0; p < e.params; ++p) phys.push_back(deploy_cases::param_phys(p));
         phys[k] = ((std::uint64_t{1} << 32) - below) * 16;
-        std::vector<runtime::InsnWord> insns(100001);
-        std::vector<std::uint32_t> uops(4096), relocs(100001);
         KernelTables kernels(64);
-        runtime::SpanStorage st(insns.data(), 100000, uops.data(), uops.size(), relocs.data(),
-                                kernels.span());
-        StreamWriter<runtime::SpanStorage> w({}, replays::kUopDepth, st);
-        std::vector<runtime::RegionState> states(e.region_count);
-        std::vector<runtime::UopOp> ops(e.max_ops);
-        Replay<runtime::SpanStorage> r(w, replays::kUopDepth, replays::kElemBytes, e.regions,
-                                       states.data(), e.region_count, phys.data(),
-                                       {ops.data(), ops.size()});
+        FirmwareRig rig(e, 100000, phys, kernels);
+        auto& r = rig.r;
+        auto& w = rig.w;
+        auto& st = rig.st;
         if (e.firmware(r, dims.data())) continue;
         ++failures;  // (a DRAM address out of its field, or misaligned for a larger element)
         w.clear_error();
