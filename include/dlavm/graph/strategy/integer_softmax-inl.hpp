@@ -1446,9 +1446,6 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const bool hoist = !rest.empty() && kept_count * chunk <= max_rows;
       if (hoist)
         while (tail > 0 && in_place_immediate(rest[tail - 1], e)) --tail;
-      // the rows the statement being rewritten starts at and covers: a span's, or every kept
-      // row (after the loop)
-      ne::Expr first = span_first, rows = span_count;
       std::vector<te::Buffer> spanned;
       for (const auto& b : used)
         spanned.push_back(te::make_buffer(b.name() + ".span", b.dtype(),
@@ -1461,8 +1458,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // the kernel's loop (a store's 1), which is 1 for the chunk's and 0 for a row of the
       // block (whose entries the longer loop then reads no more of)
       const auto in_span = [&](const te::CallNode& call, std::vector<te::Expr> args,
-                               std::size_t row_at,
-                               const std::vector<std::int64_t>& step) -> std::optional<te::Expr> {
+                               std::size_t row_at, const std::vector<std::int64_t>& step,
+                               const ne::Expr& first) -> std::optional<te::Expr> {
         auto buffers = call.buffers;
         for (std::size_t b = 0; b < buffers.size() && b < step.size(); ++b) {
           const std::size_t at = row_at + b;
@@ -1482,9 +1479,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       std::vector<tir::Stmt> body, after;
       for (std::size_t k = 0; k < rest.size(); ++k) {
         const tir::Stmt& st = rest[k];
+        // the rows the statement starts at and covers: a span's, or every kept row (after the
+        // loop)
         const bool hoisted = hoist && k >= tail;
-        first = hoisted ? ne::Expr(0) : span_first;
-        rows = hoisted ? total : span_count;
+        const ne::Expr first = hoisted ? ne::Expr(0) : span_first;
+        const ne::Expr rows = hoisted ? total : span_count;
         std::vector<tir::Stmt>& to = hoisted ? after : body;
         if (const auto* attr = st.as<tir::AttrNode>()) {
           const auto* seq = attr->body.as<tir::SeqNode>();
@@ -1503,8 +1502,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
             steps.push_back(vta::detail::constant_index(calls[0]->args[a]).value_or(-1));
           auto loop_args = calls[0]->args;
           loop_args[0] = i32(rows);
-          const auto op =
-              in_span(*calls[1], calls[1]->args, calls[1]->name == vta::intrin::alu ? 3 : 0, steps);
+          const auto op = in_span(*calls[1], calls[1]->args,
+                                  calls[1]->name == vta::intrin::alu ? 3 : 0, steps, first);
           if (!op) return std::nullopt;
           to.push_back(tir::make_attr(
               attr->key, attr->node, attr->value,
@@ -1527,12 +1526,12 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
             !(x->as_int() == chunk || ne::can_prove(ne::simplify(*x - chunk_rows) == 0)))
           return std::nullopt;
         const ne::Expr at = ne::substitute(*dram, {{c, g * span}});
-        if (!ne::can_prove(ne::simplify(at - ne::substitute(*dram, {{c, 0}}) - span_first) == 0))
-          return std::nullopt;
+        const ne::Expr at_first = ne::substitute(*dram, {{c, 0}});  // the first kept chunk's
+        if (!ne::can_prove(ne::simplify(at - at_first - span_first) == 0)) return std::nullopt;
         auto args = store->args;
-        args[2] = i32(hoisted ? ne::substitute(*dram, {{c, 0}}) : at);
+        args[2] = i32(hoisted ? at_first : at);
         args[4] = args[5] = i32(rows);
-        const auto moved = in_span(*store, std::move(args), 1, {1});
+        const auto moved = in_span(*store, std::move(args), 1, {1}, first);
         if (!moved) return std::nullopt;
         to.push_back(tir::make_evaluate(*moved));
       }
