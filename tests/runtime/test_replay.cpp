@@ -1150,9 +1150,10 @@ TEST_CASE(
   run(calls, false, failed_calls);
   CHECK(failed_calls == 8);
   CHECK(failed_memo == failed_calls);
-  // (iteration 1 recorded, 2 copied by its calls, 3 to 7 whole, from 4 on the calls listed,
-  // and 8 refused whole, its calls failing)
-  CHECK(memo.replay.copied_whole() == 5);
+  // (iteration 1 recorded, its steps measured against iteration 0's words, its micro-op load
+  // passed over: Replay::steps_from_earlier; 2 to 7 whole, from 3 on the calls listed, and 8
+  // refused whole, its calls failing)
+  CHECK(memo.replay.copied_whole() == 6);
   check_error(memo.w.error(), Status::FieldRange, Opcode::Load, Field::dram_base,
               (0x10000 / 16) + (i64{8} << 29));
   check_error(calls.w.error(), Status::FieldRange, Opcode::Load, Field::dram_base,

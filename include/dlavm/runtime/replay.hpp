@@ -148,7 +148,8 @@ struct KernelMemo {
 // memo holds, is not copied.
 // A call of a recorded iteration that wrote an instruction: where (from the iteration's first
 // instruction), its module and accesses, and, for a transfer, how far its DRAM address moved
-// from the iteration before (measured by the first copy).
+// from the iteration before (measured by the first copy, or, with the time shortcuts, as an
+// affine loop's iteration is recorded: Replay::steps_from_earlier).
 struct LoopCall {
   std::uint32_t at = 0;
   Queue queue = Queue::Compute;
@@ -174,7 +175,7 @@ struct LoopTape {
 
   bool have_keys = false;        // an iteration ran since reset(): `keys` are its
   bool armed = false;            // an iteration is recorded, and the last one is it or its copy
-  bool stepped = false;          // a copy measured the DRAM steps of the recorded calls
+  bool stepped = false;          // the DRAM steps of the recorded calls are measured
   bool steady = false;           // a copy matched: the next ones start as the recorded one did
   std::uint32_t wholes = 0;      // its whole copies since it was recorded
   int failures = 0;              // iterations recorded since reset()
@@ -222,6 +223,11 @@ struct LoopTape {
   std::int64_t* recorded_keys = nullptr;
   std::size_t kept = 0;
   bool entering = false, entry = false, keeps = false;
+  // (a time shortcut) the last iteration begun and the one before it: where they started, and
+  // where the one before ended; `affine`: the recorded iteration's loop is (its steps are
+  // measured against the iteration before it: Replay::steps_from_earlier)
+  std::int64_t last_start = 0, earlier = 0, last_end = 0;
+  bool affine = false;
 
   constexpr void reset() {
     have_keys = armed = stepped = steady = false;
@@ -692,7 +698,8 @@ class Replay {
   // starts as the recorded one did; else recorded when another follows
   // (`more`); else written by its calls alone. Whether the body must run: not when the
   // iteration was copied whole, which an `affine` loop's is (its DRAM offsets move by the
-  // same step every iteration) once a copy measured the steps, unless a word would not fit
+  // same step every iteration) once the steps are measured (by a copy, or as the iteration
+  // was recorded: steps_from_earlier), unless a word would not fit
   // (then the body's calls copy it); then, or when the copy failed, iteration_end only
   // returns ok().
   // `apart`: the tape memoizes a part of a loop's body, other calls written between its
@@ -704,7 +711,11 @@ class Replay {
                                  bool apart = false) {
     tape_ = &t;
     mode_ = Mode::Off;
-    if constexpr (kTimeShortcuts) t.entry = false;
+    if constexpr (kTimeShortcuts) {
+      t.entry = false;
+      t.earlier = t.last_start;
+      t.last_start = static_cast<std::int64_t>(w_.size());
+    }
     // not copied after a kernel memo replaced an entry: the iteration copied might have
     // entered a kernel with it (KernelMemo::enter and the host's replay plan count them)
     same = same && !t.replaced_inside;
@@ -777,6 +788,7 @@ class Replay {
     t.kept = 0;
     t.ncalls = 0;
     t.wholes = 0;
+    if constexpr (kTimeShortcuts) t.affine = affine;
     deps_.log_pushes(&t.log);
     mode_ = Mode::Record;
     return true;
@@ -786,12 +798,21 @@ class Replay {
     const Mode mode = mode_;
     mode_ = Mode::Off;
     t.replaced_inside = memo_replaced_ != t.replaced;
+    std::int64_t earlier_end = 0;  // (where the iteration before this one ended)
+    if constexpr (kTimeShortcuts) {
+      earlier_end = t.last_end;
+      t.last_end = static_cast<std::int64_t>(w_.size());
+    }
     if (mode == Mode::Record) {
       deps_.log_pushes(nullptr);
       if (!ok()) return false;
       const std::int64_t length = recorded(t);
       t.armed = length > 0 && t.ncalls <= t.call_capacity && !t.log.overflow &&
                 w_.storage().reloc_count() == t.relocs;
+      // (an affine loop's recorded iteration, its keys those of the one before it: the steps
+      // measured now, so that the next iteration is copied whole, not by its calls)
+      if constexpr (kTimeShortcuts)
+        if (t.armed && t.affine && copy_loops_) t.stepped = steps_from_earlier(t, earlier_end);
       t.met = ~std::uint64_t{0};
       if (deps_.count() <= kMaskedRegions) {
         t.met = 0;
@@ -1108,6 +1129,55 @@ class Replay {
     ++copied_whole_;
     finish_copy(t);  // (its error, if any, is the writer's: iteration_end returns it)
     return true;
+  }
+
+  // (a time shortcut) The recorded iteration's steps (LoopCall::step, transfer), measured
+  // against the words of the iteration before it, [t.earlier, end), which had the same keys:
+  // word for word the same but for the dependency flags and the DRAM addresses of its
+  // transfers (an affine loop's move by the same step each iteration), its micro-op loads (the
+  // first to enter its kernels; relocated words) passed over. What the first copy by the calls
+  // would measure (Replay::copy), the words of two iterations instead of three; false, nothing
+  // measured, where another bit differs.
+  template <class = void>
+  constexpr bool steps_from_earlier(LoopTape& t, std::int64_t end) {
+    const IsaLayout& layout = w_.layout();
+    const FieldPos op = layout.pos(Form::Mem, Field::opcode);
+    const FieldPos dram = layout.pos(Form::Mem, Field::dram_base);
+    InsnWord flags{}, address{};  // the bits the words may differ in
+    for (const Field flag :
+         {Field::pop_prev_dep, Field::pop_next_dep, Field::push_prev_dep, Field::push_next_dep})
+      set_field(flags, layout.pos(Form::Mem, flag), 1);
+    set_field(address, dram, low_mask(dram.width));
+    const std::uint32_t* relocs = w_.storage().relocs();
+    std::size_t reloc = t.relocs;  // (the first the iteration before wrote)
+    while (reloc > 0 && relocs[reloc - 1] >= t.earlier) --reloc;
+    std::int64_t before = t.earlier;
+    std::size_t c = 0;
+    // (the loads are the iteration before's alone: those after its end, another call's)
+    const auto pass_loads = [&] {
+      for (; reloc < t.relocs && before < end && relocs[reloc] == before; ++reloc) ++before;
+    };
+    for (std::int64_t k = 0; k < t.length; ++k, ++before) {
+      pass_loads();
+      if (before >= end) return false;
+      const InsnWord& a = w_.storage().insn(static_cast<std::size_t>(before));
+      const InsnWord& b = w_.storage().insn(static_cast<std::size_t>(t.start + k));
+      const std::uint64_t low = (a.word[0] ^ b.word[0]) & ~flags.word[0];
+      const std::uint64_t high = (a.word[1] ^ b.word[1]) & ~flags.word[1];
+      bool transfer = false;  // (a call's word: its last, LoopCall::at)
+      if (c < t.ncalls && t.calls[c].at == k) {
+        LoopCall& call = t.calls[c++];
+        call.transfer = transfer = form_of(static_cast<Opcode>(get_field(b, op))) == Form::Mem;
+        call.step = transfer ? static_cast<std::int64_t>(get_field(b, dram)) -
+                                   static_cast<std::int64_t>(get_field(a, dram))
+                             : 0;
+      }
+      if ((low | high) == 0) continue;  // (most words)
+      if (!transfer || (low & ~address.word[0]) != 0 || (high & ~address.word[1]) != 0)
+        return false;
+    }
+    pass_loads();
+    return before == end && c == t.ncalls;
   }
 
   // The recorded tile's words against the tile before it's, word by word: the same but for
