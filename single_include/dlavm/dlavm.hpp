@@ -16624,9 +16624,12 @@ struct TapeArrays {
   }
   std::int64_t key_array[Keys + 1] = {};  // one more: no array of size zero
   RegionState state_array[Regions + 1] = {};
-  std::int64_t map_from[(4 * Regions) + 1] = {}, map_to[(4 * Regions) + 1] = {};
-  std::uint8_t map_module[(4 * Regions) + 1] = {};
-  std::uint32_t map_where[(4 * Regions) + 1] = {};
+  // (left unset, as the other arrays of integers below and in the memos: each is read only
+  // where written, here the entries IndexMap::add wrote, and a generated replay declares its
+  // memos at each call, tens of kilobytes that zeroing would write and read through the cache)
+  std::int64_t map_from[(4 * Regions) + 1], map_to[(4 * Regions) + 1];
+  std::uint8_t map_module[(4 * Regions) + 1];
+  std::uint32_t map_where[(4 * Regions) + 1];
 };
 
 // A LoopTape over arrays of its own: Keys keys, the calls of an iteration (Calls at most: a
@@ -16654,8 +16657,8 @@ struct LoopMemo : LoopTape, TapeArrays<Keys, Regions> {
   LoopCall call_array[Calls + 1] = {};
   PushEdit edit_array[Calls + 1] = {};
   static_assert(Calls < 65536, "a call's index fits LoopTape::visited");
-  std::uint16_t visit_array[kTimeShortcuts ? Calls + 1 : 1] = {};
-  std::uint16_t transfer_array[kTimeShortcuts ? Calls + 1 : 1] = {};
+  std::uint16_t visit_array[kTimeShortcuts ? Calls + 1 : 1];     // (mark_passing writes what
+  std::uint16_t transfer_array[kTimeShortcuts ? Calls + 1 : 1];  // it lists)
   // a loop entered again: the recorded iteration's words and keys (Words > 0, a time shortcut)
   InsnWord snapshot_array[kTimeShortcuts ? Words + 1 : 1] = {};
   std::int64_t recorded_key_array[kTimeShortcuts && Words > 0 ? Keys + 1 : 1] = {};
@@ -16721,7 +16724,7 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 // TileMemo holds nothing, but where a loop memo would hold a tile's calls: it is one then
 // (TiledLoopMemo).
 // A tile is recorded only where another follows, at most kMaxLoopRecords times, and where the
-// regions fit the memo. A TileMemo is declared where its loop is reached, zeroed at each entry
+// regions fit the memo. A TileMemo is declared where its loop is reached, new at each entry
 // (its tiles are copied from the tile before in the same entry). Of LoopTape it uses the keys,
 // the start state, renaming and push log of the recorded tile, and its place (recorded, from,
 // start, length, pushed, pairs); not the calls, the snapshot of an entry, enter() or reset().
@@ -16802,11 +16805,13 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
   // the pushes a tile sets before its start: at most one a slot its accesses wait on
   PushEdit edit_array[(4 * Regions) + 1] = {};
   RegionState end_array[Regions + 1] = {};
-  std::uint32_t at_array[Transfers + 1] = {};
-  std::int64_t by_array[Transfers + 1] = {};
-  std::int64_t from_array[Transfers + 1] = {};
-  std::int64_t first_array[Regions + 1] = {};
-  std::int64_t meet_array[Regions + 1] = {};
+  // (unset: the moves are written as they are measured or given, the first writes as a tile
+  // is recorded, before any is read)
+  std::uint32_t at_array[Transfers + 1];
+  std::int64_t by_array[Transfers + 1];
+  std::int64_t from_array[Transfers + 1];
+  std::int64_t first_array[Regions + 1];
+  std::int64_t meet_array[Regions + 1];
 };
 // Without the time shortcuts (at -Os) a tiled loop whose iterations a loop memo holds (`Calls`
 // of them; vta::replay_source gives 0 where they are more) is memoized as a loop: its tiles
