@@ -760,6 +760,50 @@ TEST_CASE("runtime replay: a loop's body copied in parts around calls that chang
   CHECK(copied > static_cast<std::size_t>(seeds));
 }
 
+// A loop in two parts around the same call each iteration: each part's first copy is matched
+// to its recorded iteration, and the later ones are steady (the calls between their starts
+// repeat). That needs the recorded iteration's calls noted as its copies note theirs, one word
+// (Replay::note_recorded): noted call by call, the calls between the first two copies' starts
+// would not repeat those between the recorded one's and the first's, and the second copy would
+// be matched too (planted: 4 matches).
+TEST_CASE("runtime replay: a part's copies are steady from its second") {
+  const std::vector<rt::SramRegion> regions = {{MemId::Inp, 0, 64}, {MemId::Acc, 0, 64}};
+  const auto run = [&](Rig& rig, bool copies) {
+    Replay& r = rig.replay;
+    r.copy_loops(copies);
+    rt::KernelMemo<0> first{}, middle{}, second{};
+    const auto add = [&](rt::KernelMemo<0>& m, i64 imm) {
+      if (m.hit()) return r.alu_again(m, 1, 1);
+      m.enter(r);
+      r.kernel_begin();
+      r.push(0, 0, 0);
+      if (!r.alu(rt::AluOp::Add, true, imm, 1, 1)) return false;
+      m.leave(rig.w);
+      return true;
+    };
+    rt::LoopMemo<1, 4, 2> lm{}, lm_1{};
+    lm.reset();
+    lm_1.reset();
+    const i64 n = 8;
+    for (i64 i = 0; i < n; ++i) {
+      if (r.iteration_begin(lm, lm.same(), i + 1 < n, true, true))
+        REQUIRE((r.load(MemId::Inp, 0, 0, 0, i * 4, 1, 2, 2, 0, 0, 0, 0) && add(first, 1)));
+      REQUIRE(r.iteration_end(lm));
+      REQUIRE(add(middle, 2));
+      if (r.iteration_begin(lm_1, lm_1.same(), i + 1 < n, true, true)) REQUIRE(add(second, 3));
+      REQUIRE(r.iteration_end(lm_1));
+    }
+    REQUIRE(rig.w.finish());
+  };
+  Rig memo(regions), calls(regions);
+  run(memo, true);
+  run(calls, false);
+  check_same_words(memo, calls);
+  // (each part: iteration 0 written by its calls, 1 recorded, its steps measured, 2 to 7 whole)
+  CHECK(memo.replay.copied_whole() == 12);
+  CHECK(memo.replay.matched() == 2);
+}
+
 TEST_CASE("runtime replay: a copied iteration that makes other calls than the recorded one") {
   // the keys say the iterations are the same; the third one makes one call more
   Rig rig(kRegions);
@@ -1110,7 +1154,7 @@ TEST_CASE("runtime replay: each error is the writer's, and nothing more is writt
 }
 
 // A loop copied whole whose DRAM address moves past its field (32 bits of elements) in a
-// later iteration: the copy from the second whole one on checks only the transfers listed
+// later iteration: a copy once the passing accesses are marked checks only the transfers listed
 // (LoopTape::transfers); it must fail where the calls fail, with their error and words.
 TEST_CASE(
     "runtime replay: a whole copy whose DRAM address moves past its field fails as its calls") {
@@ -1151,8 +1195,8 @@ TEST_CASE(
   CHECK(failed_calls == 8);
   CHECK(failed_memo == failed_calls);
   // (iteration 1 recorded, its steps measured against iteration 0's words, its micro-op load
-  // passed over: Replay::steps_from_earlier; 2 to 7 whole, from 3 on the calls listed, and 8
-  // refused whole, its calls failing)
+  // passed over: Replay::steps_from_earlier; 2 to 7 whole, the calls listed from 2 on, where
+  // another iteration follows, and 8 refused whole, its calls failing)
   CHECK(memo.replay.copied_whole() == 6);
   check_error(memo.w.error(), Status::FieldRange, Opcode::Load, Field::dram_base,
               (0x10000 / 16) + (i64{8} << 29));

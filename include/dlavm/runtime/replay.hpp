@@ -177,7 +177,7 @@ struct LoopTape {
   bool armed = false;            // an iteration is recorded, and the last one is it or its copy
   bool stepped = false;          // the DRAM steps of the recorded calls are measured
   bool steady = false;           // a copy matched: the next ones start as the recorded one did
-  std::uint32_t wholes = 0;      // its whole copies since it was recorded
+  std::uint32_t wholes = 0;      // its whole copies since it was recorded (2 once marked)
   int failures = 0;              // iterations recorded since reset()
   std::uint64_t replaced = 0;    // kernel memo entries replaced when the last iteration began
   bool replaced_inside = false;  // the last iteration replaced one
@@ -228,6 +228,8 @@ struct LoopTape {
   // measured against the iteration before it: Replay::steps_from_earlier)
   std::int64_t last_start = 0, earlier = 0, last_end = 0;
   bool affine = false;
+  // (a time shortcut) the calls noted (Replay::note_call) when the recorded iteration began
+  std::uint64_t noted = 0;
 
   constexpr void reset() {
     have_keys = armed = stepped = steady = false;
@@ -555,6 +557,16 @@ class Replay {
     else
       return 0;
   }
+  // (a time shortcut) Of the loop iterations that began armed, those whose start was matched to
+  // the recorded one's (DepTracker::match), not taken as steady: the first copy of each
+  // recording, and a part's copy after calls that did not repeat (iteration_begin's `apart`).
+  template <class = void>
+  constexpr std::size_t matched() const {
+    if constexpr (kTimeShortcuts)
+      return matched_;
+    else
+      return 0;
+  }
   // The kernel memo entries replaced (KernelMemo::enter): each a kernel encoded again.
   constexpr std::uint64_t replaced() const { return memo_replaced_; }
   constexpr void copy_loops(bool on) { copy_loops_ = on; }
@@ -772,16 +784,21 @@ class Replay {
         for (std::size_t i = 0; i < t.map.size; ++i) t.map.to[i] = deps_.slot(t.map.where[i]);
     } else if (t.armed) {
       t.armed = t.steady = starts_as_recorded(t);
+      if constexpr (kTimeShortcuts) ++matched_;
     }
     if (t.armed) {
       t.start = size;
       t.cursor = 0;
       t.word = 0;
       if (affine && t.stepped) {
-        // (the passing accesses marked at a recorded iteration's second whole copy: marking
-        // costs about what a copy saves, and many loops are recorded, few copied whole)
+        // (the passing accesses marked at a recorded iteration's first whole copy where
+        // another iteration follows, else at its second: marking costs about what a copy
+        // saves, and many loops are recorded, few copied whole)
         if constexpr (kTimeShortcuts)
-          if (++t.wholes == 2) t.mark_passing(deps_.count() <= kMaskedRegions);
+          if (++t.wholes == 2 || (t.wholes == 1 && more)) {
+            t.mark_passing(deps_.count() <= kMaskedRegions);
+            t.wholes = 2;
+          }
         if (copy_whole(t)) return false;
       }
       mode_ = Mode::Copy;
@@ -793,7 +810,10 @@ class Replay {
     t.kept = 0;
     t.ncalls = 0;
     t.wholes = 0;
-    if constexpr (kTimeShortcuts) t.affine = affine;
+    if constexpr (kTimeShortcuts) {
+      t.affine = affine;
+      t.noted = calls_;
+    }
     deps_.log_pushes(&t.log);
     mode_ = Mode::Record;
     return true;
@@ -816,8 +836,10 @@ class Replay {
                 w_.storage().reloc_count() == t.relocs;
       // (an affine loop's recorded iteration, its keys those of the one before it: the steps
       // measured now, so that the next iteration is copied whole, not by its calls)
-      if constexpr (kTimeShortcuts)
+      if constexpr (kTimeShortcuts) {
         if (t.armed && t.affine && copy_loops_) t.stepped = steps_from_earlier(t, earlier_end);
+        if (t.armed && log_calls_ && calls_ - t.noted == t.ncalls) note_recorded(t);
+      }
       t.met = ~std::uint64_t{0};
       if (deps_.count() <= kMaskedRegions) {
         t.met = 0;
@@ -1086,12 +1108,12 @@ class Replay {
       const InsnWord& word = w_.storage().insn(static_cast<std::size_t>(base + call.at));
       return static_cast<std::int64_t>(get_field(word, dram)) + call.step;
     };
-    // (from the second whole copy on, the calls mark_passing listed alone: LoopTape::visited,
-    // LoopTape::transfers)
+    // (once the passing accesses are marked, the calls mark_passing listed alone:
+    // LoopTape::visited, LoopTape::transfers)
     // (a tile being recorded notes each region's first write, DepTracker::log_tile_pushes: an
     // iteration copied whole writes none first, its calls those of its loop's first iteration,
     // which ran them, recorded or copied)
-    const bool listed = kTimeShortcuts && t.wholes >= 2;
+    const bool listed = kTimeShortcuts && t.wholes >= 2;  // (marked: iteration_begin)
     const std::size_t visits = listed ? t.nvisited : t.ncalls;
     const auto visit = [&](std::size_t k) -> const LoopCall& {
       return t.calls[listed ? t.visited[k] : k];
@@ -1673,16 +1695,17 @@ class Replay {
   std::uint64_t memo_replaced_ = 0;
   bool copy_loops_ = true;
   // once a part of a loop's body began (iteration_begin's `apart`), the last kCallRing calls'
-  // accesses (note_call; a whole copied iteration's calls as one word), the words noted since,
-  // and one past the last call whose accesses no word holds (a region past 2^12); replays with
-  // no parts log nothing
+  // accesses (note_call; a whole copied iteration's calls as one word, and, with the time
+  // shortcuts, its recorded one's: note_recorded), the words noted since, and one past the last
+  // call whose accesses no word holds (a region past 2^12, or a slot written over); replays
+  // with no parts log nothing
   bool log_calls_ = false;
   static constexpr std::uint64_t kCallRing = 128;
   std::uint64_t calls_ = 0, unworded_ = 0;
   std::uint64_t ring_[kCallRing] = {};
   // (last: at -Os, where no tile is copied, it is empty and the others' places stay)
   struct NoCount {};
-  std::conditional_t<kTimeShortcuts, std::size_t, NoCount> copied_tiles_{};
+  std::conditional_t<kTimeShortcuts, std::size_t, NoCount> copied_tiles_{}, matched_{};
   // the tile being recorded with the steps given, whose transfers are noted as written
   std::conditional_t<kTimeShortcuts, TileTape*, NoCount> tile_recorded_{};
 
@@ -1696,6 +1719,18 @@ class Replay {
            << (4 + (13 * a));
     }
     return w;
+  }
+  // (a time shortcut) A recorded iteration's calls, once it ended armed, noted again as its
+  // whole copies note theirs, one word (copy_whole): they are its copies' calls, so that the
+  // calls between a part's first two copies repeat those between the recorded one and the
+  // first, and its second copy is steady. The ring's slots its calls took held the calls
+  // kCallRing before them, which no span may reach now (unworded_).
+  template <class = void>
+  constexpr void note_recorded(const LoopTape& t) {
+    const std::uint64_t end = calls_;
+    calls_ = t.noted;
+    if (end > kCallRing && end - kCallRing > unworded_) unworded_ = end - kCallRing;
+    note_call(static_cast<std::uint64_t>(t.recorded) << 2);
   }
   constexpr void note_call(std::uint64_t word) {
     if ((word >> 63) != 0) unworded_ = calls_ + 1;
