@@ -552,20 +552,14 @@ class Replay {
   // of them, tiles (TileMemo; a template, as the tile functions: no code in a firmware without)
   template <class = void>
   constexpr std::size_t copied_tiles() const {
-    if constexpr (kTimeShortcuts)
-      return copied_tiles_;
-    else
-      return 0;
+    return shortcut_count(copied_tiles_);
   }
   // (a time shortcut) Of the loop iterations that began armed, those whose start was matched to
   // the recorded one's (DepTracker::match), not taken as steady: the first copy of each
   // recording, and a part's copy after calls that did not repeat (iteration_begin's `apart`).
   template <class = void>
   constexpr std::size_t matched() const {
-    if constexpr (kTimeShortcuts)
-      return matched_;
-    else
-      return 0;
+    return shortcut_count(matched_);
   }
   // The kernel memo entries replaced (KernelMemo::enter): each a kernel encoded again.
   constexpr std::uint64_t replaced() const { return memo_replaced_; }
@@ -1705,6 +1699,14 @@ class Replay {
   std::uint64_t ring_[kCallRing] = {};
   // (last: at -Os, where no tile is copied, it is empty and the others' places stay)
   struct NoCount {};
+  // A count the time shortcuts keep (without them, NoCount: 0).
+  template <class Count>
+  static constexpr std::size_t shortcut_count(const Count& c) {
+    if constexpr (std::is_same_v<Count, NoCount>)
+      return 0;
+    else
+      return c;
+  }
   std::conditional_t<kTimeShortcuts, std::size_t, NoCount> copied_tiles_{}, matched_{};
   // the tile being recorded with the steps given, whose transfers are noted as written
   std::conditional_t<kTimeShortcuts, TileTape*, NoCount> tile_recorded_{};
