@@ -17461,29 +17461,27 @@ class Replay {
     return true;
   }
 
-  // (a time shortcut) The recorded iteration's steps (LoopCall::step, transfer), measured
-  // against the words of the iteration before it, [t.earlier, end), which had the same keys:
-  // word for word the same but for the dependency flags and the DRAM addresses of its
-  // transfers (an affine loop's move by the same step each iteration), its micro-op loads (the
-  // first to enter its kernels; relocated words) passed over. What the first copy by the calls
-  // would measure (Replay::copy), the words of two iterations instead of three; false, nothing
-  // measured, where another bit differs.
-  template <class = void>
-  constexpr bool steps_from_earlier(LoopTape& t, std::int64_t end) {
+  // The words of the tape's recorded run, [t.start, t.start + t.length), against those of an
+  // earlier run of the same calls, [from, end), word by word, that run's micro-op loads (the
+  // relocated words: the first to enter its kernels) passed over: `word(k, a, b, kind)` for
+  // each, kind 0 where they are the same but for the dependency flags (which each run's start
+  // sets), 1 where they also differ in a Mem-form word's DRAM address alone, 2 otherwise;
+  // false where it returns false or the runs' lengths differ.
+  template <class Tape, class Word>
+  constexpr bool compare_runs(const Tape& t, std::int64_t from, std::int64_t end, Word&& word) {
     const IsaLayout& layout = w_.layout();
     const FieldPos op = layout.pos(Form::Mem, Field::opcode);
     const FieldPos dram = layout.pos(Form::Mem, Field::dram_base);
     InsnWord flags{}, address{};  // the bits the words may differ in
-    for (const Field flag :
+    for (const Field flag :       // (at the same place in every form: kCommonFields)
          {Field::pop_prev_dep, Field::pop_next_dep, Field::push_prev_dep, Field::push_next_dep})
       set_field(flags, layout.pos(Form::Mem, flag), 1);
     set_field(address, dram, low_mask(dram.width));
     const std::uint32_t* relocs = w_.storage().relocs();
-    std::size_t reloc = t.relocs;  // (the first the iteration before wrote)
-    while (reloc > 0 && relocs[reloc - 1] >= t.earlier) --reloc;
-    std::int64_t before = t.earlier;
-    std::size_t c = 0;
-    // (the loads are the iteration before's alone: those after its end, another call's)
+    std::size_t reloc = t.relocs;  // (the first the earlier run wrote)
+    while (reloc > 0 && relocs[reloc - 1] >= from) --reloc;
+    std::int64_t before = from;
+    // (the loads are the earlier run's alone: those after its end, another call's)
     const auto pass_loads = [&] {
       for (; reloc < t.relocs && before < end && relocs[reloc] == before; ++reloc) ++before;
     };
@@ -17494,64 +17492,64 @@ class Replay {
       const InsnWord& b = w_.storage().insn(static_cast<std::size_t>(t.start + k));
       const std::uint64_t low = (a.word[0] ^ b.word[0]) & ~flags.word[0];
       const std::uint64_t high = (a.word[1] ^ b.word[1]) & ~flags.word[1];
+      const int kind = (low | high) == 0 ? 0
+                       : form_of(static_cast<Opcode>(get_field(b, op))) == Form::Mem &&
+                               (low & ~address.word[0]) == 0 && (high & ~address.word[1]) == 0
+                           ? 1
+                           : 2;
+      if (!word(k, a, b, kind)) return false;
+    }
+    pass_loads();
+    return before == end;
+  }
+  // The DRAM address's move from word a to word b. (A template, as the tile functions: no
+  // code in a firmware without the time shortcuts.)
+  template <class = void>
+  constexpr std::int64_t dram_move(const InsnWord& a, const InsnWord& b) const {
+    const FieldPos dram = w_.layout().pos(Form::Mem, Field::dram_base);
+    return static_cast<std::int64_t>(get_field(b, dram)) -
+           static_cast<std::int64_t>(get_field(a, dram));
+  }
+
+  // (a time shortcut) The recorded iteration's steps (LoopCall::step, transfer), measured
+  // against the words of the iteration before it, [t.earlier, end), which had the same keys:
+  // word for word the same but for the dependency flags and the DRAM addresses of its
+  // transfers (an affine loop's move by the same step each iteration), its micro-op loads
+  // passed over (compare_runs). What the first copy by the calls would measure (Replay::copy),
+  // the words of two iterations instead of three; false, nothing measured, where another bit
+  // differs.
+  template <class = void>
+  constexpr bool steps_from_earlier(LoopTape& t, std::int64_t end) {
+    const FieldPos op = w_.layout().pos(Form::Mem, Field::opcode);
+    std::size_t c = 0;
+    const auto word = [&](std::int64_t k, const InsnWord& a, const InsnWord& b, int kind) {
       bool transfer = false;  // (a call's word: its last, LoopCall::at)
       if (c < t.ncalls && t.calls[c].at == k) {
         LoopCall& call = t.calls[c++];
         call.transfer = transfer = form_of(static_cast<Opcode>(get_field(b, op))) == Form::Mem;
-        call.step = transfer ? static_cast<std::int64_t>(get_field(b, dram)) -
-                                   static_cast<std::int64_t>(get_field(a, dram))
-                             : 0;
+        call.step = transfer ? dram_move(a, b) : 0;
       }
-      if ((low | high) == 0) continue;  // (most words)
-      if (!transfer || (low & ~address.word[0]) != 0 || (high & ~address.word[1]) != 0)
-        return false;
-    }
-    pass_loads();
-    return before == end && c == t.ncalls;
+      return kind == 0 || (kind == 1 && transfer);
+    };
+    return compare_runs(t, t.earlier, end, word) && c == t.ncalls;
   }
 
-  // The recorded tile's words against the tile before it's, word by word: the same but for
-  // the dependency flags (which the tiles' starts set) and the transfers' DRAM addresses,
-  // whose moves it notes; false where another bit differs or the moves do not fit the memo.
-  // The tile before may have loaded micro-ops (the first to enter its kernels, where the
-  // recorded one loaded none): those words, the relocated ones, are passed over, so that each
-  // call's instruction is compared with the same call's.
+  // The recorded tile's words against the tile before it's (compare_runs): the same but for
+  // the dependency flags and the transfers' DRAM addresses, whose moves it notes; false where
+  // another bit differs or the moves do not fit the memo. The tile before may have loaded
+  // micro-ops (the first to enter its kernels, where the recorded one loaded none): those
+  // words are passed over, so that each call's instruction is compared with the same call's.
   template <class Tape>
   constexpr bool measure_moves(Tape& t) {
-    const IsaLayout& layout = w_.layout();
-    const FieldPos op = layout.pos(Form::Mem, Field::opcode);
-    const FieldPos dram = layout.pos(Form::Mem, Field::dram_base);
-    InsnWord flags{}, address{};  // the bits the words may differ in
-    for (const Field flag :       // (at the same place in every form: kCommonFields)
-         {Field::pop_prev_dep, Field::pop_next_dep, Field::push_prev_dep, Field::push_next_dep})
-      set_field(flags, layout.pos(Form::Mem, flag), 1);
-    set_field(address, dram, low_mask(dram.width));
-    const std::uint32_t* relocs = w_.storage().relocs();
-    std::size_t reloc = t.relocs;  // the first the tile before wrote
-    while (reloc > 0 && relocs[reloc - 1] >= t.previous) --reloc;
-    const auto pass_loads = [&](std::int64_t& at) {
-      for (; reloc < t.relocs && relocs[reloc] == at; ++reloc) ++at;
-    };
-    std::int64_t before = t.previous;
     t.moves = 0;
-    for (std::int64_t k = 0; k < t.length; ++k, ++before) {
-      pass_loads(before);
-      if (before >= t.recorded) return false;
-      const InsnWord& a = w_.storage().insn(static_cast<std::size_t>(before));
-      const InsnWord& b = w_.storage().insn(static_cast<std::size_t>(t.recorded + k));
-      const std::uint64_t low = (a.word[0] ^ b.word[0]) & ~flags.word[0];
-      const std::uint64_t high = (a.word[1] ^ b.word[1]) & ~flags.word[1];
-      if ((low | high) == 0) continue;  // (most words)
-      if (form_of(static_cast<Opcode>(get_field(b, op))) != Form::Mem ||
-          (low & ~address.word[0]) != 0 || (high & ~address.word[1]) != 0)
-        return false;
-      if (t.moves == t.move_capacity) return false;
+    const auto word = [&](std::int64_t k, const InsnWord& a, const InsnWord& b, int kind) {
+      if (kind == 0) return true;  // (most words)
+      if (kind == 2 || t.moves == t.move_capacity) return false;
       t.moved_at[t.moves] = static_cast<std::uint32_t>(k);
-      t.moved_by[t.moves++] = static_cast<std::int64_t>(get_field(b, dram)) -
-                              static_cast<std::int64_t>(get_field(a, dram));
-    }
-    pass_loads(before);
-    return before == t.recorded;
+      t.moved_by[t.moves++] = dram_move(a, b);
+      return true;
+    };
+    return compare_runs(t, t.previous, t.recorded, word);
   }
   // The recorded tile's transfers, in the order written, given the steps the code listed
   // (TileTape::step): those that move, where in the tile (in its copies' numbering) and by how
@@ -42200,13 +42198,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   loops.groups = shape_.groups;
   loops.most = detail::softmax_mask_rows(shape_).masks;
   loops.chunk = chunk_;
-  loops.max_loop =
-      (std::int64_t{1}
-       << env_.config.layout().pos(runtime::Form::Gemm, runtime::Field::iter_out).width) -
-      1;
   const auto widest = [&](runtime::Form f, runtime::Field x) {
-    return (std::int64_t{1} << env_.config.layout().pos(f, x).width) - 1;
+    return runtime::field_limit(env_.config.layout().pos(f, x).width);
   };
+  loops.max_loop = widest(runtime::Form::Gemm, runtime::Field::iter_out);
   loops.max_rows = std::min(widest(runtime::Form::Alu, runtime::Field::iter_out),
                             widest(runtime::Form::Mem, runtime::Field::x_size));
   loops.keys = shape_.keys;

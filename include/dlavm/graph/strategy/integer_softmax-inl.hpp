@@ -1706,13 +1706,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   loops.groups = shape_.groups;
   loops.most = detail::softmax_mask_rows(shape_).masks;
   loops.chunk = chunk_;
-  loops.max_loop =
-      (std::int64_t{1}
-       << env_.config.layout().pos(runtime::Form::Gemm, runtime::Field::iter_out).width) -
-      1;
   const auto widest = [&](runtime::Form f, runtime::Field x) {
-    return (std::int64_t{1} << env_.config.layout().pos(f, x).width) - 1;
+    return runtime::field_limit(env_.config.layout().pos(f, x).width);
   };
+  loops.max_loop = widest(runtime::Form::Gemm, runtime::Field::iter_out);
   loops.max_rows = std::min(widest(runtime::Form::Alu, runtime::Field::iter_out),
                             widest(runtime::Form::Mem, runtime::Field::x_size));
   loops.keys = shape_.keys;
