@@ -422,10 +422,9 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 // the start state, renaming and push log of the recorded tile, and its place (recorded, from,
 // start, length, pushed, pairs); not the calls, the snapshot of an entry, enter() or reset().
 struct TileTape : LoopTape {
-  RegionState* end_states = nullptr;   // the regions' states at the recorded tile's end
-  std::uint32_t* moved_at = nullptr;   // the transfers whose DRAM address moves from a tile to
-  std::int64_t* moved_by = nullptr;    // the next: where in the tile, and by how much, and
-  std::int64_t* moved_from = nullptr;  // their address in the recorded tile
+  RegionState* end_states = nullptr;  // the regions' states at the recorded tile's end
+  std::uint32_t* moved_at = nullptr;  // the transfers whose DRAM address moves from a tile to
+  std::int64_t* moved_by = nullptr;   // the next: where in the tile, and by how much
   std::size_t move_capacity = 0, moves = 0;
   // the copies made since the recorded tile, and how many fit: the n-th after it moves each
   // address n steps, which must stay in its field (Replay::copy_tile)
@@ -487,7 +486,6 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
     end_states = end_array;
     moved_at = at_array;
     moved_by = by_array;
-    moved_from = from_array;
     move_capacity = Transfers;
     log.first_writes = first_array;
     first_meets = meet_array;
@@ -502,7 +500,6 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
   // is recorded, before any is read)
   std::uint32_t at_array[Transfers + 1];
   std::int64_t by_array[Transfers + 1];
-  std::int64_t from_array[Transfers + 1];
   std::int64_t first_array[Regions + 1];
   std::int64_t meet_array[Regions + 1];
 };
@@ -990,9 +987,14 @@ class Replay {
         const std::int64_t from = static_cast<std::int64_t>(
             get_field(w_.storage().insn(static_cast<std::size_t>(source(t, t.moved_at[k]))), dram));
         const std::int64_t by = t.moved_by[k];  // (not 0: a move)
-        const std::int64_t fit = by > 0 ? (limit - from) / by : by < -limit ? 0 : from / -by;
+        const std::int64_t room = by > 0 ? limit - from : from, step = by > 0 ? by : -by;
+        // (most moves leave the fit as it is, which the product tells without a division: it
+        // stays below 2^63 once the fit is below 2^31 and the step below 2^32)
+        if (t.copies_fit < (std::int64_t{1} << 31) && step < (std::int64_t{1} << 32) &&
+            step * t.copies_fit <= room)
+          continue;
+        const std::int64_t fit = room / step;
         if (fit < t.copies_fit) t.copies_fit = fit;
-        t.moved_from[k] = from;
       }
       // (a copy that waits reads them: at most kMaskedRegions regions, starts_alike)
       for (std::size_t r = 0; r < deps_.count() && deps_.count() <= kMaskedRegions; ++r) {
@@ -1405,12 +1407,20 @@ class Replay {
   template <class Tape>
   constexpr bool popped_before(Tape& t, int m, int q, std::int64_t x) const {
     unsigned popped = t.popped;
-    for (std::int64_t k = t.scanned; k < x; ++k) {
-      const InsnWord& w = w_.storage().insn(static_cast<std::size_t>(recorded_word(t, k)));
+    // (the words in order, the micro-op loads passed over as recorded_word does, the next of
+    // them `load`; the flags read before the module, as most words pop nothing)
+    const FieldPos prev_flag = w_.layout().pos(Form::Mem, Field::pop_prev_dep);
+    const FieldPos next_flag = w_.layout().pos(Form::Mem, Field::pop_next_dep);
+    std::int64_t at = recorded_word(t, t.scanned);
+    std::size_t load = 0;
+    while (load < t.loads && t.recorded + t.load_at[load] < at) ++load;
+    for (std::int64_t k = t.scanned; k < x; ++k, ++at) {
+      for (; load < t.loads && t.recorded + t.load_at[load] == at; ++load) ++at;
+      const InsnWord& w = w_.storage().insn(static_cast<std::size_t>(at));
+      const bool prev = get_field(w, prev_flag) != 0;
+      const bool next = get_field(w, next_flag) != 0;
+      if (!prev && !next) continue;
       const int queue = queue_of(w);
-      const bool prev = get_field(w, pop_flag(queue - 1, queue)) != 0;
-      const bool next = get_field(w, pop_flag(queue + 1, queue)) != 0;
-      if (!prev && !next) continue;  // (most words)
       for (int from = 1; from <= 3; ++from) {
         const int pair = (3 * (from - 1)) + queue - 1;
         if (from == queue || !(from < queue ? prev : next) || ((popped >> pair) & 1U) != 0)
@@ -1469,10 +1479,14 @@ class Replay {
       w_.storage().repeat_insns(static_cast<std::size_t>(at), static_cast<std::size_t>(end - at));
       at = end + 1;
     }
-    const std::int64_t n = ++t.copies;
+    ++t.copies;
+    // each moved address the tile before's plus its step, which stays in the field (copies_fit):
+    // the step shifted to the field added to the half of the word that holds it (every field
+    // lies in one: IsaLayout::make), no bit above the field carried into or borrowed from
+    const unsigned half = dram.offset / 64U, shift = dram.offset % 64U;
     for (std::size_t k = 0; k < t.moves; ++k)
-      set_field(w_.storage().insn(static_cast<std::size_t>(t.start + t.moved_at[k])), dram,
-                static_cast<std::uint64_t>(t.moved_from[k] + (n * t.moved_by[k])));
+      w_.storage().insn(static_cast<std::size_t>(t.start + t.moved_at[k])).word[half] +=
+          static_cast<std::uint64_t>(t.moved_by[k]) << shift;
     take_waits(t);
     deps_.copy_tile(t.end_states, t.recorded, t.start);
     w_.resume(t.last_end, t.pops_end);

@@ -984,11 +984,12 @@ class DepTracker {
     for (std::size_t i = 0; i < n; ++i) track(q, index, accesses[i]);
   }
   // ... but for those in `passing` (bit i: access i), whose regions a whole copied iteration's
-  // later calls set again (LoopCall::passing; a time shortcut).
+  // later calls set again (LoopCall::passing; a time shortcut). Nor does a tile being
+  // recorded note first writes here: the calls a whole copy repeats ran before it in the same
+  // entry of its loop, inside the tile, and noted them (Replay::copy_whole).
   constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n,
                        unsigned passing) {
     if (q != Queue::Compute) unsettle();
-    if (tile_log_ != nullptr) note_first_writes(q, index, accesses, n);
     for (std::size_t i = 0; i < n; ++i)
       if (((passing >> i) & 1U) == 0) track(q, index, accesses[i]);
   }
