@@ -15165,9 +15165,12 @@ constexpr void with_overlap_masks(SramRegion* regions, std::size_t count) {
 }
 
 // One access of an instruction: a region (an index into the tracker's table), read or written.
+// (It has no member initializers, nor have RegionState, PushEdit and LoopCall, so that a loop
+// memo's arrays of them are left unset where it is declared: Replay::LoopMemo. `T{}` zeroes
+// one.)
 struct RegionAccess {
-  std::uint32_t region = 0;
-  bool write = false;
+  std::uint32_t region;
+  bool write;
 };
 
 // Where a writer finds the instruction layout. The host knows it only at run time (a VTA
@@ -15759,23 +15762,26 @@ class StreamWriter {
 };
 
 // The hazard state of one region: its last writer and, per module, its last reader (stream
-// indices, -1: none).
+// indices, -1: none). The tracker sets its regions' states as it starts (DepTracker::reset):
+// the storage it is given needs no value.
 struct RegionState {
-  std::int64_t writer = -1;
-  Queue writer_queue = Queue::Compute;
+  std::int64_t writer;
+  Queue writer_queue;
   // (a time shortcut, DepTracker::settled) the tracker's mark, plus 1 for a write, when a
   // compute access here last found each of its hazards covered; 0: never
-  std::uint32_t settled = 0;
-  std::int64_t reader[3] = {-1, -1, -1};
-  std::uint64_t overlaps = 0;  // the regions it overlaps (bit r: region r), up to 64 regions
+  std::uint32_t settled;
+  std::int64_t reader[3];
+  std::uint64_t overlaps;  // the regions it overlaps (bit r: region r), up to 64 regions
 };
+// A region no instruction accessed yet.
+inline constexpr RegionState kUntouchedRegion{-1, Queue::Compute, 0, {-1, -1, -1}, 0};
 
 // A push the tracker set on an earlier instruction, and the log of them a loop memo keeps while
 // it records an iteration (Replay::iteration_begin): full, it notes that it missed some.
 struct PushEdit {
-  std::int64_t at = 0;
-  Queue to = Queue::Compute;
-  std::int64_t when = 0;  // the stream's length when it was set
+  std::int64_t at;
+  Queue to;
+  std::int64_t when;  // the stream's length when it was set
 };
 struct PushLog {
   PushEdit* edits = nullptr;
@@ -15861,7 +15867,7 @@ class DepTracker {
 
   constexpr void reset() {
     for (std::size_t r = 0; r < count_; ++r) {
-      states_[r] = RegionState{};
+      states_[r] = kUntouchedRegion;
       if (count_ <= kMaskedRegions)
         states_[r].overlaps = regions_[r].overlap_mask != 0 ? regions_[r].overlap_mask
                                                             : overlap_mask(regions_, count_, r);
@@ -16005,11 +16011,12 @@ class DepTracker {
     for (std::size_t i = 0; i < n; ++i) track(q, index, accesses[i]);
   }
   // ... but for those in `passing` (bit i: access i), whose regions a whole copied iteration's
-  // later calls set again (LoopCall::passing; a time shortcut).
+  // later calls set again (LoopCall::passing; a time shortcut). Nor does a tile being
+  // recorded note first writes here: the calls a whole copy repeats ran before it in the same
+  // entry of its loop, inside the tile, and noted them (Replay::copy_whole).
   constexpr void after(Queue q, std::int64_t index, const RegionAccess* accesses, std::size_t n,
                        unsigned passing) {
     if (q != Queue::Compute) unsettle();
-    if (tile_log_ != nullptr) note_first_writes(q, index, accesses, n);
     for (std::size_t i = 0; i < n; ++i)
       if (((passing >> i) & 1U) == 0) track(q, index, accesses[i]);
   }
@@ -16459,17 +16466,18 @@ struct KernelMemo {
 // instruction), its module and accesses, and, for a transfer, how far its DRAM address moved
 // from the iteration before (measured by the first copy, or, with the time shortcuts, as an
 // affine loop's iteration is recorded: Replay::steps_from_earlier).
+// (No member initializers: a memo's array of them is left unset, RegionAccess's note.)
 struct LoopCall {
-  std::uint32_t at = 0;
-  Queue queue = Queue::Compute;
-  std::uint8_t accesses = 0;
-  bool transfer = false;
+  std::uint32_t at;
+  Queue queue;
+  std::uint8_t accesses;
+  bool transfer;
   // (a time shortcut) bit a: a later call of the iteration writes access a's region, or reads
   // it from the same module after it, so that a whole copy need not track access a
   // (DepTracker::after's `passing`): the region's state at the iteration's end is another's
-  std::uint8_t passing = 0;
-  RegionAccess access[3] = {};
-  std::int64_t step = 0;
+  std::uint8_t passing;
+  RegionAccess access[3];
+  std::int64_t step;
 };
 
 struct LoopTape {
@@ -16625,10 +16633,11 @@ struct TapeArrays {
     t.map.capacity = 4 * Regions;
   }
   std::int64_t key_array[Keys + 1] = {};  // one more: no array of size zero
-  RegionState state_array[Regions + 1] = {};
-  // (left unset, as the other arrays of integers below and in the memos: each is read only
-  // where written, here the entries IndexMap::add wrote, and a generated replay declares its
-  // memos at each call, tens of kilobytes that zeroing would write and read through the cache)
+  // (left unset, as the arrays below and in the memos: each is read only where written, the
+  // states where an iteration was recorded, the renaming where IndexMap::add wrote, and a
+  // generated replay declares its memos at each call, tens of kilobytes that setting would
+  // write and read through the cache)
+  RegionState state_array[Regions + 1];
   std::int64_t map_from[(4 * Regions) + 1], map_to[(4 * Regions) + 1];
   std::uint8_t map_module[(4 * Regions) + 1];
   std::uint32_t map_where[(4 * Regions) + 1];
@@ -16656,8 +16665,8 @@ struct LoopMemo : LoopTape, TapeArrays<Keys, Regions> {
   LoopMemo(const LoopMemo&) = delete;
   LoopMemo& operator=(const LoopMemo&) = delete;
 
-  LoopCall call_array[Calls + 1] = {};
-  PushEdit edit_array[Calls + 1] = {};
+  LoopCall call_array[Calls + 1];  // (unset: written as the calls are recorded, the pushes
+  PushEdit edit_array[Calls + 1];  // as they are logged)
   static_assert(Calls < 65536, "a call's index fits LoopTape::visited");
   std::uint16_t visit_array[kTimeShortcuts ? Calls + 1 : 1];     // (mark_passing writes what
   std::uint16_t transfer_array[kTimeShortcuts ? Calls + 1 : 1];  // it lists)
@@ -16731,10 +16740,9 @@ constexpr LoopTape& loop_memo(Own& own, Kept& kept) {
 // the start state, renaming and push log of the recorded tile, and its place (recorded, from,
 // start, length, pushed, pairs); not the calls, the snapshot of an entry, enter() or reset().
 struct TileTape : LoopTape {
-  RegionState* end_states = nullptr;   // the regions' states at the recorded tile's end
-  std::uint32_t* moved_at = nullptr;   // the transfers whose DRAM address moves from a tile to
-  std::int64_t* moved_by = nullptr;    // the next: where in the tile, and by how much, and
-  std::int64_t* moved_from = nullptr;  // their address in the recorded tile
+  RegionState* end_states = nullptr;  // the regions' states at the recorded tile's end
+  std::uint32_t* moved_at = nullptr;  // the transfers whose DRAM address moves from a tile to
+  std::int64_t* moved_by = nullptr;   // the next: where in the tile, and by how much
   std::size_t move_capacity = 0, moves = 0;
   // the copies made since the recorded tile, and how many fit: the n-th after it moves each
   // address n steps, which must stay in its field (Replay::copy_tile)
@@ -16796,7 +16804,6 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
     end_states = end_array;
     moved_at = at_array;
     moved_by = by_array;
-    moved_from = from_array;
     move_capacity = Transfers;
     log.first_writes = first_array;
     first_meets = meet_array;
@@ -16805,13 +16812,13 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
   TileMemoArrays& operator=(const TileMemoArrays&) = delete;
 
   // the pushes a tile sets before its start: at most one a slot its accesses wait on
-  PushEdit edit_array[(4 * Regions) + 1] = {};
-  RegionState end_array[Regions + 1] = {};
-  // (unset: the moves are written as they are measured or given, the first writes as a tile
-  // is recorded, before any is read)
+  // (unset, as the arrays below: the pushes are written as they are logged, the end states as
+  // the recorded tile ends, the moves as they are measured or given, the first writes as a
+  // tile is recorded, each before it is read)
+  PushEdit edit_array[(4 * Regions) + 1];
+  RegionState end_array[Regions + 1];
   std::uint32_t at_array[Transfers + 1];
   std::int64_t by_array[Transfers + 1];
-  std::int64_t from_array[Transfers + 1];
   std::int64_t first_array[Regions + 1];
   std::int64_t meet_array[Regions + 1];
 };
@@ -17299,9 +17306,14 @@ class Replay {
         const std::int64_t from = static_cast<std::int64_t>(
             get_field(w_.storage().insn(static_cast<std::size_t>(source(t, t.moved_at[k]))), dram));
         const std::int64_t by = t.moved_by[k];  // (not 0: a move)
-        const std::int64_t fit = by > 0 ? (limit - from) / by : by < -limit ? 0 : from / -by;
+        const std::int64_t room = by > 0 ? limit - from : from, step = by > 0 ? by : -by;
+        // (most moves leave the fit as it is, which the product tells without a division: it
+        // stays below 2^63 once the fit is below 2^31 and the step below 2^32)
+        if (t.copies_fit < (std::int64_t{1} << 31) && step < (std::int64_t{1} << 32) &&
+            step * t.copies_fit <= room)
+          continue;
+        const std::int64_t fit = room / step;
         if (fit < t.copies_fit) t.copies_fit = fit;
-        t.moved_from[k] = from;
       }
       // (a copy that waits reads them: at most kMaskedRegions regions, starts_alike)
       for (std::size_t r = 0; r < deps_.count() && deps_.count() <= kMaskedRegions; ++r) {
@@ -17714,12 +17726,20 @@ class Replay {
   template <class Tape>
   constexpr bool popped_before(Tape& t, int m, int q, std::int64_t x) const {
     unsigned popped = t.popped;
-    for (std::int64_t k = t.scanned; k < x; ++k) {
-      const InsnWord& w = w_.storage().insn(static_cast<std::size_t>(recorded_word(t, k)));
+    // (the words in order, the micro-op loads passed over as recorded_word does, the next of
+    // them `load`; the flags read before the module, as most words pop nothing)
+    const FieldPos prev_flag = w_.layout().pos(Form::Mem, Field::pop_prev_dep);
+    const FieldPos next_flag = w_.layout().pos(Form::Mem, Field::pop_next_dep);
+    std::int64_t at = recorded_word(t, t.scanned);
+    std::size_t load = 0;
+    while (load < t.loads && t.recorded + t.load_at[load] < at) ++load;
+    for (std::int64_t k = t.scanned; k < x; ++k, ++at) {
+      for (; load < t.loads && t.recorded + t.load_at[load] == at; ++load) ++at;
+      const InsnWord& w = w_.storage().insn(static_cast<std::size_t>(at));
+      const bool prev = get_field(w, prev_flag) != 0;
+      const bool next = get_field(w, next_flag) != 0;
+      if (!prev && !next) continue;
       const int queue = queue_of(w);
-      const bool prev = get_field(w, pop_flag(queue - 1, queue)) != 0;
-      const bool next = get_field(w, pop_flag(queue + 1, queue)) != 0;
-      if (!prev && !next) continue;  // (most words)
       for (int from = 1; from <= 3; ++from) {
         const int pair = (3 * (from - 1)) + queue - 1;
         if (from == queue || !(from < queue ? prev : next) || ((popped >> pair) & 1U) != 0)
@@ -17778,10 +17798,14 @@ class Replay {
       w_.storage().repeat_insns(static_cast<std::size_t>(at), static_cast<std::size_t>(end - at));
       at = end + 1;
     }
-    const std::int64_t n = ++t.copies;
+    ++t.copies;
+    // each moved address the tile before's plus its step, which stays in the field (copies_fit):
+    // the step shifted to the field added to the half of the word that holds it (every field
+    // lies in one: IsaLayout::make), no bit above the field carried into or borrowed from
+    const unsigned half = dram.offset / 64U, shift = dram.offset % 64U;
     for (std::size_t k = 0; k < t.moves; ++k)
-      set_field(w_.storage().insn(static_cast<std::size_t>(t.start + t.moved_at[k])), dram,
-                static_cast<std::uint64_t>(t.moved_from[k] + (n * t.moved_by[k])));
+      w_.storage().insn(static_cast<std::size_t>(t.start + t.moved_at[k])).word[half] +=
+          static_cast<std::uint64_t>(t.moved_by[k]) << shift;
     take_waits(t);
     deps_.copy_tile(t.end_states, t.recorded, t.start);
     w_.resume(t.last_end, t.pops_end);

@@ -150,17 +150,18 @@ struct KernelMemo {
 // instruction), its module and accesses, and, for a transfer, how far its DRAM address moved
 // from the iteration before (measured by the first copy, or, with the time shortcuts, as an
 // affine loop's iteration is recorded: Replay::steps_from_earlier).
+// (No member initializers: a memo's array of them is left unset, RegionAccess's note.)
 struct LoopCall {
-  std::uint32_t at = 0;
-  Queue queue = Queue::Compute;
-  std::uint8_t accesses = 0;
-  bool transfer = false;
+  std::uint32_t at;
+  Queue queue;
+  std::uint8_t accesses;
+  bool transfer;
   // (a time shortcut) bit a: a later call of the iteration writes access a's region, or reads
   // it from the same module after it, so that a whole copy need not track access a
   // (DepTracker::after's `passing`): the region's state at the iteration's end is another's
-  std::uint8_t passing = 0;
-  RegionAccess access[3] = {};
-  std::int64_t step = 0;
+  std::uint8_t passing;
+  RegionAccess access[3];
+  std::int64_t step;
 };
 
 struct LoopTape {
@@ -316,10 +317,11 @@ struct TapeArrays {
     t.map.capacity = 4 * Regions;
   }
   std::int64_t key_array[Keys + 1] = {};  // one more: no array of size zero
-  RegionState state_array[Regions + 1] = {};
-  // (left unset, as the other arrays of integers below and in the memos: each is read only
-  // where written, here the entries IndexMap::add wrote, and a generated replay declares its
-  // memos at each call, tens of kilobytes that zeroing would write and read through the cache)
+  // (left unset, as the arrays below and in the memos: each is read only where written, the
+  // states where an iteration was recorded, the renaming where IndexMap::add wrote, and a
+  // generated replay declares its memos at each call, tens of kilobytes that setting would
+  // write and read through the cache)
+  RegionState state_array[Regions + 1];
   std::int64_t map_from[(4 * Regions) + 1], map_to[(4 * Regions) + 1];
   std::uint8_t map_module[(4 * Regions) + 1];
   std::uint32_t map_where[(4 * Regions) + 1];
@@ -347,8 +349,8 @@ struct LoopMemo : LoopTape, TapeArrays<Keys, Regions> {
   LoopMemo(const LoopMemo&) = delete;
   LoopMemo& operator=(const LoopMemo&) = delete;
 
-  LoopCall call_array[Calls + 1] = {};
-  PushEdit edit_array[Calls + 1] = {};
+  LoopCall call_array[Calls + 1];  // (unset: written as the calls are recorded, the pushes
+  PushEdit edit_array[Calls + 1];  // as they are logged)
   static_assert(Calls < 65536, "a call's index fits LoopTape::visited");
   std::uint16_t visit_array[kTimeShortcuts ? Calls + 1 : 1];     // (mark_passing writes what
   std::uint16_t transfer_array[kTimeShortcuts ? Calls + 1 : 1];  // it lists)
@@ -494,10 +496,11 @@ struct TileMemoArrays : TileTape, TapeArrays<Keys, Regions> {
   TileMemoArrays& operator=(const TileMemoArrays&) = delete;
 
   // the pushes a tile sets before its start: at most one a slot its accesses wait on
-  PushEdit edit_array[(4 * Regions) + 1] = {};
-  RegionState end_array[Regions + 1] = {};
-  // (unset: the moves are written as they are measured or given, the first writes as a tile
-  // is recorded, before any is read)
+  // (unset, as the arrays below: the pushes are written as they are logged, the end states as
+  // the recorded tile ends, the moves as they are measured or given, the first writes as a
+  // tile is recorded, each before it is read)
+  PushEdit edit_array[(4 * Regions) + 1];
+  RegionState end_array[Regions + 1];
   std::uint32_t at_array[Transfers + 1];
   std::int64_t by_array[Transfers + 1];
   std::int64_t first_array[Regions + 1];

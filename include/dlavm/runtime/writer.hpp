@@ -144,9 +144,12 @@ constexpr void with_overlap_masks(SramRegion* regions, std::size_t count) {
 }
 
 // One access of an instruction: a region (an index into the tracker's table), read or written.
+// (It has no member initializers, nor have RegionState, PushEdit and LoopCall, so that a loop
+// memo's arrays of them are left unset where it is declared: Replay::LoopMemo. `T{}` zeroes
+// one.)
 struct RegionAccess {
-  std::uint32_t region = 0;
-  bool write = false;
+  std::uint32_t region;
+  bool write;
 };
 
 // Where a writer finds the instruction layout. The host knows it only at run time (a VTA
@@ -738,23 +741,26 @@ class StreamWriter {
 };
 
 // The hazard state of one region: its last writer and, per module, its last reader (stream
-// indices, -1: none).
+// indices, -1: none). The tracker sets its regions' states as it starts (DepTracker::reset):
+// the storage it is given needs no value.
 struct RegionState {
-  std::int64_t writer = -1;
-  Queue writer_queue = Queue::Compute;
+  std::int64_t writer;
+  Queue writer_queue;
   // (a time shortcut, DepTracker::settled) the tracker's mark, plus 1 for a write, when a
   // compute access here last found each of its hazards covered; 0: never
-  std::uint32_t settled = 0;
-  std::int64_t reader[3] = {-1, -1, -1};
-  std::uint64_t overlaps = 0;  // the regions it overlaps (bit r: region r), up to 64 regions
+  std::uint32_t settled;
+  std::int64_t reader[3];
+  std::uint64_t overlaps;  // the regions it overlaps (bit r: region r), up to 64 regions
 };
+// A region no instruction accessed yet.
+inline constexpr RegionState kUntouchedRegion{-1, Queue::Compute, 0, {-1, -1, -1}, 0};
 
 // A push the tracker set on an earlier instruction, and the log of them a loop memo keeps while
 // it records an iteration (Replay::iteration_begin): full, it notes that it missed some.
 struct PushEdit {
-  std::int64_t at = 0;
-  Queue to = Queue::Compute;
-  std::int64_t when = 0;  // the stream's length when it was set
+  std::int64_t at;
+  Queue to;
+  std::int64_t when;  // the stream's length when it was set
 };
 struct PushLog {
   PushEdit* edits = nullptr;
@@ -840,7 +846,7 @@ class DepTracker {
 
   constexpr void reset() {
     for (std::size_t r = 0; r < count_; ++r) {
-      states_[r] = RegionState{};
+      states_[r] = kUntouchedRegion;
       if (count_ <= kMaskedRegions)
         states_[r].overlaps = regions_[r].overlap_mask != 0 ? regions_[r].overlap_mask
                                                             : overlap_mask(regions_, count_, r);
