@@ -15165,9 +15165,9 @@ constexpr void with_overlap_masks(SramRegion* regions, std::size_t count) {
 }
 
 // One access of an instruction: a region (an index into the tracker's table), read or written.
-// (It has no member initializers, nor have RegionState, PushEdit and LoopCall, so that a loop
-// memo's arrays of them are left unset where it is declared: Replay::LoopMemo. `T{}` zeroes
-// one.)
+// (It has no member initializers, nor have RegionState, PushEdit and LoopCall, so that the
+// arrays of them in a LoopMemo or TileMemo are left unset where a replay declares it. `T{}`
+// zeroes one.)
 struct RegionAccess {
   std::uint32_t region;
   bool write;
@@ -16466,7 +16466,7 @@ struct KernelMemo {
 // instruction), its module and accesses, and, for a transfer, how far its DRAM address moved
 // from the iteration before (measured by the first copy, or, with the time shortcuts, as an
 // affine loop's iteration is recorded: Replay::steps_from_earlier).
-// (No member initializers: a memo's array of them is left unset, RegionAccess's note.)
+// (No member initializers, as RegionAccess.)
 struct LoopCall {
   std::uint32_t at;
   Queue queue;

@@ -150,7 +150,7 @@ struct KernelMemo {
 // instruction), its module and accesses, and, for a transfer, how far its DRAM address moved
 // from the iteration before (measured by the first copy, or, with the time shortcuts, as an
 // affine loop's iteration is recorded: Replay::steps_from_earlier).
-// (No member initializers: a memo's array of them is left unset, RegionAccess's note.)
+// (No member initializers, as RegionAccess.)
 struct LoopCall {
   std::uint32_t at;
   Queue queue;

@@ -144,9 +144,9 @@ constexpr void with_overlap_masks(SramRegion* regions, std::size_t count) {
 }
 
 // One access of an instruction: a region (an index into the tracker's table), read or written.
-// (It has no member initializers, nor have RegionState, PushEdit and LoopCall, so that a loop
-// memo's arrays of them are left unset where it is declared: Replay::LoopMemo. `T{}` zeroes
-// one.)
+// (It has no member initializers, nor have RegionState, PushEdit and LoopCall, so that the
+// arrays of them in a LoopMemo or TileMemo are left unset where a replay declares it. `T{}`
+// zeroes one.)
 struct RegionAccess {
   std::uint32_t region;
   bool write;
