@@ -82,6 +82,7 @@ struct UopOp {
 // A GEMM or ALU instruction as its kernel made it, before its micro-op range and dependency
 // flags: what StreamWriter::again needs to write the same kernel again without encoding and
 // looking up its micro-ops (a replay that enters a kernel with the same values as before).
+// (KernelMemo::leave copies it member by member: a member added here is copied there too.)
 struct WrittenKernel {
   InsnWord word{};  // the opcode, the op's own fields and the loops
   Opcode opcode = Opcode::Gemm;
