@@ -17739,15 +17739,14 @@ class Replay {
   template <class Tape>
   constexpr bool popped_before(Tape& t, int m, int q, std::int64_t x) const {
     unsigned popped = t.popped;
-    // (the words in order, the micro-op loads passed over as recorded_word does, the next of
-    // them `load`; the flags read before the module, as most words pop nothing)
+    // (the words in order, the micro-op loads passed over as recorded_word does, one walk: the
+    // next of them `load`; the flags read before the module, as most words pop nothing)
     const FieldPos prev_flag = w_.layout().pos(Form::Mem, Field::pop_prev_dep);
     const FieldPos next_flag = w_.layout().pos(Form::Mem, Field::pop_next_dep);
-    std::int64_t at = recorded_word(t, t.scanned);
+    std::int64_t at = t.scanned;
     std::size_t load = 0;
-    while (load < t.loads && t.recorded + t.load_at[load] < at) ++load;
     for (std::int64_t k = t.scanned; k < x; ++k, ++at) {
-      for (; load < t.loads && t.recorded + t.load_at[load] == at; ++load) ++at;
+      for (; load < t.loads && t.recorded + t.load_at[load] <= at; ++load) ++at;
       const InsnWord& w = w_.storage().insn(static_cast<std::size_t>(at));
       const bool prev = get_field(w, prev_flag) != 0;
       const bool next = get_field(w, next_flag) != 0;
