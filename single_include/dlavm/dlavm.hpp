@@ -15982,8 +15982,23 @@ class DepTracker {
       return waited == 0 || (was_m == now_m && map.add(was, now, was_m, slot));
     };
     map.clear();
+    // (with the time shortcuts, a table of at most kMaskedRegions regions is walked by the set
+    // bits of `only`: a loop's iteration meets few of its regions)
+    const bool by_bits = kTimeShortcuts && count_ <= kMaskedRegions;
+    std::uint64_t left = only;
+    if (by_bits && count_ < kMaskedRegions) left &= (std::uint64_t{1} << count_) - 1;
     for (std::size_t r = 0; r < count_; ++r) {
-      if (r < kMaskedRegions && ((only >> r) & 1U) == 0) continue;
+      if constexpr (kTimeShortcuts) {
+        if (by_bits) {
+          if (left == 0) break;
+          r = static_cast<std::size_t>(lowest_bit(left));
+          left &= left - 1;
+        } else if (r < kMaskedRegions && ((only >> r) & 1U) == 0) {
+          continue;
+        }
+      } else if (r < kMaskedRegions && ((only >> r) & 1U) == 0) {
+        continue;
+      }
       const RegionState& a = was_states[r];
       const RegionState& b = states_[r];
       // a region untouched then and now (another arm's, most often) has nothing to compare
