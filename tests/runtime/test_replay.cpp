@@ -343,21 +343,26 @@ void check_same_words(const Rig& memo, const Rig& calls) {
 }
 
 // A random prologue, a loop of `n` iterations of a random body, and a random epilogue, the
-// loop memoized or not; with affine offsets (even seeds), iterations are copied whole. `Memo`:
+// loop memoized or not; with affine offsets (even seeds), iterations are copied whole, and
+// for half the seeds those after a whole copy with its keys at once, as the generated replays
+// copy them (Replay::iterations_again; the keys change halfway for every third seed). `Memo`:
 // the kernel sites' memos.
 template <class Memo = rt::KernelMemo<1, rt::kKernelMemoEntries>>
 bool memoized_loop(Rig& rig, std::uint64_t seed, i64 n, bool memo) {
   rig.replay.copy_loops(memo);
-  const bool affine = seed % 2 == 0;
+  const bool affine = seed % 2 == 0, again = (seed / 2) % 2 == 0, keyed = seed % 3 == 0;
   std::vector<Memo> before, body, after;
   if (!loop_body(rig, seed * 3, 0, before, false)) return false;
   rt::LoopMemo<1, 8, 9> lm{};
   lm.reset();
+  const auto key = [&](i64 i) -> i64 { return keyed && 2 * i >= n ? 8 : 7; };
+  const auto same_at = [&](i64 i) { return lm.equal(key(i)); };
   for (i64 i = 0; i < n; ++i) {
-    if (rig.replay.iteration_begin(lm, lm.same(7), i + 1 < n, affine) &&
+    if (rig.replay.iteration_begin(lm, lm.same(key(i)), i + 1 < n, affine) &&
         !loop_body(rig, (seed * 3) + 1, i, body, !affine))
       return false;
     if (!rig.replay.iteration_end(lm)) return false;
+    if (again && !rig.replay.iterations_again(lm, i, n, same_at)) return false;
   }
   return loop_body(rig, (seed * 3) + 2, n, after, false) && rig.w.finish();
 }
@@ -367,7 +372,7 @@ TEST_CASE("runtime replay: loop iterations copied write the words their calls wr
   std::size_t copied = 0, whole = 0, insns = 0;
   for (int seed = 0; seed < seeds; ++seed) {
     CAPTURE(seed);
-    const i64 n = 3 + (seed % 6);
+    const i64 n = 3 + (seed % 10);
     Rig memo(kRegions), calls(kRegions);
     REQUIRE(memoized_loop(memo, static_cast<std::uint64_t>(seed), n, true));
     REQUIRE(memoized_loop(calls, static_cast<std::uint64_t>(seed), n, false));
@@ -416,6 +421,9 @@ bool loop_entered_again(Rig& rig, std::uint64_t seed, i64 n, i64 m, bool memo, b
                      bodies[key == 0 ? 0 : 1], !affine))
         return false;
       if (!rig.replay.iteration_end(lm)) return false;
+      // (where the steps are kept, the iterations after a whole copy at once)
+      if (steps && !rig.replay.iterations_again(lm, i, n, [&](i64) { return lm.equal(key); }))
+        return false;
     }
   }
   return loop_body(rig, (seed * 7) + 2, m, after, false) && rig.w.finish();
@@ -477,6 +485,10 @@ bool tiled_loop(Rig& rig, std::uint64_t seed, i64 n, i64 inner, bool memo, bool 
             !loop_body(rig, (seed * 5) + 2, i + (100 * t), body, false))
           return false;
         if (!rig.replay.iteration_end(lm)) return false;
+        // (for odd tiles, the iterations after a whole copy at once: Replay::iterations_again)
+        if (t % 2 == 1 &&
+            !rig.replay.iterations_again(lm, i, inner, [&](i64) { return lm.equal(7); }))
+          return false;
       }
       if (!loop_body(rig, (seed * 5) + 3, t, tail, false)) return false;
     }
@@ -502,7 +514,7 @@ TEST_CASE("runtime replay: tiles copied whole write the words their calls write"
               gapped_tiles = 0;
   for (int seed = 0; seed < seeds; ++seed) {
     CAPTURE(seed);
-    const i64 n = 1 + (seed % 7), inner = seed % 5;
+    const i64 n = 1 + (seed % 7), inner = seed % 9;
     const auto s = static_cast<std::uint64_t>(seed);
     Rig memo(kRegions), calls(kRegions), one(kRegions), one_calls(kRegions);
     using Many = rt::KernelMemo<1, rt::kKernelMemoEntries>;

@@ -11,6 +11,7 @@
 //   again(kernel, accesses)                                      a kernel written before
 //   gemm_again(memo, ...) / alu_again(memo, ...)                 a memoized site (KernelMemo)
 //   iteration_begin(memo, same, more, affine) / iteration_end     a memoized loop (LoopMemo)
+//   iterations_again(memo, i, end, same_at)                      its next iterations, copied
 //   tile_begin(memo, same, more, steps) / tile_end                a tiled loop (TileMemo)
 //
 // `param` indexes the program's parameters, whose byte addresses the replay is given; a region
@@ -144,13 +145,15 @@ struct KernelMemo {
 //       ... the body's calls ...
 //     }
 //     if (!r.iteration_end(lm)) return false;
+//     if (!r.iterations_again(lm, i1, i1_end, lm_same)) return false;  // (affine loops)
 //   }
 //
-// The keys are the values the body reads from the loop's variable other than DRAM offsets
-// (sizes, a kernel's memo keys, an inner loop's extent): with the same keys the body makes the
-// same calls. An iteration whose keys equal the last one's is recorded: the instruction each
-// call wrote, the pushes its hazards set, the dependency state at its start. A later
-// iteration with the same keys, starting in a state that matches the recorded one up to a
+// (`lm_same`, declared before the loop: [&](std::int64_t i1) { return lm.equal(keys); }, the
+// same keys as iteration i1's.) The keys are the values the body reads from the loop's variable
+// other than DRAM offsets (sizes, a kernel's memo keys, an inner loop's extent): with the same keys
+// the body makes the same calls. An iteration whose keys equal the last one's is recorded: the
+// instruction each call wrote, the pushes its hazards set, the dependency state at its start. A
+// later iteration with the same keys, starting in a state that matches the recorded one up to a
 // renaming of the instructions it can wait on (DepTracker::match, over the regions the recorded
 // calls' accesses overlap: no other region's hazards reach them), makes the same tokens: it
 // copies the words of the iteration before it (a DRAM address from the body's own call), sets
@@ -294,6 +297,15 @@ struct LoopTape {
     if (kept == 0 || !have_keys) return false;
     for (std::size_t i = 0; i < key_capacity; ++i)
       if (keys[i] != recorded_keys[i]) return false;
+    return true;
+  }
+  // Whether keys `k` (another iteration's) equal the last iteration's, which stay.
+  template <class... K>
+  constexpr bool equal(K... k) const {
+    const std::int64_t now[sizeof...(K) + 1] = {static_cast<std::int64_t>(k)..., 0};
+    if (sizeof...(K) > key_capacity || !have_keys) return false;
+    for (std::size_t i = 0; i < sizeof...(K); ++i)
+      if (keys[i] != now[i]) return false;
     return true;
   }
   // Whether the iteration's keys equal the last iteration's (keeping them for the next).
@@ -878,6 +890,116 @@ class Replay {
     return finish_copy(t);
   }
 
+  // (a time shortcut) Right after iteration_end: the iterations after a copied one, while their
+  // keys are its own (`same_at(j)`: the memo's equal() of iteration j's keys), copied whole as
+  // iteration_begin and iteration_end would copy them one by one: the same words, pushes,
+  // regions' states and counts, without a return to the loop's code for each. `i` moves past
+  // them. None where the iteration ended was not a copy that the next would copy whole (a tape
+  // armed, whose whole copies marked the passing accesses: iteration_begin; not a part's,
+  // which vta::replay_source never passes), nor past those whose words and moved addresses
+  // fit: the loop's code copies the rest one by one, or its calls write them and fail where
+  // they would.
+  template <class SameAt>
+  constexpr bool iterations_again(LoopTape& t, std::int64_t& i, std::int64_t end,
+                                  const SameAt& same_at) {
+    if constexpr (kTimeShortcuts) {
+      if (!t.armed || t.wholes < 2) return true;
+      const std::int64_t fit = copies_fit(t);
+      std::int64_t n = 0;
+      while (n < fit && i + 1 + n < end && same_at(i + 1 + n)) ++n;
+      if (n == 0) return true;
+      i += n;
+      return copy_again(t, n);
+    }
+    return true;
+  }
+
+ private:
+  // (iterations_again) How many copies of the iteration that ended fit: their words, and each
+  // transfer's address moved once more per copy. (Templates, as iterations_again, which alone
+  // calls them: a firmware without the time shortcuts compiles none of them.)
+  template <class = void>
+  constexpr std::int64_t copies_fit(const LoopTape& t) {
+    const FieldPos dram = w_.layout().pos(Form::Mem, Field::dram_base);
+    const std::int64_t limit = field_limit(dram.width);
+    std::int64_t fit = static_cast<std::int64_t>(w_.storage().insn_room()) / t.length;
+    for (std::size_t k = 0; k < t.ntransfers; ++k) {
+      const LoopCall& call = t.calls[t.transfers[k]];
+      const auto from = static_cast<std::int64_t>(
+          get_field(w_.storage().insn(static_cast<std::size_t>(t.start + call.at)), dram));
+      if (call.step > 0 && (limit - from) / call.step < fit) fit = (limit - from) / call.step;
+      if (call.step < 0 && from / -call.step < fit) fit = from / -call.step;
+    }
+    return fit;
+  }
+  // (iterations_again) n copies of the iteration that ended, which fit.
+  template <class = void>
+  constexpr bool copy_again(LoopTape& t, std::int64_t n) {
+    const FieldPos dram = w_.layout().pos(Form::Mem, Field::dram_base);
+    const std::int64_t length = t.length, first = t.start;  // (the iteration copied)
+    // the words: the last iteration's as the next would copy them (the pushes its own next
+    // sets on it come later), n times over
+    for (std::int64_t copies = 0; copies < n;) {
+      const std::int64_t more = copies + 1 < n - copies ? copies + 1 : n - copies;
+      w_.storage().repeat_insns(static_cast<std::size_t>(first),
+                                static_cast<std::size_t>(more * length));
+      copies += more;
+    }
+    // then each iteration as iteration_begin, copy_whole and iteration_end go on, but for the
+    // regions' states, which the calls of the first and the last alone track. Every iteration
+    // makes the calls the one before made, one iteration further on, so that each slot its
+    // renaming reads (t.map.where) holds an instruction of the iteration before, moved by an
+    // iteration each time (`moving`), or the same one: the first shows which (the one before
+    // it, copied whole, made the same calls; where a slot did neither, every iteration
+    // tracks). The last one's calls set every slot the calls set, as all of them would.
+    std::uint64_t moving = 0;
+    bool skip = n > 2 && t.map.size <= 64;
+    for (std::int64_t k = 1; k <= n; ++k) {
+      const std::int64_t start = first + (k * length);
+      t.earlier = t.last_start;
+      t.last_start = start;
+      if (t.renames) {
+        if (k == 1 || !skip) {
+          for (std::size_t m = 0; m < t.map.size; ++m) t.map.to[m] = deps_.slot(t.map.where[m]);
+        } else {
+          for (std::uint64_t bits = moving; bits != 0; bits &= bits - 1)
+            t.map.to[lowest_bit(bits)] += length;
+        }
+      }
+      t.start = start;
+      ++t.wholes;
+      const bool track = !skip || k == 1 || k == n;
+      for (std::size_t v = 0; v < t.nvisited; ++v) {
+        const LoopCall& call = t.calls[t.visited[v]];
+        if (call.transfer) {
+          const auto before = static_cast<std::int64_t>(get_field(
+              w_.storage().insn(static_cast<std::size_t>(start - length + call.at)), dram));
+          set_field(w_.storage().insn(static_cast<std::size_t>(start + call.at)), dram,
+                    static_cast<std::uint64_t>(before + call.step));
+          if (tile_recorded_ != nullptr) note_transfer(start + call.at);
+        }
+        if (track)
+          deps_.after(call.queue, start + call.at, call.access, call.accesses, call.passing);
+      }
+      if (k == 1 && skip && t.renames)
+        for (std::size_t m = 0; m < t.map.size; ++m) {
+          const std::int64_t now = deps_.slot(t.map.where[m]);
+          if (now == t.map.to[m] + length)
+            moving |= std::uint64_t{1} << m;
+          else if (now != t.map.to[m])
+            skip = false;
+        }
+      if (log_calls_) note_call(static_cast<std::uint64_t>(t.recorded) << 2);
+      t.cursor = t.ncalls;
+      t.word = length;
+      ++copied_whole_;
+      if (!finish_copy(t)) return false;
+      t.last_end = start + length;
+    }
+    return true;
+  }
+
+ public:
   // A tiled loop's tile (TileMemo): copied whole where its keys are the last tile's (`same`),
   // that tile was the recorded one or a copy of it, and it starts as the recorded one did (or
   // alike: starts_alike); then its body need not run (false). Else its calls write it (true),
@@ -1081,8 +1203,9 @@ class Replay {
       if (t.log.edits[e].at >= t.recorded) continue;
       if (!rename(t, t.log.edits[e].at, at)) return diverged(Opcode::Finish);
       if (!w_.set_push(static_cast<std::size_t>(at), t.log.edits[e].to)) return false;
-      if constexpr (kTimeShortcuts)  // (a tile being recorded logs it too)
-        deps_.note_tile_push(at, t.log.edits[e].to, static_cast<std::int64_t>(w_.size()));
+      // (a tile being recorded logs it too, at the copy's end: the stream's, but where
+      // iterations_again copied the words of those after it first)
+      if constexpr (kTimeShortcuts) deps_.note_tile_push(at, t.log.edits[e].to, t.start + t.length);
     }
     // the last push toward each pair the recorded iteration set one toward
     const auto pushed = [&](std::size_t p) {

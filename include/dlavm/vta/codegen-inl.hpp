@@ -140,12 +140,13 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
   }
   // A run of statements that prints the same code several times in a row (the reciprocal's
   // quotient bits: twelve kernels a bit, in the same rows bit after bit) is printed once, in a
-  // plain loop of as many iterations, in a shorter function (docs/deploy.md). Inside loops
-  // alone, where each kernel site is memoized and one that prints the same kernel shares the
-  // first one's memo: the loop's sites then make the calls the run's made (outside loops each
-  // site collects its micro-ops, which may fail where a memo's write again would not). Not
-  // memoized: a copy of such an iteration costs what its calls do, and the memo the stack. Not
-  // inside a memoized loop (whose scan the printing of runs() would feed twice) nor a kernel.
+  // loop of as many iterations, in a shorter function (docs/deploy.md). Inside loops alone,
+  // where each kernel site is memoized and one that prints the same kernel shares the first
+  // one's memo: the loop's sites then make the calls the run's made (outside loops each site
+  // collects its micro-ops, which may fail where a memo's write again would not). The loop is
+  // memoized as any other (visit_for): its iterations after the first two are copied at once
+  // (Replay::iterations_again). Not inside a memoized loop (whose scan the printing of runs()
+  // would feed twice) nor a kernel.
   void visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
     if (in_kernel_ || memo_ || steps_ || loop_vars_.empty())
       return tir::StmtVisitor<ReplayPrinter>::visit_seq(n, s);
@@ -158,7 +159,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
           ne::var("repeat", 0, count - 1), ne::Expr(0), ne::Expr(count), tir::ForKind::Serial,
           tir::make_seq(
               std::vector<tir::Stmt>(first, first + static_cast<std::ptrdiff_t>(run.length))));
-      loop(*rolled.as<tir::ForNode>(), false);
+      visit(rolled);
       next = run.first + (run.length * run.count);
     }
     for (; next < n.seq.size(); ++next) visit(n.seq[next]);
@@ -470,7 +471,8 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
     if (memo_ && !memoized) memo_->scan.open(n.var, n.extent, in_kernel_);
     const auto parts = memoized ? apart_parts(n.body) : std::vector<std::vector<tir::Stmt>>{};
     std::vector<MemoDecl> segment_memos;  // the parts' memos, where the body has parts
-    if (tile != nullptr) {                // the body, then the steps of the transfers it wrote
+    std::string same_at;    // an affine memoized loop's: its keys as a function of its variable
+    if (tile != nullptr) {  // the body, then the steps of the transfers it wrote
       tiling_ = true;
       plain_inside_ = tile->calls != 0;
       const auto body = printed_apart([&] { visit(n.body); });
@@ -499,6 +501,13 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
               fmt::format("r.iteration_begin(lm, lm.same({}), {} + 1 < {}_end, {})",
                           fmt::join(memo_->keys, ", "), name, name, memo_->scan.affine),
               "r.iteration_end(lm)");
+      // after an iteration copied whole, those with its keys (runtime::Replay::iterations_again)
+      if (memo_->scan.affine) {
+        line("if (!r.iterations_again(lm, {0}, {0}_end, lm_same)) return false;", name);
+        same_at =
+            fmt::format("const auto lm_same = [&](std::int64_t{}) {{ return lm.equal({}); }};\n",
+                        memo_->keys.empty() ? "" : " " + name, fmt::join(memo_->keys, ", "));
+      }
     }
     if (memo_) memo_->scan.close(repeat);
     if (!in_kernel_) {
@@ -546,6 +555,10 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
         indent();
         fmt::format_to(std::back_inserter(memo), "{}.enter({}, {});\n", memo_name(k), d.entry_steps,
                        again);
+      }
+      if (!same_at.empty()) {  // (declared before the loop, whose variable it takes)
+        for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
+        memo.append(same_at.data(), same_at.data() + same_at.size());
       }
       // after the block's opening line
       const std::size_t at = memo_at + static_cast<std::size_t>(2 * depth_) + 2;
