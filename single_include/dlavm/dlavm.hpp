@@ -15989,14 +15989,10 @@ class DepTracker {
     std::uint64_t left = only;
     if (by_bits && count_ < kMaskedRegions) left &= (std::uint64_t{1} << count_) - 1;
     for (std::size_t r = 0; r < count_; ++r) {
-      if constexpr (kTimeShortcuts) {
-        if (by_bits) {
-          if (left == 0) break;
-          r = static_cast<std::size_t>(lowest_bit(left));
-          left &= left - 1;
-        } else if (r < kMaskedRegions && ((only >> r) & 1U) == 0) {
-          continue;
-        }
+      if (by_bits) {
+        if (left == 0) break;
+        r = static_cast<std::size_t>(lowest_bit(left));
+        left &= left - 1;
       } else if (r < kMaskedRegions && ((only >> r) & 1U) == 0) {
         continue;
       }
@@ -16373,6 +16369,18 @@ constexpr std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
 }
 constexpr std::int64_t min(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 constexpr std::int64_t max(std::int64_t a, std::int64_t b) { return a < b ? b : a; }
+
+// (the time shortcuts' copies of tiles and iterations) How many times `step` (not 0) can be
+// added to `from`, a field's value, the sum staying in the field (0 to `limit`), or `most`
+// where that many can: most steps leave it so, which a product tells without a division (it
+// stays below 2^63 while `most` is below 2^31 and the step below 2^32).
+constexpr std::int64_t steps_that_fit(std::int64_t from, std::int64_t step, std::int64_t limit,
+                                      std::int64_t most) {
+  const std::int64_t room = step > 0 ? limit - from : from, size = step > 0 ? step : -step;
+  if (most < (std::int64_t{1} << 31) && size < (std::int64_t{1} << 32) && size * most <= room)
+    return most;
+  return room / size < most ? room / size : most;
+}
 
 // The bytes of one element of each memory (UOP, WGT, INP, ACC, OUT, ACC_8BIT), by MemId.
 struct ElemBytes {
@@ -17259,8 +17267,7 @@ class Replay {
       const LoopCall& call = t.calls[t.transfers[k]];
       const auto from = static_cast<std::int64_t>(
           get_field(w_.storage().insn(static_cast<std::size_t>(t.start + call.at)), dram));
-      if (call.step > 0 && (limit - from) / call.step < fit) fit = (limit - from) / call.step;
-      if (call.step < 0 && from / -call.step < fit) fit = from / -call.step;
+      if (call.step != 0) fit = steps_that_fit(from, call.step, limit, fit);
     }
     return fit;
   }
@@ -17268,7 +17275,8 @@ class Replay {
   template <class = void>
   constexpr bool copy_again(LoopTape& t, std::int64_t n) {
     const FieldPos dram = w_.layout().pos(Form::Mem, Field::dram_base);
-    const std::int64_t length = t.length, first = t.start;  // (the iteration copied)
+    const unsigned half = dram.offset / 64U, shift = dram.offset % 64U;  // (as copy_tile's)
+    const std::int64_t length = t.length, first = t.start;               // (the iteration copied)
     // the words: the last iteration's as the next would copy them (the pushes its own next
     // sets on it come later), n times over
     for (std::int64_t copies = 0; copies < n;) {
@@ -17288,8 +17296,6 @@ class Replay {
     bool skip = n > 2 && t.map.size <= 64;
     for (std::int64_t k = 1; k <= n; ++k) {
       const std::int64_t start = first + (k * length);
-      t.earlier = t.last_start;
-      t.last_start = start;
       if (t.renames) {
         if (k == 1 || !skip) {
           for (std::size_t m = 0; m < t.map.size; ++m) t.map.to[m] = deps_.slot(t.map.where[m]);
@@ -17299,15 +17305,14 @@ class Replay {
         }
       }
       t.start = start;
-      ++t.wholes;
       const bool track = !skip || k == 1 || k == n;
       for (std::size_t v = 0; v < t.nvisited; ++v) {
         const LoopCall& call = t.calls[t.visited[v]];
         if (call.transfer) {
-          const auto before = static_cast<std::int64_t>(get_field(
-              w_.storage().insn(static_cast<std::size_t>(start - length + call.at)), dram));
-          set_field(w_.storage().insn(static_cast<std::size_t>(start + call.at)), dram,
-                    static_cast<std::uint64_t>(before + call.step));
+          // the copied address moved k steps, which stay in the field (copies_fit), added to
+          // the half of the word that holds it, as copy_tile adds a tile's
+          w_.storage().insn(static_cast<std::size_t>(start + call.at)).word[half] +=
+              static_cast<std::uint64_t>(k * call.step) << shift;
           if (tile_recorded_ != nullptr) note_transfer(start + call.at);
         }
         if (track)
@@ -17322,12 +17327,17 @@ class Replay {
             skip = false;
         }
       if (log_calls_) note_call(static_cast<std::uint64_t>(t.recorded) << 2);
-      t.cursor = t.ncalls;
-      t.word = length;
-      ++copied_whole_;
       if (!finish_copy(t)) return false;
-      t.last_end = start + length;
     }
+    // what the last iteration_begin and iteration_end leave: where the last two began, where
+    // the last ended, its words and calls all copied, and the counts
+    t.earlier = t.start - length;
+    t.last_start = t.start;
+    t.last_end = t.start + length;
+    t.cursor = t.ncalls;
+    t.word = length;
+    t.wholes += static_cast<std::uint32_t>(n);
+    copied_whole_ += static_cast<std::size_t>(n);
     return true;
   }
 
@@ -17455,15 +17465,8 @@ class Replay {
       for (std::size_t k = 0; k < t.moves; ++k) {
         const std::int64_t from = static_cast<std::int64_t>(
             get_field(w_.storage().insn(static_cast<std::size_t>(source(t, t.moved_at[k]))), dram));
-        const std::int64_t by = t.moved_by[k];  // (not 0: a move)
-        const std::int64_t room = by > 0 ? limit - from : from, step = by > 0 ? by : -by;
-        // (most moves leave the fit as it is, which the product tells without a division: it
-        // stays below 2^63 once the fit is below 2^31 and the step below 2^32)
-        if (t.copies_fit < (std::int64_t{1} << 31) && step < (std::int64_t{1} << 32) &&
-            step * t.copies_fit <= room)
-          continue;
-        const std::int64_t fit = room / step;
-        if (fit < t.copies_fit) t.copies_fit = fit;
+        // (not 0: a move)
+        t.copies_fit = steps_that_fit(from, t.moved_by[k], limit, t.copies_fit);
       }
       // (a copy that waits reads them: at most kMaskedRegions regions, starts_alike)
       for (std::size_t r = 0; r < deps_.count() && deps_.count() <= kMaskedRegions; ++r) {
@@ -29947,11 +29950,11 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       for (const auto& v : loop_vars_)
         again += fmt::format("{}{} + 1 < {}_end", again.empty() ? "" : " || ", names_[v.id()],
                              names_[v.id()]);
+      const auto indent = [&] {
+        for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
+      };
       for (std::size_t k = 0; k < segment_memos.size(); ++k) {
         const MemoDecl& d = segment_memos[k];
-        const auto indent = [&] {
-          for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
-        };
         indent();
         if (!nested || !d.entry) {  // zeroed where the loop is reached
           fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}, {}> {}{{}};\n",
@@ -29976,7 +29979,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
                        again);
       }
       if (!same_at.empty()) {  // (declared before the loop, whose variable it takes)
-        for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
+        indent();
         memo.append(same_at.data(), same_at.data() + same_at.size());
       }
       // after the block's opening line

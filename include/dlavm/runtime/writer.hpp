@@ -967,14 +967,10 @@ class DepTracker {
     std::uint64_t left = only;
     if (by_bits && count_ < kMaskedRegions) left &= (std::uint64_t{1} << count_) - 1;
     for (std::size_t r = 0; r < count_; ++r) {
-      if constexpr (kTimeShortcuts) {
-        if (by_bits) {
-          if (left == 0) break;
-          r = static_cast<std::size_t>(lowest_bit(left));
-          left &= left - 1;
-        } else if (r < kMaskedRegions && ((only >> r) & 1U) == 0) {
-          continue;
-        }
+      if (by_bits) {
+        if (left == 0) break;
+        r = static_cast<std::size_t>(lowest_bit(left));
+        left &= left - 1;
       } else if (r < kMaskedRegions && ((only >> r) & 1U) == 0) {
         continue;
       }

@@ -528,11 +528,11 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
       for (const auto& v : loop_vars_)
         again += fmt::format("{}{} + 1 < {}_end", again.empty() ? "" : " || ", names_[v.id()],
                              names_[v.id()]);
+      const auto indent = [&] {
+        for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
+      };
       for (std::size_t k = 0; k < segment_memos.size(); ++k) {
         const MemoDecl& d = segment_memos[k];
-        const auto indent = [&] {
-          for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
-        };
         indent();
         if (!nested || !d.entry) {  // zeroed where the loop is reached
           fmt::format_to(std::back_inserter(memo), "dlavm::runtime::LoopMemo<{}, {}, {}> {}{{}};\n",
@@ -557,7 +557,7 @@ class ReplayPrinter : public tir::StmtVisitor<ReplayPrinter> {
                        again);
       }
       if (!same_at.empty()) {  // (declared before the loop, whose variable it takes)
-        for (int i = 0; i < depth_ + 1; ++i) fmt::format_to(std::back_inserter(memo), "  ");
+        indent();
         memo.append(same_at.data(), same_at.data() + same_at.size());
       }
       // after the block's opening line
