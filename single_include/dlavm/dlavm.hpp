@@ -40592,6 +40592,11 @@ class IntegerSoftmaxKernel {
   //     span's rows and one STORE a span, where a chunk took one of each (the gallery's decode
   //     step: 25 kept chunks in 5 spans, 200 instructions fewer). Where the keys fit one chunk the
   //     lowering has no chunk loop, and pass 3 computes them again.
+  //   - the exponentials' copies of z in passes 2 and 3 (a reset and an ADD each a chunk): z
+  //     taken from u by a MAX, and the second shift amount computed in the copy, taken by a
+  //     MAX, the first in place; each buffer reset once before the chunk loop. What a chunk's
+  //     chain leaves in them (shift amounts, at most 15) is below u (at least 128), and does not
+  //     change the second amount (max(z - 15, 0) for any value up to 15 is 0).
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
@@ -42227,6 +42232,125 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (!body.empty()) after.insert(after.begin(), std::move(loop));
       return tir::make_seq(std::move(after));
     }
+    // The exponent's z (detail::exponent_stages) copied from u by a MAX where the lowering
+    // wrote a reset and an ADD, the reset once before the chunk loop (returned) rather than once
+    // a chunk. The copy reads u in the load's buffer, u >= q.shift * 2^7 >= 128 (t >= q.shift *
+    // 2^frac_bits: the max at least every score of the block, masked ones too); z's buffer
+    // ends each chunk's chain with a MIN by an immediate below 128 in place (a shift amount of
+    // at most 15), and the reset leaves 0 for the first chunk, so a MAX with u gives u in each
+    // row a chunk computes (the rows a trimmed chain leaves are read by no one). `parts` with
+    // the copy rewritten and the reset appended to `hoisted`; false, and `parts` as they were,
+    // where the chain is not that.
+    bool z_by_max(const detail::ChunkBody& body, std::vector<tir::Stmt>& parts, const ne::Expr& c,
+                  std::vector<tir::Stmt>& hoisted) const {
+      const Chain ch = chain_of(body, parts, c);
+      const auto writes = [](const Link& l, const te::Buffer& b) {
+        return l.loop != nullptr && l.op->buffers[0].same_as(b);
+      };
+      std::size_t reset = 0;
+      while (reset < ch.links.size() && !(ch.links[reset].loop != nullptr &&
+                                          ch.links[reset].op->name == vta::intrin::gemm_reset &&
+                                          ch.links[reset].op->buffers[0].name().ends_with(".z")))
+        ++reset;
+      if (reset == ch.links.size()) return false;
+      const te::Buffer z = ch.links[reset].op->buffers[0];
+      std::optional<std::size_t> copy, last;
+      for (std::size_t k = reset + 1; k < ch.links.size(); ++k)
+        if (writes(ch.links[k], z)) {
+          if (!copy) copy = k;
+          last = k;
+        }
+      const auto steps_of = [](const Link& l) {
+        return std::pair{vta::detail::constant_index(l.loop->args[1]),
+                         vta::detail::constant_index(l.loop->args[2])};
+      };
+      if (!copy || !among(body.allocated, z) ||
+          form(ch.links[*copy]) != std::array<std::int64_t, 4>{1, 2, 0, 0} ||
+          ch.links[*copy].op->buffers.size() != 2 ||
+          !ch.links[*copy].op->buffers[1].same_as(ch.buffers.front()) ||
+          steps_of(ch.links[*copy]) !=
+              std::pair{std::optional<std::int64_t>(1), std::optional<std::int64_t>(1)})
+        return false;
+      const auto end = form(ch.links[*last]);
+      if (end[0] != 1 || end[1] != static_cast<std::int64_t>(runtime::AluOp::Min) || end[2] != 1 ||
+          end[3] < 0 || end[3] >= 128)
+        return false;
+      // nothing else writes z: not the masks before the chain, nor what follows it
+      for (std::size_t j = 0; j < parts.size(); ++j) {
+        if (j >= ch.first && j < ch.end) continue;
+        for (const auto* call : vta::detail::calls_in(parts[j]))
+          if (!call->buffers.empty() && call->buffers[0].same_as(z)) return false;
+      }
+      const std::size_t at = ch.first + reset;
+      hoisted.push_back(with_extent(parts[at], ne::Expr(chunk)));
+      parts[ch.first + *copy] =
+          with_alu_arg(parts[ch.first + *copy], 0, static_cast<std::int64_t>(runtime::AluOp::Max));
+      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
+      return true;
+    }
+    // The exponential's second shift amount (detail::exponential_stages) from a MAX: the
+    // lowering copies z to z1 (a reset and an ADD), clips z1 to the first shift, min(z, m1),
+    // and z in place to the second, min(max(z - k, 0), m2). Swapped, z1 takes max(z1, z) and
+    // the second shift, z in place the first: clip(max(x, z) - k, 0, m2) is clip(z - k, 0, m2)
+    // for any x <= k, and z1 holds at most m2 <= k after each chunk's chain (0 from the reset,
+    // once before the chunk loop: appended to `hoisted`). One reset of a chunk's rows a chunk
+    // fewer. `parts` rewritten; false, and `parts` as they were, where the chain is not that.
+    bool shift_by_max(const detail::ChunkBody& body, std::vector<tir::Stmt>& parts,
+                      const ne::Expr& c, std::vector<tir::Stmt>& hoisted) const {
+      const Chain ch = chain_of(body, parts, c);
+      std::size_t k = 0;
+      while (k < ch.links.size() &&
+             !(ch.links[k].loop != nullptr && ch.links[k].op->name == vta::intrin::gemm_reset &&
+               ch.links[k].op->buffers[0].name().ends_with(".z1")))
+        ++k;
+      if (k + 8 > ch.links.size() || ch.links[k + 1].op->buffers.size() != 2) return false;
+      const te::Buffer z1 = ch.links[k].op->buffers[0], z = ch.links[k + 1].op->buffers[1];
+      // link k + 1 + j: its operation, whether immediate, its destination (null: any) and source
+      struct Step {
+        runtime::AluOp op;
+        bool immediate;
+        te::Buffer dst, src;
+      };
+      using enum runtime::AluOp;
+      const std::array<Step, 7> steps{{{Add, false, z1, z},
+                                       {Min, true, z1, z1},
+                                       {Shr, false, {}, z1},
+                                       {Add, true, z, z},
+                                       {Max, true, z, z},
+                                       {Min, true, z, z},
+                                       {Shr, false, {}, z}}};
+      std::array<std::int64_t, 7> imm{};
+      for (std::size_t j = 0; j < steps.size(); ++j) {
+        const Link& l = ch.links[k + 1 + j];
+        const auto f = form(l);
+        const auto factor = [&](std::size_t a) {
+          return vta::detail::constant_index(l.loop->args[a]);
+        };
+        if (l.loop == nullptr || l.op->buffers.size() != 2 || f[0] != 1 ||
+            f[1] != static_cast<std::int64_t>(steps[j].op) ||
+            f[2] != (steps[j].immediate ? 1 : 0) || factor(1) != 1 || factor(2) != 1 ||
+            (steps[j].dst.defined() && !l.op->buffers[0].same_as(steps[j].dst)) ||
+            !l.op->buffers[1].same_as(steps[j].src))
+          return false;
+        imm[j] = vta::detail::constant_index(l.op->args[2]).value_or(-1);
+      }
+      // the second amount clip(z - k, 0, m2), m2 <= k
+      const std::int64_t shift = -imm[3], most = imm[5];
+      if (shift <= 0 || imm[4] != 0 || most < 0 || most > shift || !among(body.allocated, z1) ||
+          !among(body.allocated, z) || !ne::can_prove(ne::simplify(z1.size() - z.size()) == 0))
+        return false;
+      // z and z1 read nowhere after these links
+      const std::size_t at = ch.first + k;
+      for (std::size_t j = at + 8; j < parts.size(); ++j)
+        for (const auto* call : vta::detail::calls_in(parts[j]))
+          if (among(call->buffers, z) || among(call->buffers, z1)) return false;
+      hoisted.push_back(with_extent(parts[at], ne::Expr(chunk)));
+      parts[at + 1] = with_alu_arg(parts[at + 1], 0, static_cast<std::int64_t>(Max));
+      const tir::BufferMap swap{{z.get(), z1}, {z1.get(), z}};
+      for (std::size_t j = at + 2; j < at + 8; ++j) parts[j] = tir::rewrite(parts[j], {}, swap);
+      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
+      return true;
+    }
     // Whether statement st is a kernel on `e` alone, in place, with an immediate (kept_in_spans
     // runs those at the chain's end after its loop): dst and src e, the immediate used.
     static bool in_place_immediate(const tir::Stmt& st, const te::Buffer& e) {
@@ -42249,11 +42373,14 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const bool loads = block_masks.defined() && masks_dram.defined() && !block_placed;
       const auto* seq = out.as<tir::SeqNode>();
       if ((!keeps && !loads) || seq == nullptr) return out;
-      // the first statement of seq that is (its allocations around) the chunk loop over `v`
+      // the first statement of seq that is (its allocations around) the chunk loop over `v`,
+      // or statements that end in it (z_by_max's reset before it)
       const auto loop_at = [&](const ne::Var& v) {
         for (std::size_t k = 0; k < seq->seq.size(); ++k) {
           tir::Stmt st = seq->seq[k];
           while (const auto* a = st.as<tir::AllocateNode>()) st = a->body;
+          if (const auto* before = st.as<tir::SeqNode>(); before != nullptr && !before->seq.empty())
+            st = before->seq.back();
           const auto* loop = st.as<tir::ForNode>();
           if (loop != nullptr && loop->var.id() == v.id()) return k;
         }
@@ -42290,24 +42417,26 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (body.fill == 0 || (add && body.fill != 2)) return std::nullopt;
       const tir::BufferMap to{{body.load->buffers[0].get(), buffer}};
       std::vector<tir::Stmt> fill{tir::rewrite(body.parts[0], {}, to)};
-      if (add) fill.push_back(with_immediate(tir::rewrite(body.parts[1], {}, to), value));
+      if (add) fill.push_back(with_alu_arg(tir::rewrite(body.parts[1], {}, to), 2, value));
       return fill;
     }
-    // An ALU kernel with its immediate set to `value`.
-    static tir::Stmt with_immediate(const tir::Stmt& kernel, std::int64_t value) {
-      struct Imm : tir::StmtMutator<Imm> {
+    // An ALU kernel with its argument `arg` set to `value` (0 its operation, 2 its immediate).
+    static tir::Stmt with_alu_arg(const tir::Stmt& kernel, std::size_t arg, std::int64_t value) {
+      struct Arg : tir::StmtMutator<Arg> {
+        std::size_t arg = 0;
         std::int64_t value = 0;
         tir::Stmt visit_evaluate(const tir::EvaluateNode& e, const tir::Stmt& st) {
           const auto* call = e.value.as<te::CallNode>();
           if (call == nullptr || call->name != vta::intrin::alu) return st;
           auto args = call->args;
-          args[2] = te::make_const(value, args[2].dtype());
+          args[arg] = te::make_const(value, args[arg].dtype());
           return tir::make_evaluate(
               te::call(call->name, call->dtype(), std::move(args), call->buffers));
         }
-      } imm;
-      imm.value = value;
-      return imm.visit(kernel);
+      } set;
+      set.arg = arg;
+      set.value = value;
+      return set.visit(kernel);
     }
     // A pass whose keys fit one chunk has no chunk loop (the lowering drops a loop of one
     // iteration): its body, chunk 0, gets the lane masks alone.
@@ -42329,6 +42458,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // (those before it are loaded whole)
       const auto fill_end = body->parts.begin() + static_cast<std::ptrdiff_t>(body->fill);
       std::vector<tir::Stmt> parts = guard_masks(body->parts, body->fill + 1, c);
+      // resets before the loop in place of one a chunk (its buffers then allocated around it)
+      std::vector<tir::Stmt> hoisted;
+      shift_by_max(*body, parts, c, hoisted);
+      z_by_max(*body, parts, c, hoisted);
       const std::vector<tir::Stmt> guarded = parts;
       const auto trimmed = unseen_value[pass] ? trim_chain(*body, parts, c, *unseen_value[pass],
                                                            pass + 1 == chunks.size())
@@ -42366,16 +42499,26 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         inner = tir::make_if(c < seen, inner, tir::make_seq(unseen));
       }
       ++rewritten;
+      // the loop from `start`: its buffers allocated inside, or around it and the resets
+      // before it
+      const auto loop = [&](const ne::Expr& start, const ne::Expr& extent) {
+        const tir::Stmt for_loop =
+            tir::make_for(n.var, start, extent, n.for_kind,
+                          hoisted.empty() ? body->allocations_around(inner) : inner);
+        if (hoisted.empty()) return for_loop;
+        auto before = hoisted;
+        before.push_back(for_loop);
+        return body->allocations_around(tir::make_seq(std::move(before)));
+      };
       if (max_pass)
         return body->allocations_around(tir::make_for(n.var, n.min, n.extent, n.for_kind, inner));
       if (kept_read && kept_spans && pass + 1 == chunks.size()) {
         // pass 3 past the kept chunks the block sees, which its spans computed (no iteration
         // left empty: a loop memo records none, and gives up on the loop after a few)
         const ne::Expr start = ne::simplify(ne::min(ne::Expr(kept_count), seen));
-        return tir::make_for(n.var, start, ne::simplify(n.extent - start), n.for_kind,
-                             body->allocations_around(inner));
+        return loop(start, ne::simplify(n.extent - start));
       }
-      return tir::make_for(n.var, n.min, n.extent, n.for_kind, body->allocations_around(inner));
+      return loop(n.min, n.extent);
     }
   } loops;
   loops.chunks = chunks;

@@ -206,6 +206,11 @@ class IntegerSoftmaxKernel {
   //     span's rows and one STORE a span, where a chunk took one of each (the gallery's decode
   //     step: 25 kept chunks in 5 spans, 200 instructions fewer). Where the keys fit one chunk the
   //     lowering has no chunk loop, and pass 3 computes them again.
+  //   - the exponentials' copies of z in passes 2 and 3 (a reset and an ADD each a chunk): z
+  //     taken from u by a MAX, and the second shift amount computed in the copy, taken by a
+  //     MAX, the first in place; each buffer reset once before the chunk loop. What a chunk's
+  //     chain leaves in them (shift amounts, at most 15) is below u (at least 128), and does not
+  //     change the second amount (max(z - 15, 0) for any value up to 15 is 0).
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
