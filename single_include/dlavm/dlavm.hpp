@@ -40583,15 +40583,18 @@ class IntegerSoftmaxKernel {
   //     accumulator rows; where the keys fit one chunk, each pass loads them, where its chunk
   //     of mask rows holds 2 (M - 1), else applies the lowering's padded copy of them);
   //   - the whole softmax computes each exponential once in a block's first kept_chunks()
-  //     chunks: pass 2 copies them to a buffer of those chunks (an ADD a key, onto rows reset
-  //     once a block before its chunk loop) before its sum adds them up in place, and pass 3
-  //     computes the probabilities there and stores them, with no load, masks or exponential (36 of
-  //     its ALU cycles a key at the gallery's scale). It does so before its chunk loop, for the
-  //     kept chunks the block sees, in spans of as many chunks as its chunk buffers' entries hold
-  //     of those these stages use (a span's buffers take their place): each stage one kernel over a
-  //     span's rows and one STORE a span, where a chunk took one of each (the gallery's decode
-  //     step: 25 kept chunks in 5 spans, 200 instructions fewer). Where the keys fit one chunk the
-  //     lowering has no chunk loop, and pass 3 computes them again.
+  //     chunks: pass 2 computes them in a buffer of those chunks (rows reset once a block
+  //     before its chunk loop), each chunk's added to running rows of the sum that are halved
+  //     after the loop (in uniform tiles, whose replay copies a chunk's iterations, it computes
+  //     them where the other chunks do and copies them there, an ADD a key, before its sum adds
+  //     them up in place), and pass 3 computes the probabilities there and stores them, with no
+  //     load, masks or exponential (36 of its ALU cycles a key at the gallery's scale). It does
+  //     so before its chunk loop, for the kept chunks the block sees, in spans of as many chunks
+  //     as its chunk buffers' entries hold of those these stages use (a span's buffers take their
+  //     place): each stage one kernel over a span's rows and one STORE a span, where a chunk took
+  //     one of each (the gallery's decode step: 25 kept chunks in 5 spans, 200 instructions
+  //     fewer). Where the keys fit one chunk the lowering has no chunk loop, and pass 3 computes
+  //     them again.
   //   - the exponentials' copies of z in passes 2 and 3 (a reset and an ADD each a chunk): z
   //     taken from u by a MAX, and the second shift amount computed in the copy, taken by a
   //     MAX, the first in place; each buffer reset once before the chunk loop. What a chunk's
@@ -41974,7 +41977,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // rows that move with the chunk, a replay writes call by call. Else each chunk resets its
     // own rows.
     bool keep(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
-              std::vector<tir::Stmt>& out) {
+              std::vector<tir::Stmt>& out, std::vector<tir::Stmt>& before,
+              std::vector<tir::Stmt>& after, te::Buffer& sums) {
       if (ch.buffers.size() < 2) return false;
       const te::Buffer e = ch.buffers.back();
       const te::Buffer to = te::make_buffer(e.name() + ".kept", e.dtype(),
@@ -41995,6 +41999,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       }
       exponential.clear();
       for (const Link& l : ch.links) exponential.push_back(form(l));
+      if (kept_reset && !uniform && sum_in_kept(parts, ch, c, out, before, after, sums))
+        return true;
       const auto tail = static_cast<std::ptrdiff_t>(parts.size() - ch.end);
       std::vector<tir::Stmt> with(out.begin(), out.end() - tail);
       // the copy's rows move with the chunk: a replay writes it call by call, and copies the
@@ -42004,6 +42010,85 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           all_kept ? tir::make_seq(*copy) : tir::make_if(c < kept_count, tir::make_seq(*copy))));
       with.insert(with.end(), out.end() - tail, out.end());
       out = std::move(with);
+      return true;
+    }
+    // Pass 2's kept chunks with their exponentials computed in `kept` itself, where keep()
+    // copies them there (a reset and an ADD a key, of the 36 ALU cycles a key the chain takes
+    // at the gallery's scale): the chain's kernels on the buffer it ends in, e, moved to the
+    // chunk's kept rows, with no reset of e (kept_reset zeroed the kept rows before the loop:
+    // what the reset before the copy of z into e, or the trimmed chain's fill of the keys the
+    // block does not see with the sum's 0, gave). The chunk's sum then cannot halve e in place:
+    // `sums` (e's size) is a running row for each of its entries instead, reset before the
+    // loop (`before`), each chunk adding its e or its kept rows to it, and the halving and the
+    // update of the block's sum after the loop on `sums` (`after`). In the chunks past the
+    // kept ones the chain stays in e. `sums` lives around pass 2's loop alone, beside its
+    // chunk buffers, which are a chunk's fewer than pass 3's. Only where the softmax is not in
+    // uniform tiles: the chain's micro-ops at rows that move with the chunk, which a replay
+    // writes call by call, would undo what a decode step's replay gains from copying its
+    // chunks' iterations. False, and `out` as it was, where the statements after the chain
+    // are not kernels on e and the block's rows.
+    bool sum_in_kept(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
+                     std::vector<tir::Stmt>& out, std::vector<tir::Stmt>& before,
+                     std::vector<tir::Stmt>& after, te::Buffer& sums) const {
+      const te::Buffer e = ch.buffers.back();
+      const std::vector<tir::Stmt> tail(parts.begin() + static_cast<std::ptrdiff_t>(ch.end),
+                                        parts.end());
+      const std::vector<te::Buffer> allocated(ch.buffers.begin(), ch.buffers.end());
+      for (const auto& st : tail) {
+        if (st.as<tir::AttrNode>() == nullptr) return false;
+        for (const auto* call : vta::detail::calls_in(st))
+          if (call->name != vta::intrin::uop_loop_begin &&
+              call->name != vta::intrin::uop_loop_end &&
+              (call->name != vta::intrin::alu ||
+               std::ranges::any_of(call->buffers, [&](const te::Buffer& b) {
+                 return !b.same_as(e) && among(allocated, b);
+               })))
+            return false;
+      }
+      const te::Buffer rows = te::make_buffer(e.name() + ".rows", e.dtype(), {e.size()}, e.scope());
+      const auto added = copy_rows(parts, ch, e, rows, ne::Expr(0));
+      if (!added) return false;
+      const auto add_kept = in_kept((*added)[1], e, kept_row(c));
+      // the statements before the tail, with e's resets dropped and e in the kept rows
+      struct DropResets : tir::StmtMutator<DropResets> {
+        te::Buffer e;
+        bool resets(const tir::Stmt& st) const {
+          const auto* attr = st.as<tir::AttrNode>();
+          return attr != nullptr &&
+                 std::ranges::any_of(
+                     vta::detail::calls_in(attr->body), [&](const te::CallNode* call) {
+                       return call->name == vta::intrin::gemm_reset && call->buffers[0].same_as(e);
+                     });
+        }
+        tir::Stmt visit_seq(const tir::SeqNode& n, const tir::Stmt&) {
+          std::vector<tir::Stmt> rest;
+          for (const auto& st : n.seq)
+            if (!resets(st)) rest.push_back(visit(st));
+          return tir::make_seq(rest);
+        }
+      } drop;
+      drop.e = e;
+      const auto head_end = out.end() - static_cast<std::ptrdiff_t>(tail.size());
+      std::vector<tir::Stmt> in_rows;
+      for (auto it = out.begin(); it != head_end; ++it) {
+        if (drop.resets(*it)) continue;
+        const auto moved_st = in_kept(drop.visit(*it), e, kept_row(c));
+        if (!moved_st) return false;
+        in_rows.push_back(*moved_st);
+      }
+      if (!add_kept) return false;
+      in_rows.push_back(*add_kept);
+      std::vector<tir::Stmt> in_e(out.begin(), head_end);
+      in_e.push_back((*added)[1]);
+      // (the kept chunks' rows move with the chunk: vta::intrin::replay_apart, as keep()'s copy)
+      const tir::Stmt kept_chunks = tir::make_attr(std::string(vta::intrin::replay_apart), e.name(),
+                                                   0, tir::make_seq(in_rows));
+      out = {all_kept ? kept_chunks
+                      : tir::make_if(c < kept_count, kept_chunks, tir::make_seq(in_e))};
+      before.push_back(with_extent((*added)[0], ne::Expr(chunk)));
+      const tir::BufferMap to_rows{{e.get(), rows}};
+      for (const auto& st : tail) after.push_back(tir::rewrite(st, {}, to_rows));
+      sums = rows;
       return true;
     }
     // `st` with chunk buffer `e` read and written in `kept` at rows `rows` on: each call's
@@ -42232,6 +42317,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (!body.empty()) after.insert(after.begin(), std::move(loop));
       return tir::make_seq(std::move(after));
     }
+    // The rows a chunk of the block computes, min(chunk, keys_seen): each chunk's but the last
+    // it sees, whose keys past keys_seen its chain skips (trim_chain).
+    ne::Expr block_rows() const { return ne::simplify(ne::min(ne::Expr(chunk), keys_seen)); }
     // The exponent's z (detail::exponent_stages) copied from u by a MAX where the lowering
     // wrote a reset and an ADD, the reset once before the chunk loop (returned) rather than once
     // a chunk. The copy reads u in the load's buffer, u >= q.shift * 2^7 >= 128 (t >= q.shift *
@@ -42282,7 +42370,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           if (!call->buffers.empty() && call->buffers[0].same_as(z)) return false;
       }
       const std::size_t at = ch.first + reset;
-      hoisted.push_back(with_extent(parts[at], ne::Expr(chunk)));
+      hoisted.push_back(with_extent(parts[at], block_rows()));
       parts[ch.first + *copy] =
           with_alu_arg(parts[ch.first + *copy], 0, static_cast<std::int64_t>(runtime::AluOp::Max));
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
@@ -42344,7 +42432,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       for (std::size_t j = at + 8; j < parts.size(); ++j)
         for (const auto* call : vta::detail::calls_in(parts[j]))
           if (among(call->buffers, z) || among(call->buffers, z1)) return false;
-      hoisted.push_back(with_extent(parts[at], ne::Expr(chunk)));
+      hoisted.push_back(with_extent(parts[at], block_rows()));
       parts[at + 1] = with_alu_arg(parts[at + 1], 0, static_cast<std::int64_t>(Max));
       const tir::BufferMap swap{{z.get(), z1}, {z1.get(), z}};
       for (std::size_t j = at + 2; j < at + 8; ++j) parts[j] = tir::rewrite(parts[j], {}, swap);
@@ -42374,15 +42462,19 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const auto* seq = out.as<tir::SeqNode>();
       if ((!keeps && !loads) || seq == nullptr) return out;
       // the first statement of seq that is (its allocations around) the chunk loop over `v`,
-      // or statements that end in it (z_by_max's reset before it)
+      // or statements that hold it (the resets before it, a sum's halving after it)
       const auto loop_at = [&](const ne::Var& v) {
         for (std::size_t k = 0; k < seq->seq.size(); ++k) {
           tir::Stmt st = seq->seq[k];
           while (const auto* a = st.as<tir::AllocateNode>()) st = a->body;
-          if (const auto* before = st.as<tir::SeqNode>(); before != nullptr && !before->seq.empty())
-            st = before->seq.back();
-          const auto* loop = st.as<tir::ForNode>();
-          if (loop != nullptr && loop->var.id() == v.id()) return k;
+          const auto is_loop = [&](const tir::Stmt& x) {
+            const auto* loop = x.as<tir::ForNode>();
+            return loop != nullptr && loop->var.id() == v.id();
+          };
+          if (is_loop(st)) return k;
+          if (const auto* around = st.as<tir::SeqNode>();
+              around != nullptr && std::ranges::any_of(around->seq, is_loop))
+            return k;
         }
         return seq->seq.size();
       };
@@ -42479,8 +42571,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                          tir::make_seq(std::vector<tir::Stmt>(body->parts.begin(), fill_end)));
         parts.erase(parts.begin() + 1, parts.begin() + static_cast<std::ptrdiff_t>(body->fill));
       }
+      std::vector<tir::Stmt> after;  // statements after the loop
+      te::Buffer sums;               // allocated around the loop, where defined
       if (kept_count > 0 && pass == sum_pass && pass + 1 < chunks.size()) {
-        if (!keep(guarded, chain_of(*body, guarded, c), c, parts)) kept_count = 0;
+        if (!keep(guarded, chain_of(*body, guarded, c), c, parts, hoisted, after, sums))
+          kept_count = 0;
       } else if (kept_count > 0 && kept.defined() && pass + 1 == chunks.size()) {
         kept_read = read_kept(guarded, chain_of(*body, guarded, c), n.var, body->allocated,
                               n.for_kind, n.min.as_int() == 0, parts);
@@ -42502,13 +42597,15 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // the loop from `start`: its buffers allocated inside, or around it and the resets
       // before it
       const auto loop = [&](const ne::Expr& start, const ne::Expr& extent) {
-        const tir::Stmt for_loop =
-            tir::make_for(n.var, start, extent, n.for_kind,
-                          hoisted.empty() ? body->allocations_around(inner) : inner);
-        if (hoisted.empty()) return for_loop;
-        auto before = hoisted;
-        before.push_back(for_loop);
-        return body->allocations_around(tir::make_seq(std::move(before)));
+        const bool around = !hoisted.empty() || !after.empty();
+        const tir::Stmt for_loop = tir::make_for(n.var, start, extent, n.for_kind,
+                                                 around ? inner : body->allocations_around(inner));
+        if (!around) return for_loop;
+        auto stmts = hoisted;
+        stmts.push_back(for_loop);
+        stmts.insert(stmts.end(), after.begin(), after.end());
+        const tir::Stmt all = body->allocations_around(tir::make_seq(std::move(stmts)));
+        return sums.defined() ? tir::make_allocate(sums, all) : all;
       };
       if (max_pass)
         return body->allocations_around(tir::make_for(n.var, n.min, n.extent, n.for_kind, inner));
@@ -42703,16 +42800,22 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   struct Cost {
     double seen, padded, chunk;
   };
-  const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{104.16, 7.77, 694.7}
-                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{34.94, 5.87, 290.9}
+  const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{91.88, 15.77, 597.6}
+                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{32.03, 7.80, 265.3}
                                                             : Cost{7.91, 9.42, 180.1};
   // The whole softmax's kept chunks (detail::kept_chunks) save pass 3's exponential:
-  // cycles a key seen and a chunk iteration there, fitted likewise to the cycle model's counts
-  // with and without them (docs/performance.md).
+  // cycles a key seen and a chunk iteration there, and cycles a block costs a key of a chunk
+  // where they are kept (the running sums' reset and halving, where the exponentials are
+  // computed in the kept rows: not in uniform tiles), fitted likewise to the cycle model's
+  // counts with and without them (docs/performance.md). In uniform tiles (a decode step's
+  // stream, whose kept chunks copy their exponentials) the fit of the copies, before the
+  // exponent's copies of z took one reset a key fewer from each exponential.
   struct Kept {
-    double seen, chunk;
+    double seen, chunk, rows;
   };
-  const Kept kept = shape.part == IntegerSoftmaxPart::Whole ? Kept{39.28, 215.9} : Kept{0, 0};
+  const Kept kept = shape.part != IntegerSoftmaxPart::Whole ? Kept{0, 0, 0}
+                    : detail::softmax_uniform(shape)        ? Kept{39.28, 215.9, 0}
+                                                            : Kept{40.46, 310.5, 3.67};
   const detail::SoftmaxRuns runs(shape);
   const double seen = runs.entries(1);
   const auto cycles = [&](std::int64_t chunk) {
@@ -42724,13 +42827,18 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
         runs.average([&](std::int64_t keys) { return std::min(ne::ceil_div(keys, chunk), k); });
     return seen * cost.seen + entries * cost.padded +
            entries / static_cast<double>(chunk) * cost.chunk - kept_seen * kept.seen -
-           kept_chunks * kept.chunk;
+           kept_chunks * kept.chunk + (k > 0 ? static_cast<double>(chunk) * kept.rows : 0.0);
   };
   // Chunks within the fit's 2% of the fewest cycles are ties, and the largest of them is
   // estimated at the least: a stream in fewer, larger chunks has fewer instructions, which a
   // decode step rewrites every position (the gallery's layer with the halves: 512 keys for the
   // normalization, estimated 1.3% above 256 over its runs and 4.2% in a 2,048-token prefill
-  // from the start, with fewer instructions for a decode step; docs/performance.md).
+  // from the start, with fewer instructions for a decode step; docs/performance.md). Not for
+  // the whole softmax, whose least estimate is taken: what its kept chunks save changes with
+  // the chunk by more than the fit at 2,048 keys says at fewer keys (prefills of 256 queries
+  // after 0 to 256 keys: 128 keys 3.0% slower than 64 on the cycle model, estimated 0.9%
+  // slower), where a tie would take the slower.
+  const double ties = shape.part == IntegerSoftmaxPart::Whole ? 1.0 : 1.02;
   std::vector<std::pair<std::int64_t, double>> fitting;  // each chunk that fits, its cycles
   for (const auto chunk : space.knobs[0].values)
     if (!check_chunk(env, shape, chunk)) fitting.emplace_back(chunk, cycles(chunk));
@@ -42738,7 +42846,7 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   for (const auto& [chunk, c] : fitting) least = std::min(least, c);
   std::int64_t preferred = 0;
   for (const auto& [chunk, c] : fitting)
-    if (c <= 1.02 * least) preferred = chunk;
+    if (c <= ties * least) preferred = chunk;
   const double above = std::nextafter(least, std::numeric_limits<double>::infinity());
   // (the estimate is asked of chunks that pass the check, all of them in `fitting`)
   space.estimate = [fitting, preferred, least, above](std::span<const std::int64_t> v) {

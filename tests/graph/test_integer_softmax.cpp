@@ -647,6 +647,89 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
   check_static_kernel(env, plain, te::NDArray::random(DType::int8(), {3, 80, 2, 1, 16}, 84));
 }
 
+// The kernel calls of a lowered function: each call's name, its buffers' names, and the loops
+// around it.
+struct KernelCall {
+  std::string name;
+  std::vector<std::string> buffers;
+  int loops = 0;
+};
+std::vector<KernelCall> kernel_calls(const dlavm::tir::Stmt& body) {
+  namespace tir = dlavm::tir;
+  struct Calls : tir::StmtVisitor<Calls> {
+    std::vector<KernelCall> calls;
+    int loops = 0;
+    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+      ++loops;
+      visit(n.body);
+      --loops;
+    }
+    void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
+      const auto* call = n.value.as<te::CallNode>();
+      if (call == nullptr) return;
+      KernelCall k{call->name, {}, loops};
+      for (const auto& b : call->buffers) k.buffers.push_back(b.name());
+      calls.push_back(std::move(k));
+    }
+  } calls;
+  calls.visit(body);
+  return calls.calls;
+}
+
+TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' sums, rewritten") {
+  // skip_masked_work's rewrites of the lowering's copies, read from the lowered function (the
+  // tests above hold them bit-exact): the exponent's z and z1 reset once a block, outside the
+  // chunk loops, in passes 2 and 3 (their copies MAXes); and a prefill's kept chunks computing
+  // their exponentials in the kept rows, with no copy there, the chunk's sum added to rows that
+  // are halved after the loop. A decode step in uniform tiles copies its kept chunks as before.
+  vta::Config small;
+  small.log_acc_buff_size = 13;
+  const vta::Env env(small);
+  const auto lowered = [&](const graph::IntegerSoftmaxShape& shape, std::int64_t chunk) {
+    const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
+    REQUIRE(kernel.kept_chunks() > 0);
+    auto s = kernel.schedule();
+    auto rewrite = kernel.skip_masked_work(s);
+    graph::VtaKernel declared{std::move(s), kernel.args(), "", 0, 0, rewrite, kernel.constants()};
+    return kernel_calls(graph::lower_kernel(declared, env, "sm").body);
+  };
+  const auto count = [](const std::vector<KernelCall>& calls, const auto& pred) {
+    return std::ranges::count_if(calls, pred);
+  };
+  const auto ends = [](const std::string& name, std::string_view end) {
+    return name.ends_with(end);
+  };
+  for (const bool prefill : {true, false}) {
+    CAPTURE(prefill);
+    // 80 queries after no keys (9 of 10 chunks of 8 kept), or at most 16 after up to 64
+    const auto m = ne::var("m", 1, prefill ? 80 : 16);
+    const auto last = ne::var("last", 0, prefill ? 0 : 64);
+    const auto calls = lowered({.products = m,
+                                .keys = ne::Expr(last) + m,
+                                .lanes = 16,
+                                .queries = m,
+                                .fixed = host::integer_exp_for(0.125)},
+                               8);
+    const auto z_reset = [&](const KernelCall& k) {
+      return k.name == vta::intrin::gemm_reset &&
+             (ends(k.buffers[0], ".z") || ends(k.buffers[0], ".z1"));
+    };
+    // (the loop over the blocks around every call; the chunk loops inside it)
+    CHECK(count(calls, [&](const KernelCall& k) { return z_reset(k) && k.loops == 1; }) == 4);
+    CHECK(count(calls, [&](const KernelCall& k) { return z_reset(k) && k.loops > 1; }) == 0);
+    const auto copy_to_kept = [&](const KernelCall& k) {
+      return k.name == vta::intrin::alu && ends(k.buffers[0], ".kept") &&
+             ends(k.buffers[1], ".z_down");
+    };
+    const auto rows_halved = [&](const KernelCall& k) {
+      return k.name == vta::intrin::alu && ends(k.buffers[0], ".rows") &&
+             ends(k.buffers[1], ".rows") && k.loops == 1;
+    };
+    CHECK((count(calls, copy_to_kept) == 0) == prefill);
+    CHECK((count(calls, rows_halved) == 3) == prefill);  // 8 rows: three levels
+  }
+}
+
 TEST_CASE("integer softmax kernel: a sum past 2^30 divides as the host does") {
   // 4,100 equal scores: every exponential is the maximum's, 2^18, and the sum 4,100 x 2^18 is
   // past 2^30: the division's sum added back, -max(m << 31, -sum), is the sum itself, and R is
@@ -995,7 +1078,7 @@ TEST_CASE("integer softmax knob: the estimate's chunk is within 3% of the fastes
     CHECK(static_cast<double>(cycles[chosen]) <= 1.03 * static_cast<double>(fastest));
   }
   // The gallery's layer, up to 2,048 queries after up to 2,047 keys: for the whole softmax 64
-  // keys (25 of 32 chunks' exponentials kept, estimated 2.8% below 128, which keeps 9 of 16);
+  // keys (25 of 32 chunks' exponentials kept, estimated 5.1% below 128, which keeps 9 of 16);
   // for the exponentials 256 keys are estimated the least (128 2.2% above,
   // 512 does not fit); for the normalization, whose exponentials are loaded, not computed, 512 is
   // estimated within 1.3% of 256, and the larger is taken (a decode step's stream then has fewer
@@ -1211,12 +1294,14 @@ TEST_CASE("integer softmax on VTA through the graph: placed, bit-exact with the 
       epilogues.push_back(st.epilogue);
     }
   CHECK(epilogues == std::vector<std::string>{"", "max 5, min 90", ""});
-  // the causal ones in chunks of 64: a prefill of up to 40 queries pads each block's last chunk,
-  // whose max and sums are computed whole (its exponentials over the keys seen alone), so a
-  // smaller chunk than the 128 that fit is estimated faster (graph::knob_space); the plain one
-  // (50 keys) in chunks of 32: pass 3 starts from both chunks' exponentials, which pass 2 kept
-  // (one chunk of 64 has no chunk loop to keep them in)
-  CHECK(tilings == std::vector<std::string>{"keys 64", "keys 32", "keys 64"});
+  // the causal ones in chunks of 32: a prefill of up to 40 queries pads each block's last chunk,
+  // whose max and sums are computed whole (its exponentials over the keys seen alone), and each
+  // block resets and halves its running sums' rows once, so a smaller chunk than the 128 that
+  // fit is estimated faster (graph::knob_space; on the cycle model 32 keys take 4.3% fewer
+  // cycles than 64 over 40 queries after 0, 30 and 60 keys); the plain one (50 keys) in chunks
+  // of 32: pass 3 starts from both chunks' exponentials, which pass 2 kept (one chunk of 64 has
+  // no chunk loop to keep them in)
+  CHECK(tilings == std::vector<std::string>{"keys 32", "keys 32", "keys 32"});
   vta::SimDevice dev(target.env.config);
   graph::Executor exec(mod, dev);
   std::uint64_t seed = 40;
