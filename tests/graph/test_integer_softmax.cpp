@@ -1165,7 +1165,8 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
       }
   // the default chunk for 2048 keys, not causal: 64, whose chunk buffers leave room for 26 of
   // the 32 chunks' exponentials kept (128 keeps 10 of 16, 256 2 of 8; 512 keys would need 2,569
-  // entries), also the fastest on the cycle model (173,912 cycles; 128: 182,441; 256: 209,810).
+  // entries), also the fastest on the cycle model (160,520 cycles; 32: 162,717; 128: 172,116;
+  // 256: 202,384).
   const graph::IntegerSoftmaxShape wide{.products = 1, .keys = 2048, .lanes = 16};
   const auto space = graph::knob_space(env, wide);
   CHECK(graph::Chooser().choose({}, space).values == std::vector<std::int64_t>{64});
