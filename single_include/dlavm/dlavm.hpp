@@ -42022,7 +42022,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // loop (`before`), each chunk adding its e or its kept rows to it, and the halving and the
     // update of the block's sum after the loop on `sums` (`after`). In the chunks past the
     // kept ones the chain stays in e. `sums` lives around pass 2's loop alone, beside its
-    // chunk buffers, which are a chunk's fewer than pass 3's. Only where the softmax is not in
+    // chunk buffers, which are a chunk fewer than pass 3's. Only where the softmax is not in
     // uniform tiles: the chain's micro-ops at rows that move with the chunk, which a replay
     // writes call by call, would undo what a decode step's replay gains from copying its
     // chunks' iterations. False, and `out` as it was, where the statements after the chain
@@ -42321,14 +42321,13 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // it sees, whose keys past keys_seen its chain skips (trim_chain).
     ne::Expr block_rows() const { return ne::simplify(ne::min(ne::Expr(chunk), keys_seen)); }
     // The exponent's z (detail::exponent_stages) copied from u by a MAX where the lowering
-    // wrote a reset and an ADD, the reset once before the chunk loop (returned) rather than once
-    // a chunk. The copy reads u in the load's buffer, u >= q.shift * 2^7 >= 128 (t >= q.shift *
-    // 2^frac_bits: the max at least every score of the block, masked ones too); z's buffer
-    // ends each chunk's chain with a MIN by an immediate below 128 in place (a shift amount of
-    // at most 15), and the reset leaves 0 for the first chunk, so a MAX with u gives u in each
-    // row a chunk computes (the rows a trimmed chain leaves are read by no one). `parts` with
-    // the copy rewritten and the reset appended to `hoisted`; false, and `parts` as they were,
-    // where the chain is not that.
+    // wrote a reset and an ADD, the reset once before the chunk loop rather than once a chunk. The
+    // copy reads u in the load's buffer, u >= q.shift * 2^7 >= 128 (t >= q.shift * 2^frac_bits: the
+    // max at least every score of the block, masked ones too); z's buffer ends each chunk's chain
+    // with a MIN by an immediate below 128 in place (a shift amount of at most 15), and the reset
+    // leaves 0 for the first chunk, so a MAX with u gives u in each row a chunk computes (the rows
+    // a trimmed chain leaves are read by no one). `parts` with the copy rewritten and the reset
+    // appended to `hoisted`; false, and `parts` as they were, where the chain is not that.
     bool z_by_max(const detail::ChunkBody& body, std::vector<tir::Stmt>& parts, const ne::Expr& c,
                   std::vector<tir::Stmt>& hoisted) const {
       const Chain ch = chain_of(body, parts, c);
@@ -42808,8 +42807,9 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // where they are kept (the running sums' reset and halving, where the exponentials are
   // computed in the kept rows: not in uniform tiles), fitted likewise to the cycle model's
   // counts with and without them (docs/performance.md). In uniform tiles (a decode step's
-  // stream, whose kept chunks copy their exponentials) the fit of the copies, before the
-  // exponent's copies of z took one reset a key fewer from each exponential.
+  // stream, whose kept chunks copy their exponentials) the fit of the copies, from before
+  // z's copies lost their resets in the chunk loops (a kept key saves about 2 cycles less
+  // since).
   struct Kept {
     double seen, chunk, rows;
   };

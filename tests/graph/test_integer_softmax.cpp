@@ -15,6 +15,8 @@
 #include <random>
 #include <ranges>
 #include <span>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
