@@ -40633,11 +40633,12 @@ std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue);
 std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                        std::int64_t chunk);
 // The accumulator entries the kernel allocates: the rows of a block, the largest pass's
-// buffers for one chunk (with masks, a chunk of mask rows), a block's masks in uniform tiles
-// (2 (M - 1) rows), and the whole softmax's kept exponentials (as many chunks as the rest
-// leaves room for; IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least
-// a chunk (the lowering then allocates these entries); above it where fewer keys leave the
-// chunk's buffers smaller.
+// buffers for one chunk (with masks, the 2 (G - 1) mask rows a chunk applies with lane groups,
+// a chunk of mask rows in uniform tiles), a block's masks in uniform tiles (2 (M - 1) rows), and
+// the whole softmax's kept exponentials (as many chunks as the rest leaves room for;
+// IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least a chunk (the
+// lowering then allocates these entries); above it where fewer keys leave the chunk's buffers
+// smaller.
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
 // The estimate is cycles per key a block's queries see, per key of the chunks that hold them
@@ -40720,6 +40721,7 @@ SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart part, runtime:
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -41259,6 +41261,14 @@ inline bool softmax_block_masks(const IntegerSoftmaxShape& shape, std::int64_t c
   return softmax_uniform(shape) && softmax_chunks(shape, chunk) > 1;
 }
 
+// The accumulator entries of a pass's mask rows beside its chunk (skip_masked's masked_rows):
+// with lane groups the 2 (G - 1) rows a chunk loads and applies, where they fit a chunk; else,
+// and in uniform tiles, a chunk.
+inline std::int64_t softmax_mask_entries(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
+  if (!softmax_lane_masks(shape)) return 0;
+  return softmax_uniform(shape) ? chunk : std::min(2 * (shape.groups - 1), chunk);
+}
+
 // The chunks of `chunk` keys that hold a key block p computes.
 inline ne::Expr softmax_seen(const IntegerSoftmaxShape& shape, const ne::Var& p,
                              std::int64_t chunk) {
@@ -41585,10 +41595,6 @@ struct ChunkBody {
       b.store = vta::detail::first_call(b.parts.back(), vta::intrin::store);
     return b;
   }
-  tir::Stmt allocations_around(tir::Stmt s) const {
-    for (auto it = allocated.rbegin(); it != allocated.rend(); ++it) s = tir::make_allocate(*it, s);
-    return s;
-  }
 };
 
 }  // namespace detail
@@ -41623,6 +41629,23 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     bool block_placed = false;
     std::int64_t chunk = 1;
     int rewritten = 0, guarded = 0;
+    // the chunks of mask rows masked_rows shrank to the rows it reads
+    std::unordered_map<const te::BufferNode*, te::Buffer> shrunk;
+    // The body's buffers, with the mask rows' as masked_rows left them.
+    std::vector<te::Buffer> allocated_in(const detail::ChunkBody& body) const {
+      std::vector<te::Buffer> out;
+      for (const auto& b : body.allocated) {
+        const auto found = shrunk.find(b.get());
+        out.push_back(found == shrunk.end() ? b : found->second);
+      }
+      return out;
+    }
+    // Those allocated around `s`.
+    tir::Stmt allocated_around(const detail::ChunkBody& body, tir::Stmt s) const {
+      const auto buffers = allocated_in(body);
+      for (auto it = buffers.rbegin(); it != buffers.rend(); ++it) s = tir::make_allocate(*it, s);
+      return s;
+    }
     // A chunk body's parts after its load (`parts` from `first` on) that copy the mask rows and
     // apply them (their buffers' names end in ".mask"), only where the chunk (`c`) holds a key
     // of the block's window: elsewhere the rows leave every key as it is. A window across a
@@ -41644,13 +41667,17 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const ne::Expr lo = ne::simplify(ne::max(window.first, start));
       const ne::Expr hi = ne::simplify(ne::min(window.end, start + chunk));
       const std::vector<tir::Stmt> masking_parts(at(first), at(end));
+      // (the mask rows' buffer read nowhere else in the body: masked_rows may shrink it)
+      bool alone = true;
+      for (std::size_t i = 0; i < parts.size(); ++i)
+        if (i < first || i >= end) alone = alone && !masking(parts[i]);
       // (each clamped to what it is in the chunks before or after the one the branch takes, so
       // that their iterations read the same values: a loop memo's keys, which a value that
       // moved with the chunk would differ in every iteration, so that none is copied; a uniform
       // window ends at the last key, and its first key's offset is 0 in the chunks before it)
       const ne::Expr key = uniform ? lo - window.first : ne::min(lo - window.first, groups - 1);
       const auto rows =
-          masked_rows(masking_parts, ne::min(lo - start, chunk), ne::max(hi - lo, 0), key);
+          masked_rows(masking_parts, ne::min(lo - start, chunk), ne::max(hi - lo, 0), key, alone);
       std::vector<tir::Stmt> out(parts.begin(), at(first));
       out.push_back(
           tir::make_if(ne::simplify(lo < hi), rows ? *rows : tir::make_seq(masking_parts)));
@@ -41671,10 +41698,15 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     //   - in uniform tiles with no chunk loop (each pass's one chunk), one LOAD of two rows of
     //     `count` entries, M - 1 apart in DRAM: the keys' masks, at DRAM row mask_first + key,
     //     and `count` rows that change nothing before them (detail::softmax_mask_rows).
+    // With lane groups, where the parts alone read the chunk of mask rows (`alone`), its buffer
+    // is shrunk to the 2 (G - 1) rows these read (`shrunk`; allocated_around): a chunk's
+    // entries fewer beside each pass's buffers, which the whole softmax's kept chunks take
+    // (detail::softmax_mask_entries). (Not in uniform tiles, a decode step's, whose replay
+    // copies chunk iterations that the kept chunks' count would change.)
     // Null where the parts are not that, or the chunk holds the constant's rows or two rows of
     // `count` (at most M - 1) not.
     std::optional<tir::Stmt> masked_rows(const std::vector<tir::Stmt>& parts, const ne::Expr& row,
-                                         const ne::Expr& count, const ne::Expr& key) {
+                                         const ne::Expr& count, const ne::Expr& key, bool alone) {
       const te::CallNode* load = nullptr;
       const te::CallNode* apply = nullptr;
       const tir::AttrNode* kernel = nullptr;
@@ -41703,18 +41735,29 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       auto apply_args = apply->args;
       apply_args[3] = i32(0);
       apply_args[4] = i32(0);
-      auto apply_buffers = apply->buffers;
-      if (block) apply_buffers[1] = block_masks;
-      const std::vector<tir::Stmt> levels{
-          intrinsic(vta::intrin::uop_loop_begin, {i32(2), i32(row), i32(src), i32(0)}),
-          intrinsic(vta::intrin::uop_loop_begin, {i32(count), i32(1), i32(1), i32(0)}),
-          tir::make_evaluate(
-              te::call(apply->name, apply->dtype(), std::move(apply_args), apply_buffers)),
-          intrinsic(vta::intrin::uop_loop_end, {}), intrinsic(vta::intrin::uop_loop_end, {})};
-      const tir::Stmt applied = tir::make_attr(kernel->key, kernel->node, 1, tir::make_seq(levels));
       masks_dram = load->buffers[1];
       masks_mem = load->args[0];
-      if (block) return applied;
+      // the masks applied from `masks`: one kernel of two loop levels
+      const auto applied = [&](const te::Buffer& masks_read) {
+        auto apply_buffers = apply->buffers;
+        apply_buffers[1] = masks_read;
+        const std::vector<tir::Stmt> levels{
+            intrinsic(vta::intrin::uop_loop_begin, {i32(2), i32(row), i32(src), i32(0)}),
+            intrinsic(vta::intrin::uop_loop_begin, {i32(count), i32(1), i32(1), i32(0)}),
+            tir::make_evaluate(te::call(apply->name, apply->dtype(), apply_args, apply_buffers)),
+            intrinsic(vta::intrin::uop_loop_end, {}), intrinsic(vta::intrin::uop_loop_end, {})};
+        return tir::make_attr(kernel->key, kernel->node, 1, tir::make_seq(levels));
+      };
+      const te::Buffer& chunk_rows = load->buffers[0];
+      if (block) return applied(block_masks);
+      auto load_buffers = load->buffers;
+      const std::int64_t elements = ne::bounds(chunk_rows.size()).max;
+      const std::int64_t needed = 2 * masks * (elements / std::max<std::int64_t>(chunk, 1));
+      if (alone && !uniform && needed < elements) {
+        load_buffers[0] = te::make_buffer(chunk_rows.name(), chunk_rows.dtype(), {ne::Expr(needed)},
+                                          chunk_rows.scope());
+        shrunk.emplace(chunk_rows.get(), load_buffers[0]);
+      }
       // the LOAD's DRAM row, rows and entries a row (its DRAM stride the constant's rows with
       // lane groups, M - 1 in uniform tiles)
       const ne::Expr dram = uniform ? mask_first + key - most : ne::Expr(0);
@@ -41724,8 +41767,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                       i32(y),        i32(x), i32(stride)};
       for (int k = 0; k < 4; ++k) load_args.push_back(i32(0));
       return tir::make_seq({tir::make_evaluate(te::call(load->name, load->dtype(),
-                                                        std::move(load_args), load->buffers)),
-                            applied});
+                                                        std::move(load_args), load_buffers)),
+                            applied(load_buffers[0])});
     }
     // The block's LOAD of block_masks (uniform tiles): two rows of the window's M - 1 keys, M - 1
     // apart in DRAM, rows that change nothing then the masks of the window's keys, from DRAM row
@@ -42534,8 +42577,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
       const auto body = lane_masks ? detail::ChunkBody::of(s) : std::nullopt;
       if (!body) return tir::StmtMutator<ChunkLoops>::visit_allocate(n, s);
-      return body->allocations_around(
-          tir::make_seq(guard_masks(body->parts, body->fill + 1, ne::Expr(0))));
+      return allocated_around(*body,
+                              tir::make_seq(guard_masks(body->parts, body->fill + 1, ne::Expr(0))));
     }
     tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
       std::size_t pass = chunks.size();
@@ -42576,7 +42619,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         if (!keep(guarded, chain_of(*body, guarded, c), c, parts, hoisted, after, sums))
           kept_count = 0;
       } else if (kept_count > 0 && kept.defined() && pass + 1 == chunks.size()) {
-        kept_read = read_kept(guarded, chain_of(*body, guarded, c), n.var, body->allocated,
+        kept_read = read_kept(guarded, chain_of(*body, guarded, c), n.var, allocated_in(*body),
                               n.for_kind, n.min.as_int() == 0, parts);
       }
       tir::Stmt inner = tir::make_seq(parts);
@@ -42598,16 +42641,16 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const auto loop = [&](const ne::Expr& start, const ne::Expr& extent) {
         const bool around = !hoisted.empty() || !after.empty();
         const tir::Stmt for_loop = tir::make_for(n.var, start, extent, n.for_kind,
-                                                 around ? inner : body->allocations_around(inner));
+                                                 around ? inner : allocated_around(*body, inner));
         if (!around) return for_loop;
         auto stmts = hoisted;
         stmts.push_back(for_loop);
         stmts.insert(stmts.end(), after.begin(), after.end());
-        const tir::Stmt all = body->allocations_around(tir::make_seq(std::move(stmts)));
+        const tir::Stmt all = allocated_around(*body, tir::make_seq(std::move(stmts)));
         return sums.defined() ? tir::make_allocate(sums, all) : all;
       };
       if (max_pass)
-        return body->allocations_around(tir::make_for(n.var, n.min, n.extent, n.for_kind, inner));
+        return allocated_around(*body, tir::make_for(n.var, n.min, n.extent, n.for_kind, inner));
       if (kept_read && kept_spans && pass + 1 == chunks.size()) {
         // pass 3 past the kept chunks the block sees, which its spans computed (no iteration
         // left empty: a loop memo records none, and gives up on the loop after a few)
@@ -42748,10 +42791,10 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
   // of the max, the exponent's rows, the sum and the division (the max and the sum running
   // rows, updated a chunk at a time; each quotient bit in the rows of the bit before). Inside,
   // the largest pass is the third: the load and four more chunk buffers (the others computed
-  // in place, tir::reuse_inplace). Masks (lane groups, uniform tiles): the mask rows' chunk buffer
-  // beside the load. The exponentials alone: three rows of the block and three chunk buffers in
-  // pass 3; the normalization: the division's 4 rows and two chunk buffers (measured from the
-  // lowering, tests/graph).
+  // in place, tir::reuse_inplace). Masks (lane groups, uniform tiles): the mask rows beside the
+  // load (softmax_mask_entries). The exponentials alone: three rows of the block and three chunk
+  // buffers in pass 3; the normalization: the division's 4 rows and two chunk buffers (measured
+  // from the lowering, tests/graph).
   SramFootprint f;
   switch (shape.part) {
     case IntegerSoftmaxPart::Whole:
@@ -42764,7 +42807,7 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
       f.acc = 4 + 2 * chunk;
       break;
   }
-  if (detail::softmax_lane_masks(shape)) f.acc += chunk;
+  f.acc += softmax_mask_entries(shape, chunk);
   if (detail::softmax_block_masks(shape, chunk))
     f.acc += 2 * detail::softmax_mask_rows(shape).masks;
   return f;
@@ -42794,13 +42837,13 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // Cycles a key and lane tile costs where a block's queries see it (the exponentials, trimmed
   // to those keys) and where its chunk is computed whole (the max, the fills, the sums'
   // halvings), and a chunk iteration, fitted to the cycle model's counts of each part at 2,048
-  // causal keys in chunks of 32 to 512 (docs/performance.md: within 0.1% of each), over the
-  // runs detail::SoftmaxRuns averages.
+  // causal keys in the chunks of 32 to 512 that fit (docs/performance.md: within 0.2% of each),
+  // over the runs detail::SoftmaxRuns averages.
   struct Cost {
     double seen, padded, chunk;
   };
   const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{91.88, 15.77, 597.6}
-                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{32.03, 7.80, 265.3}
+                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{30.08, 9.57, 270.6}
                                                             : Cost{7.91, 9.42, 180.1};
   // The whole softmax's kept chunks (detail::kept_chunks) save pass 3's exponential:
   // cycles a key seen and a chunk iteration there, and cycles a block costs a key of a chunk
@@ -42833,12 +42876,14 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // estimated at the least: a stream in fewer, larger chunks has fewer instructions, which a
   // decode step rewrites every position (the gallery's layer with the halves: 512 keys for the
   // normalization, estimated 1.3% above 256 over its runs and 4.2% in a 2,048-token prefill
-  // from the start, with fewer instructions for a decode step; docs/performance.md). Not for
-  // the whole softmax, whose least estimate is taken: what its kept chunks save changes with
-  // the chunk by more than the fit at 2,048 keys says at fewer keys (prefills of 256 queries
-  // after 0 to 256 keys: 128 keys 3.0% slower than 64 on the cycle model, estimated 0.9%
-  // slower), where a tie would take the slower.
-  const double ties = shape.part == IntegerSoftmaxPart::Whole ? 1.0 : 1.02;
+  // from the start, with fewer instructions for a decode step; docs/performance.md). Only for
+  // the normalization, whose few ALU cycles a key leave an instruction's issue a larger share:
+  // the parts that compute exponentials take the least estimate. The whole softmax's kept
+  // chunks save, at fewer keys, more than the fit at 2,048 says (prefills of 256 queries after
+  // 0 to 256 keys: 128 keys 3.0% slower than 64 on the cycle model, estimated 0.9% slower),
+  // and the exponentials' prefill of 2,048 tokens takes 1.8% more cycles in chunks of 512
+  // than in 256, estimated within 2%: a tie would take the slower.
+  const double ties = shape.part == IntegerSoftmaxPart::Normalize ? 1.02 : 1.0;
   std::vector<std::pair<std::int64_t, double>> fitting;  // each chunk that fits, its cycles
   for (const auto chunk : space.knobs[0].values)
     if (!check_chunk(env, shape, chunk)) fitting.emplace_back(chunk, cycles(chunk));

@@ -247,11 +247,12 @@ std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue);
 std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                        std::int64_t chunk);
 // The accumulator entries the kernel allocates: the rows of a block, the largest pass's
-// buffers for one chunk (with masks, a chunk of mask rows), a block's masks in uniform tiles
-// (2 (M - 1) rows), and the whole softmax's kept exponentials (as many chunks as the rest
-// leaves room for; IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least
-// a chunk (the lowering then allocates these entries); above it where fewer keys leave the
-// chunk's buffers smaller.
+// buffers for one chunk (with masks, the 2 (G - 1) mask rows a chunk applies with lane groups,
+// a chunk of mask rows in uniform tiles), a block's masks in uniform tiles (2 (M - 1) rows), and
+// the whole softmax's kept exponentials (as many chunks as the rest leaves room for;
+// IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least a chunk (the
+// lowering then allocates these entries); above it where fewer keys leave the chunk's buffers
+// smaller.
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
 // The estimate is cycles per key a block's queries see, per key of the chunks that hold them
