@@ -40585,14 +40585,15 @@ class IntegerSoftmaxKernel {
   //   - the whole softmax computes each exponential once in a block's first kept_chunks()
   //     chunks: pass 2 computes them in a buffer of those chunks (rows reset once a block
   //     before its chunk loop), each chunk's added to running rows of the sum that are halved
-  //     after the loop (in uniform tiles, whose replay copies a chunk's iterations, it computes
-  //     them where the other chunks do and copies them there, an ADD a key, before its sum adds
-  //     them up in place), and pass 3 computes the probabilities there and stores them, with no
-  //     load, masks or exponential (36 of its ALU cycles a key at the gallery's scale). It does
-  //     so before its chunk loop, for the kept chunks the block sees, in spans of as many chunks
-  //     as its chunk buffers' entries hold of those these stages use (a span's buffers take their
-  //     place): each stage one kernel over a span's rows and one STORE a span, where a chunk took
-  //     one of each (the gallery's decode step: 25 kept chunks in 5 spans, 200 instructions
+  //     after the loop (in uniform tiles, whose replay copies a chunk's iterations, and where
+  //     the kept rows take more than one reset's loop, it computes them where the other chunks
+  //     do and copies them there, an ADD a key, before its sum adds them up in place), and
+  //     pass 3 computes the probabilities there and stores them, with no load, masks or
+  //     exponential (36 of its ALU cycles a key at the gallery's scale). It does so before its
+  //     chunk loop, for the kept chunks the block sees, in spans of as many chunks as its chunk
+  //     buffers' entries hold of those these stages use (a span's buffers take their place):
+  //     each stage one kernel over a span's rows and one STORE a span, where a chunk took one
+  //     of each (the gallery's decode step: 25 kept chunks in 5 spans, 200 instructions
   //     fewer). Where the keys fit one chunk the lowering has no chunk loop, and pass 3 computes
   //     them again.
   //   - the exponentials' copies of z in passes 2 and 3 (a reset and an ADD each a chunk): z
@@ -41628,6 +41629,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     te::Expr masks_mem;
     bool block_placed = false;
     std::int64_t chunk = 1;
+    std::int64_t tile = 1;  // an accumulator row's elements
     int rewritten = 0, guarded = 0;
     // the chunks of mask rows masked_rows shrank to the rows it reads
     std::unordered_map<const te::BufferNode*, te::Buffer> shrunk;
@@ -41752,7 +41754,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (block) return applied(block_masks);
       auto load_buffers = load->buffers;
       const std::int64_t elements = ne::bounds(chunk_rows.size()).max;
-      const std::int64_t needed = 2 * masks * (elements / std::max<std::int64_t>(chunk, 1));
+      const std::int64_t needed = 2 * masks * tile;
       if (alone && !uniform && needed < elements) {
         load_buffers[0] = te::make_buffer(chunk_rows.name(), chunk_rows.dtype(), {ne::Expr(needed)},
                                           chunk_rows.scope());
@@ -42020,8 +42022,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // rows that move with the chunk, a replay writes call by call. Else each chunk resets its
     // own rows.
     bool keep(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
-              std::vector<tir::Stmt>& out, std::vector<tir::Stmt>& before,
-              std::vector<tir::Stmt>& after, te::Buffer& sums) {
+              const std::vector<te::Buffer>& allocated, std::vector<tir::Stmt>& out,
+              std::vector<tir::Stmt>& before, std::vector<tir::Stmt>& after, te::Buffer& sums) {
       if (ch.buffers.size() < 2) return false;
       const te::Buffer e = ch.buffers.back();
       const te::Buffer to = te::make_buffer(e.name() + ".kept", e.dtype(),
@@ -42042,7 +42044,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       }
       exponential.clear();
       for (const Link& l : ch.links) exponential.push_back(form(l));
-      if (kept_reset && !uniform && sum_in_kept(parts, ch, c, out, before, after, sums))
+      if (kept_reset && !uniform && sum_in_kept(parts, ch, c, allocated, out, before, after, sums))
         return true;
       const auto tail = static_cast<std::ptrdiff_t>(parts.size() - ch.end);
       std::vector<tir::Stmt> with(out.begin(), out.end() - tail);
@@ -42069,14 +42071,14 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // uniform tiles: the chain's micro-ops at rows that move with the chunk, which a replay
     // writes call by call, would undo what a decode step's replay gains from copying its
     // chunks' iterations. False, and `out` as it was, where the statements after the chain
-    // are not kernels on e and the block's rows.
+    // are not kernels on e and the block's rows (no other of the chunk's buffers, `allocated`).
     bool sum_in_kept(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
-                     std::vector<tir::Stmt>& out, std::vector<tir::Stmt>& before,
-                     std::vector<tir::Stmt>& after, te::Buffer& sums) const {
+                     const std::vector<te::Buffer>& allocated, std::vector<tir::Stmt>& out,
+                     std::vector<tir::Stmt>& before, std::vector<tir::Stmt>& after,
+                     te::Buffer& sums) const {
       const te::Buffer e = ch.buffers.back();
       const std::vector<tir::Stmt> tail(parts.begin() + static_cast<std::ptrdiff_t>(ch.end),
                                         parts.end());
-      const std::vector<te::Buffer> allocated(ch.buffers.begin(), ch.buffers.end());
       for (const auto& st : tail) {
         if (st.as<tir::AttrNode>() == nullptr) return false;
         for (const auto* call : vta::detail::calls_in(st))
@@ -42360,9 +42362,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (!body.empty()) after.insert(after.begin(), std::move(loop));
       return tir::make_seq(std::move(after));
     }
-    // The rows a chunk of the block computes, min(chunk, keys_seen): each chunk's but the last
-    // it sees, whose keys past keys_seen its chain skips (trim_chain).
-    ne::Expr block_rows() const { return ne::simplify(ne::min(ne::Expr(chunk), keys_seen)); }
+    // The most rows a chunk's chain computes, min(chunk, keys) (its rows, or fewer where
+    // trim_chain trimmed it to the keys the block sees).
+    ne::Expr block_rows() const { return ne::simplify(ne::min(ne::Expr(chunk), keys)); }
     // The exponent's z (detail::exponent_stages) copied from u by a MAX where the lowering
     // wrote a reset and an ADD, the reset once before the chunk loop rather than once a chunk. The
     // copy reads u in the load's buffer, u >= q.shift * 2^7 >= 128 (t >= q.shift * 2^frac_bits: the
@@ -42385,11 +42387,12 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (reset == ch.links.size()) return false;
       const te::Buffer z = ch.links[reset].op->buffers[0];
       std::optional<std::size_t> copy, last;
-      for (std::size_t k = reset + 1; k < ch.links.size(); ++k)
-        if (writes(ch.links[k], z)) {
-          if (!copy) copy = k;
-          last = k;
-        }
+      for (std::size_t k = 0; k < ch.links.size(); ++k) {
+        if (k == reset || !ch.links[k].op->buffers[0].same_as(z)) continue;
+        if (k < reset || !writes(ch.links[k], z)) return false;  // z written before, or one row
+        if (!copy) copy = k;
+        last = k;
+      }
       const auto steps_of = [](const Link& l) {
         return std::pair{vta::detail::constant_index(l.loop->args[1]),
                          vta::detail::constant_index(l.loop->args[2])};
@@ -42435,6 +42438,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         ++k;
       if (k + 8 > ch.links.size() || ch.links[k + 1].op->buffers.size() != 2) return false;
       const te::Buffer z1 = ch.links[k].op->buffers[0], z = ch.links[k + 1].op->buffers[1];
+      for (std::size_t j = 0; j < k; ++j)  // (z1 written first by its reset)
+        if (ch.links[j].op->buffers[0].same_as(z1)) return false;
       // link k + 1 + j: its operation, whether immediate, its destination (null: any) and source
       struct Step {
         runtime::AluOp op;
@@ -42616,7 +42621,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       std::vector<tir::Stmt> after;  // statements after the loop
       te::Buffer sums;               // allocated around the loop, where defined
       if (kept_count > 0 && pass == sum_pass && pass + 1 < chunks.size()) {
-        if (!keep(guarded, chain_of(*body, guarded, c), c, parts, hoisted, after, sums))
+        if (!keep(guarded, chain_of(*body, guarded, c), c, body->allocated, parts, hoisted, after,
+                  sums))
           kept_count = 0;
       } else if (kept_count > 0 && kept.defined() && pass + 1 == chunks.size()) {
         kept_read = read_kept(guarded, chain_of(*body, guarded, c), n.var, allocated_in(*body),
@@ -42670,6 +42676,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   loops.groups = shape_.groups;
   loops.most = detail::softmax_mask_rows(shape_).masks;
   loops.chunk = chunk_;
+  loops.tile = env_.acc_tile();
   const auto widest = [&](runtime::Form f, runtime::Field x) {
     return runtime::field_limit(env_.config.layout().pos(f, x).width);
   };
@@ -42848,7 +42855,9 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // The whole softmax's kept chunks (detail::kept_chunks) save pass 3's exponential:
   // cycles a key seen and a chunk iteration there, and cycles a block costs a key of a chunk
   // where they are kept (the running sums' reset and halving, where the exponentials are
-  // computed in the kept rows: not in uniform tiles), fitted likewise to the cycle model's
+  // computed in the kept rows: not in uniform tiles; charged also where the kept rows' reset
+  // cannot be hoisted and they are copied, which the fit does not cover), fitted likewise to
+  // the cycle model's
   // counts with and without them (docs/performance.md). In uniform tiles (a decode step's
   // stream, whose kept chunks copy their exponentials) the fit of the copies, from before
   // z's copies lost their resets in the chunk loops (a kept key saves about 2 cycles less
@@ -42872,17 +42881,17 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
            entries / static_cast<double>(chunk) * cost.chunk - kept_seen * kept.seen -
            kept_chunks * kept.chunk + (k > 0 ? static_cast<double>(chunk) * kept.rows : 0.0);
   };
-  // Chunks within the fit's 2% of the fewest cycles are ties, and the largest of them is
-  // estimated at the least: a stream in fewer, larger chunks has fewer instructions, which a
-  // decode step rewrites every position (the gallery's layer with the halves: 512 keys for the
-  // normalization, estimated 1.3% above 256 over its runs and 4.2% in a 2,048-token prefill
-  // from the start, with fewer instructions for a decode step; docs/performance.md). Only for
-  // the normalization, whose few ALU cycles a key leave an instruction's issue a larger share:
-  // the parts that compute exponentials take the least estimate. The whole softmax's kept
-  // chunks save, at fewer keys, more than the fit at 2,048 says (prefills of 256 queries after
-  // 0 to 256 keys: 128 keys 3.0% slower than 64 on the cycle model, estimated 0.9% slower),
-  // and the exponentials' prefill of 2,048 tokens takes 1.8% more cycles in chunks of 512
-  // than in 256, estimated within 2%: a tie would take the slower.
+  // For the normalization, chunks within the fit's 2% of the fewest cycles are ties, and the
+  // largest of them is estimated at the least: a stream in fewer, larger chunks has fewer
+  // instructions, which a decode step rewrites every position (the gallery's layer with the
+  // halves: 512 keys for the normalization, estimated 1.3% above 256 over its runs and 4.2% in
+  // a 2,048-token prefill from the start; docs/performance.md), and its few ALU cycles a key
+  // leave an instruction's issue a larger share. The parts that compute exponentials take the
+  // least estimate: the whole softmax's kept chunks save, at fewer keys, more than the fit at
+  // 2,048 says (prefills of 256 queries after 0 to 256 keys: 128 keys 3.1% slower than 64 on
+  // the cycle model, estimated 0.9% slower), and the exponentials' prefill of 2,048 tokens
+  // takes 1.8% more cycles in chunks of 512 than in 256, estimated within 2%: a tie would take
+  // the slower.
   const double ties = shape.part == IntegerSoftmaxPart::Normalize ? 1.02 : 1.0;
   std::vector<std::pair<std::int64_t, double>> fitting;  // each chunk that fits, its cycles
   for (const auto chunk : space.knobs[0].values)

@@ -1300,7 +1300,7 @@ TEST_CASE("integer softmax on VTA through the graph: placed, bit-exact with the 
   // the causal ones in chunks of 32: a prefill of up to 40 queries pads each block's last chunk,
   // whose max and sums are computed whole (its exponentials over the keys seen alone), and each
   // block resets and halves its running sums' rows once, so a smaller chunk than the 128 that
-  // fit is estimated faster (graph::knob_space; on the cycle model 32 keys take 4.3% fewer
+  // fit is estimated faster (graph::knob_space; on the cycle model 32 keys take 3.8% fewer
   // cycles than 64 over 40 queries after 0, 30 and 60 keys); the plain one (50 keys) in chunks
   // of 32: pass 3 starts from both chunks' exponentials, which pass 2 kept (one chunk of 64 has
   // no chunk loop to keep them in)

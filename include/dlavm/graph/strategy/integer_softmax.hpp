@@ -199,14 +199,15 @@ class IntegerSoftmaxKernel {
   //   - the whole softmax computes each exponential once in a block's first kept_chunks()
   //     chunks: pass 2 computes them in a buffer of those chunks (rows reset once a block
   //     before its chunk loop), each chunk's added to running rows of the sum that are halved
-  //     after the loop (in uniform tiles, whose replay copies a chunk's iterations, it computes
-  //     them where the other chunks do and copies them there, an ADD a key, before its sum adds
-  //     them up in place), and pass 3 computes the probabilities there and stores them, with no
-  //     load, masks or exponential (36 of its ALU cycles a key at the gallery's scale). It does
-  //     so before its chunk loop, for the kept chunks the block sees, in spans of as many chunks
-  //     as its chunk buffers' entries hold of those these stages use (a span's buffers take their
-  //     place): each stage one kernel over a span's rows and one STORE a span, where a chunk took
-  //     one of each (the gallery's decode step: 25 kept chunks in 5 spans, 200 instructions
+  //     after the loop (in uniform tiles, whose replay copies a chunk's iterations, and where
+  //     the kept rows take more than one reset's loop, it computes them where the other chunks
+  //     do and copies them there, an ADD a key, before its sum adds them up in place), and
+  //     pass 3 computes the probabilities there and stores them, with no load, masks or
+  //     exponential (36 of its ALU cycles a key at the gallery's scale). It does so before its
+  //     chunk loop, for the kept chunks the block sees, in spans of as many chunks as its chunk
+  //     buffers' entries hold of those these stages use (a span's buffers take their place):
+  //     each stage one kernel over a span's rows and one STORE a span, where a chunk took one
+  //     of each (the gallery's decode step: 25 kept chunks in 5 spans, 200 instructions
   //     fewer). Where the keys fit one chunk the lowering has no chunk loop, and pass 3 computes
   //     them again.
   //   - the exponentials' copies of z in passes 2 and 3 (a reset and an ADD each a chunk): z
