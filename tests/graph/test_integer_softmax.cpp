@@ -347,6 +347,56 @@ TEST_CASE("integer softmax kernel: lane groups, bit-exact with the host referenc
   CHECK(runs == 3 * (DLAVM_TEST_SANITIZED ? 8 : 24));
 }
 
+TEST_CASE("integer softmax kernel: lane groups' mask rows, shrunk where passes loop over chunks") {
+  // Four queries of 4 lanes a tile, up to 40 queries after up to 20 keys (not uniform tiles):
+  // the passes' mask rows' buffers hold the 2 (G - 1) rows a pass loads and applies (6), not a
+  // chunk's, in chunks of 16 and in chunks of 128, where no pass has a chunk loop and pass 3's
+  // buffers hold 60 rows, not a chunk (sized by those, they would be 3). The footprint is the
+  // lowering's where the passes loop (an upper bound where they do not); bit-exact.
+  const vta::Env env;
+  const auto m = ne::var("m", 1, 40);
+  const auto last = ne::var("last", 0, 20);
+  for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp})
+    for (const std::int64_t chunk : {16, 128}) {
+      CAPTURE(static_cast<int>(part));
+      CAPTURE(chunk);
+      const graph::IntegerSoftmaxShape shape{.products = ne::simplify(ne::ceildiv(m, 4)),
+                                             .keys = ne::Expr(last) + m,
+                                             .lanes = 4,
+                                             .queries = m,
+                                             .fixed = host::integer_exp_for(0.25),
+                                             .groups = 4,
+                                             .part = part};
+      const LaneGroupKernel k(env, shape, chunk);
+      int masks = 0;
+      std::int64_t peak = 0;
+      for (const auto& [buffer, slot] : k.program.sram()) {
+        peak = std::max(peak, slot.base + slot.entries);
+        if (buffer->name.ends_with(".mask")) {
+          CHECK(slot.entries == 6);
+          ++masks;
+        }
+      }
+      CHECK(masks == (part == graph::IntegerSoftmaxPart::Whole ? 3 : 2));
+      if (chunk == 16)
+        CHECK(graph::footprint(env, shape, chunk).acc == peak);
+      else
+        CHECK(graph::footprint(env, shape, chunk).acc >= peak);
+      const host::IntegerSoftmaxParams p{
+          .axis = -2, .scale = 0.25, .causal = true, .queries = host::CausalQueries::Before};
+      std::uint64_t seed = 70;
+      for (const auto& ql : {std::pair{40, 20}, {17, 3}, {1, 0}}) {
+        const int q = ql.first, l = ql.second;  // (not bindings: Clang 14's CAPTURE)
+        CAPTURE(q);
+        CAPTURE(l);
+        const auto logical = te::NDArray::random(DType::int8(), {1, q, q + l, 4}, seed++);
+        CHECK(k.run(logical, q, l) == (part == graph::IntegerSoftmaxPart::Whole
+                                           ? host::integer_softmax(logical, p)
+                                           : host::integer_softmax_exp(logical, p)));
+      }
+    }
+}
+
 TEST_CASE(
     "integer softmax halves on VTA: each part bit-exact with its host kernel, random shapes") {
   // IntegerSoftmaxPart::Exp (the max, then each key's int8 exponential) and ::Normalize (the

@@ -571,11 +571,12 @@ inline bool softmax_block_masks(const IntegerSoftmaxShape& shape, std::int64_t c
 }
 
 // The accumulator entries of a pass's mask rows beside its chunk (skip_masked's masked_rows):
-// with lane groups the 2 (G - 1) rows a chunk loads and applies, where they fit a chunk; else,
-// and in uniform tiles, a chunk.
+// with lane groups the 2 (G - 1) rows a chunk loads and applies, where they fit a chunk and
+// the passes loop over chunks; else, and in uniform tiles, a chunk (at most).
 inline std::int64_t softmax_mask_entries(const IntegerSoftmaxShape& shape, std::int64_t chunk) {
   if (!softmax_lane_masks(shape)) return 0;
-  return softmax_uniform(shape) ? chunk : std::min(2 * (shape.groups - 1), chunk);
+  if (softmax_uniform(shape) || softmax_chunks(shape, chunk) <= 1) return chunk;
+  return std::min(2 * (shape.groups - 1), chunk);
 }
 
 // The chunks of `chunk` keys that hold a key block p computes.
