@@ -71,15 +71,22 @@ te::NDArray reference(const te::NDArray& a, double scale) {
 
 // Causal scores of queries `m` after `before` keys, two queries of 8 heads a tile (the
 // gallery's layer).
+// A causal softmax of m queries after `before` keys, `groups` queries of 16 / groups lanes a
+// tile.
+graph::IntegerSoftmaxShape queries_a_tile(const ne::Var& m, const ne::Var& before,
+                                          graph::IntegerSoftmaxPart part, std::int64_t groups,
+                                          double scale) {
+  return {.products = ne::simplify(ne::ceildiv(m, groups)),
+          .keys = ne::Expr(before) + m,
+          .lanes = 16 / groups,
+          .queries = m,
+          .fixed = host::integer_exp_for(scale),
+          .groups = groups,
+          .part = part};
+}
 graph::IntegerSoftmaxShape two_queries_a_tile(const ne::Var& m, const ne::Var& before,
                                               graph::IntegerSoftmaxPart part) {
-  return {.products = ne::simplify(ne::ceildiv(m, 2)),
-          .keys = ne::Expr(before) + m,
-          .lanes = 8,
-          .queries = m,
-          .fixed = host::integer_exp_for(0.125),
-          .groups = 2,
-          .part = part};
+  return queries_a_tile(m, before, part, 2, 0.125);
 }
 
 // The strategy's kernel over scores [batches, m, last + m, lanes] of symbolic m (1 to 11
@@ -360,13 +367,7 @@ TEST_CASE("integer softmax kernel: lane groups' mask rows, shrunk where passes l
     for (const std::int64_t chunk : {16, 128}) {
       CAPTURE(static_cast<int>(part));
       CAPTURE(chunk);
-      const graph::IntegerSoftmaxShape shape{.products = ne::simplify(ne::ceildiv(m, 4)),
-                                             .keys = ne::Expr(last) + m,
-                                             .lanes = 4,
-                                             .queries = m,
-                                             .fixed = host::integer_exp_for(0.25),
-                                             .groups = 4,
-                                             .part = part};
+      const auto shape = queries_a_tile(m, last, part, 4, 0.25);
       const LaneGroupKernel k(env, shape, chunk);
       int masks = 0;
       std::int64_t peak = 0;

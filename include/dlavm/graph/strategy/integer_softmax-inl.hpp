@@ -1266,6 +1266,24 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const bool alu = l.op->name == vta::intrin::alu;
       return {alu ? 1 : 0, alu ? arg(0) : -1, alu ? arg(1) : -1, alu ? arg(2) : -1};
     }
+    // Whether looped link `l` steps its destination by `dst` rows and its source by `src` an
+    // iteration (an elementwise kernel: 1 and 1; a reset: 1 and 0).
+    static bool steps(const Link& l, std::int64_t dst, std::int64_t src) {
+      const auto f = [&](std::size_t k) {
+        return vta::detail::constant_index(l.loop->args[k]).value_or(-1);
+      };
+      return f(1) == dst && f(2) == src;
+    }
+    // The first looped reset in chain `ch` of a buffer whose name ends in `suffix`, or its links'
+    // count.
+    static std::size_t first_reset(const Chain& ch, std::string_view suffix) {
+      std::size_t k = 0;
+      while (k < ch.links.size() &&
+             !(ch.links[k].loop != nullptr && ch.links[k].op->name == vta::intrin::gemm_reset &&
+               ch.links[k].op->buffers[0].name().ends_with(suffix)))
+        ++k;
+      return k;
+    }
     // Chain kernel `kernel` (link `l`, of one loop level) with buffers `buffers` and its
     // micro-op's row offsets `rows` (an ALU op's destination and source, a reset's entry).
     static tir::Stmt moved(const tir::Stmt& kernel, const Link& l, std::vector<te::Buffer> buffers,
@@ -1290,12 +1308,6 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                                            const Chain& ch, const te::Buffer& from,
                                                            const te::Buffer& to,
                                                            const ne::Expr& to_row) {
-      const auto steps = [](const Link& l, std::int64_t dst, std::int64_t src) {
-        const auto f = [&](std::size_t k) {
-          return vta::detail::constant_index(l.loop->args[k]).value_or(-1);
-        };
-        return f(1) == dst && f(2) == src;
-      };
       std::optional<std::size_t> reset, add;
       for (std::size_t k = 0; k < ch.links.size(); ++k) {
         const Link& l = ch.links[k];
@@ -1688,11 +1700,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const auto writes = [](const Link& l, const te::Buffer& b) {
         return l.loop != nullptr && l.op->buffers[0].same_as(b);
       };
-      std::size_t reset = 0;
-      while (reset < ch.links.size() && !(ch.links[reset].loop != nullptr &&
-                                          ch.links[reset].op->name == vta::intrin::gemm_reset &&
-                                          ch.links[reset].op->buffers[0].name().ends_with(".z")))
-        ++reset;
+      const std::size_t reset = first_reset(ch, ".z");
       if (reset == ch.links.size()) return false;
       const te::Buffer z = ch.links[reset].op->buffers[0];
       std::optional<std::size_t> copy, last;
@@ -1702,16 +1710,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         if (!copy) copy = k;
         last = k;
       }
-      const auto steps_of = [](const Link& l) {
-        return std::pair{vta::detail::constant_index(l.loop->args[1]),
-                         vta::detail::constant_index(l.loop->args[2])};
-      };
       if (!copy || !among(body.allocated, z) ||
           form(ch.links[*copy]) != std::array<std::int64_t, 4>{1, 2, 0, 0} ||
           ch.links[*copy].op->buffers.size() != 2 ||
           !ch.links[*copy].op->buffers[1].same_as(ch.buffers.front()) ||
-          steps_of(ch.links[*copy]) !=
-              std::pair{std::optional<std::int64_t>(1), std::optional<std::int64_t>(1)})
+          !steps(ch.links[*copy], 1, 1))
         return false;
       const auto end = form(ch.links[*last]);
       if (end[0] != 1 || end[1] != static_cast<std::int64_t>(runtime::AluOp::Min) || end[2] != 1 ||
@@ -1740,11 +1743,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     bool shift_by_max(const detail::ChunkBody& body, std::vector<tir::Stmt>& parts,
                       const ne::Expr& c, std::vector<tir::Stmt>& hoisted) const {
       const Chain ch = chain_of(body, parts, c);
-      std::size_t k = 0;
-      while (k < ch.links.size() &&
-             !(ch.links[k].loop != nullptr && ch.links[k].op->name == vta::intrin::gemm_reset &&
-               ch.links[k].op->buffers[0].name().ends_with(".z1")))
-        ++k;
+      const std::size_t k = first_reset(ch, ".z1");
       if (k + 8 > ch.links.size() || ch.links[k + 1].op->buffers.size() != 2) return false;
       const te::Buffer z1 = ch.links[k].op->buffers[0], z = ch.links[k + 1].op->buffers[1];
       for (std::size_t j = 0; j < k; ++j)  // (z1 written first by its reset)
@@ -1756,25 +1755,22 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         te::Buffer dst, src;
       };
       using enum runtime::AluOp;
-      const std::array<Step, 7> steps{{{Add, false, z1, z},
-                                       {Min, true, z1, z1},
-                                       {Shr, false, {}, z1},
-                                       {Add, true, z, z},
-                                       {Max, true, z, z},
-                                       {Min, true, z, z},
-                                       {Shr, false, {}, z}}};
+      const std::array<Step, 7> expected{{{Add, false, z1, z},
+                                          {Min, true, z1, z1},
+                                          {Shr, false, {}, z1},
+                                          {Add, true, z, z},
+                                          {Max, true, z, z},
+                                          {Min, true, z, z},
+                                          {Shr, false, {}, z}}};
       std::array<std::int64_t, 7> imm{};
-      for (std::size_t j = 0; j < steps.size(); ++j) {
+      for (std::size_t j = 0; j < expected.size(); ++j) {
         const Link& l = ch.links[k + 1 + j];
         const auto f = form(l);
-        const auto factor = [&](std::size_t a) {
-          return vta::detail::constant_index(l.loop->args[a]);
-        };
         if (l.loop == nullptr || l.op->buffers.size() != 2 || f[0] != 1 ||
-            f[1] != static_cast<std::int64_t>(steps[j].op) ||
-            f[2] != (steps[j].immediate ? 1 : 0) || factor(1) != 1 || factor(2) != 1 ||
-            (steps[j].dst.defined() && !l.op->buffers[0].same_as(steps[j].dst)) ||
-            !l.op->buffers[1].same_as(steps[j].src))
+            f[1] != static_cast<std::int64_t>(expected[j].op) ||
+            f[2] != (expected[j].immediate ? 1 : 0) || !steps(l, 1, 1) ||
+            (expected[j].dst.defined() && !l.op->buffers[0].same_as(expected[j].dst)) ||
+            !l.op->buffers[1].same_as(expected[j].src))
           return false;
         imm[j] = vta::detail::constant_index(l.op->args[2]).value_or(-1);
       }
