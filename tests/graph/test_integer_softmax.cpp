@@ -572,8 +572,9 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
     CHECK(insns[2] + 96 * 20 < insns[1]);
     // the fills skipped: in 3 of 4 chunks of passes 1 and 2, for each of 64 products (pass 3 of
     // a softmax that is not causal computes only the keys it loads), and pass 1's in its last:
-    // the rows it does not load hold the maxima the chunk before left. (Both start a block's
-    // running max with a fill of -2^31, an ADD of -32768 shifted left by 16.)
+    // it maxes the keys it loads into running rows alone (rewritten, which start at the MIN of
+    // what they held and -32768). (Both start a block's running max with a fill of -2^31, an ADD
+    // of -32768 shifted left by 16.)
     CHECK(fills[0] == 64 * (4 * 2 + 1));
     CHECK(fills[3] == 64 * (1 + 1));
   }
@@ -647,30 +648,38 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
       exponent_rows += std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
   CHECK(exponent_rows == 3240 + 36);
   // pass 3 computes the kept chunks a query sees in spans of five (its five chunk buffers,
-  // 40 keys): query p sees s = ceil((p + 1) / 8) chunks, min(s, 9) of them kept, stored by one
-  // STORE after the spans (with the rounding's in-place kernels, which run there once over
-  // all of them); the chunk loop stores each of the 10 - min(s, 9) others once (computed, or
-  // the epilogue of 0 of a chunk it does not see). One STORE a chunk: 800; one a span: 488.
+  // 40 keys): query p sees s = ceil((p + 1) / 8) chunks, min(s, 9) of them kept, each span
+  // stored after it (where pass 1 keeps the scores: a STORE of all of them after the spans
+  // would end as the next query's pass 1 loads into their rows, which waits for it); the chunk
+  // loop stores each of the 10 - min(s, 9) others once (computed, or the epilogue of 0 of a
+  // chunk it does not see). One STORE a chunk: 800; one a span: 488.
   std::size_t stores = 0, want_stores = 0;
   for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
     stores += i.opcode == vta::Opcode::Store;
   for (std::size_t p = 0; p < 80; ++p) {
     const std::size_t kept_seen = std::min<std::size_t>((p + 8) / 8, 9);
-    want_stores += 1 + (10 - kept_seen);
+    want_stores += (kept_seen + 4) / 5 + (10 - kept_seen);
   }
   CHECK(stores == want_stores);
-  // pass 2 resets the kept rows a query's chunks take once, before its chunk loop: 8 x min(s,
-  // 9) rows (one reset of 8 rows a kept chunk before). Of the kernels, only that reset runs over
-  // more rows than a span (40): those of the 40 queries with 6 kept chunks or more
-  std::map<std::int64_t, std::size_t> long_resets, want_long;
+  // pass 1 loads the kept chunks' scores into their kept rows, and pass 2 computes them there:
+  // each query's scores loaded once for each chunk it sees, and again in pass 2 past the 9 kept
+  // (query p: s chunks, s - 9 of them where that is more than 0) and in pass 3 past its kept
+  // ones (10 - min(s, 9): a chunk it does not see loads nothing, but stores the epilogue of 0)
+  std::size_t score_loads = 0, want_loads = 0;
   for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
-    if (i.opcode == vta::Opcode::Gemm && i.reset_reg && i.iter_out * i.iter_in > 40)
-      ++long_resets[std::int64_t{i.iter_out} * i.iter_in];
-  for (std::size_t p = 0; p < 80; ++p)
-    if (const auto kept_seen = std::min<std::int64_t>((p + 8) / 8, 9); kept_seen >= 6)
-      ++want_long[8 * kept_seen];
-  CHECK(long_resets == want_long);
-  CHECK(want_long == std::map<std::int64_t, std::size_t>{{48, 8}, {56, 8}, {64, 8}, {72, 16}});
+    score_loads += i.opcode == vta::Opcode::Load && i.memory_type == vta::MemId::Acc8;
+  for (std::size_t p = 0; p < 80; ++p) {
+    const std::size_t s = (p + 8) / 8;
+    want_loads += s + 2 * (s > 9 ? s - 9 : 0);
+  }
+  CHECK(score_loads == want_loads);
+  // no kernel runs over more rows than a span (40): the kept rows' reset once a block, before
+  // pass 2's loop, is gone (the rows hold the scores then; pass 1 fills the last chunk a query
+  // sees with 0 where it does not load them)
+  std::size_t long_resets = 0;
+  for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
+    long_resets += i.opcode == vta::Opcode::Gemm && i.reset_reg && i.iter_out * i.iter_in > 40;
+  CHECK(long_resets == 0);
   // the gallery's kernel (two queries of 8 heads a tile, chunks of 128 keys, 10 of 16 kept):
   // decode steps after 2,047 keys and at the last kept key (1,279 before) and the first past
   // them, prefills of 300 tokens after 1,000 and of 2,048 from the start (not under the
@@ -706,6 +715,8 @@ struct KernelCall {
   std::string name;
   std::vector<std::string> buffers;
   int loops = 0;
+  std::int64_t alu_op = -1;  // an ALU call's operation, and whether it takes an immediate
+  bool immediate = false;
 };
 std::vector<KernelCall> kernel_calls(const dlavm::tir::Stmt& body) {
   namespace tir = dlavm::tir;
@@ -722,6 +733,10 @@ std::vector<KernelCall> kernel_calls(const dlavm::tir::Stmt& body) {
       if (call == nullptr) return;
       KernelCall k{call->name, {}, loops};
       for (const auto& b : call->buffers) k.buffers.push_back(b.name());
+      if (call->name == vta::intrin::alu) {
+        k.alu_op = vta::detail::constant_index(call->args[0]).value_or(-1);
+        k.immediate = vta::detail::constant_index(call->args[1]).value_or(0) != 0;
+      }
       calls.push_back(std::move(k));
     }
   } calls;
@@ -734,7 +749,8 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
   // tests above hold them bit-exact): the exponent's z and z1 reset once a block, outside the
   // chunk loops, in passes 2 and 3 (their copies MAXes); and a prefill's kept chunks computing
   // their exponentials in the kept rows, with no copy there, the chunk's sum added to rows that
-  // are halved after the loop. A decode step in uniform tiles copies its kept chunks as before.
+  // are halved after the loop, from the scores pass 1 loaded there (its max from running rows,
+  // halved after its loop). A decode step in uniform tiles copies its kept chunks as before.
   vta::Config small;
   small.log_acc_buff_size = 13;
   const vta::Env env(small);
@@ -770,17 +786,59 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
     // (the loop over the blocks around every call; the chunk loops inside it)
     CHECK(count(calls, [&](const KernelCall& k) { return z_reset(k) && k.loops == 1; }) == 4);
     CHECK(count(calls, [&](const KernelCall& k) { return z_reset(k) && k.loops > 1; }) == 0);
+    // (in a prefill, r = t + z_down is such an ADD, in the kept rows)
     const auto copy_to_kept = [&](const KernelCall& k) {
-      return k.name == vta::intrin::alu && ends(k.buffers[0], ".kept") &&
-             ends(k.buffers[1], ".z_down");
+      return k.alu_op == static_cast<std::int64_t>(runtime::AluOp::Add) && !k.immediate &&
+             ends(k.buffers[0], ".kept") && ends(k.buffers[1], ".z_down");
     };
-    const auto rows_halved = [&](const KernelCall& k) {
-      return k.name == vta::intrin::alu && ends(k.buffers[0], ".rows") &&
-             ends(k.buffers[1], ".rows") && k.loops == 1;
+    // the sums' rows (pass 2) and the maxima's (pass 1), each halved after its loop
+    const auto halved = [&](std::string_view rows) {
+      return [&, rows](const KernelCall& k) {
+        return k.name == vta::intrin::alu && !k.immediate && ends(k.buffers[0], rows) &&
+               ends(k.buffers[1], rows) && k.loops == 1;
+      };
     };
-    CHECK((count(calls, copy_to_kept) == 0) == prefill);
-    CHECK((count(calls, rows_halved) == 3) == prefill);  // 8 rows: three levels
+    if (!prefill) CHECK(count(calls, copy_to_kept) == 1);
+    CHECK((count(calls, halved(".sum.z_down.rows")) == 3) == prefill);  // 8 rows: three levels
+    CHECK((count(calls, halved(".max.s.rows")) == 3) == prefill);
+    // a prefill's pass 1 loads its kept chunks into the kept rows, and pass 2 loads past them
+    // alone: the kept rows' scores are its chain's first buffer, r copied out of them (a MAX
+    // into z_down), the quadratic computed in them
+    const auto loads_to = [&](std::string_view buffer) {
+      return count(calls, [&](const KernelCall& k) {
+        return k.name == vta::intrin::load && ends(k.buffers[0], buffer);
+      });
+    };
+    CHECK((loads_to(".max.s.kept") == 1) == prefill);
+    CHECK(loads_to(".sum.s") == 1);
+    const auto r_out_of_kept = [&](const KernelCall& k) {
+      return k.alu_op == static_cast<std::int64_t>(runtime::AluOp::Max) && !k.immediate &&
+             ends(k.buffers[0], ".sum.z_down") && ends(k.buffers[1], ".kept");
+    };
+    const auto by_r = [&](const KernelCall& k) {
+      return k.alu_op == static_cast<std::int64_t>(runtime::AluOp::Mul) && !k.immediate &&
+             ends(k.buffers[0], ".kept") && ends(k.buffers[1], ".sum.z_down");
+    };
+    // (each in the chain of the last chunk a block sees, trimmed to its keys, and the others')
+    CHECK(count(calls, r_out_of_kept) == (prefill ? 2 : 0));
+    CHECK(count(calls, by_r) == (prefill ? 2 : 0));
   }
+  // not causal, in whole chunks (no fill, no trimmed chain): pass 1 keeps the scores as well,
+  // its running rows started by a MIN with -32768 (which a fill of -32768 gives causal kernels
+  // no more: every lane sees a score)
+  const auto plain =
+      lowered({.products = 3, .keys = 80, .lanes = 16, .fixed = host::integer_exp_for(0.125)}, 8);
+  CHECK(count(plain, [&](const KernelCall& k) {
+          return k.name == vta::intrin::load && ends(k.buffers[0], ".max.s.kept");
+        }) == 1);
+  CHECK(count(plain, [&](const KernelCall& k) {
+          return k.alu_op == static_cast<std::int64_t>(runtime::AluOp::Min) && k.immediate &&
+                 ends(k.buffers[0], ".max.s.rows") && k.loops == 1;
+        }) == 1);
+  CHECK(count(plain, [&](const KernelCall& k) {
+          return k.alu_op == static_cast<std::int64_t>(runtime::AluOp::Max) && !k.immediate &&
+                 ends(k.buffers[0], ".sum.z_down") && ends(k.buffers[1], ".kept");
+        }) == 1);
 }
 
 TEST_CASE("integer softmax kernel: a sum past 2^30 divides as the host does") {
@@ -851,9 +909,11 @@ TEST_CASE("integer softmax kernel: the lane masks touch only the keys some queri
       if (i.opcode == vta::Opcode::Alu)
         alu_uops += std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
     }
-    // (the whole softmax's pass 3 starts from the exponentials pass 2 kept: no masks)
-    CHECK(kernel.kept_chunks() == (part == graph::IntegerSoftmaxPart::Whole ? 3 : 0));
-    CHECK(loads == 16 * 2);  // each of the 16 blocks' passes, once
+    // (the whole softmax's pass 3 starts from the exponentials pass 2 kept, and pass 2 from the
+    // scores pass 1 kept, masked: its pass 1 alone loads masks)
+    const bool whole_softmax = part == graph::IntegerSoftmaxPart::Whole;
+    CHECK(kernel.kept_chunks() == (whole_softmax ? 3 : 0));
+    CHECK(loads == 16 * (whole_softmax ? 1 : 2));  // each of the 16 blocks' passes, once
     CHECK(whole == loads);
     MESSAGE("part ", static_cast<int>(part), ": ", alu_uops, " ALU micro-ops");
   }
@@ -1216,13 +1276,15 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
           peak = std::max(peak, slot.base + slot.entries);
         CHECK(graph::footprint(env, shape, chunk).acc == peak);
       }
-  // the default chunk for 2048 keys, not causal: 64, whose chunk buffers leave room for 26 of
-  // the 32 chunks' exponentials kept (128 keeps 10 of 16, 256 2 of 8; 512 keys would need 2,569
-  // entries), also the fastest on the cycle model (160,520 cycles; 32: 162,717; 128: 172,116;
-  // 256: 202,384).
+  // the default chunk for 2048 keys, not causal: 32, whose chunk buffers leave room for 58 of
+  // the 64 chunks' scores and exponentials kept (64 keeps 26 of 32, 128 10 of 16, 256 2 of 8;
+  // 512 keys would need 2,569 entries), also the fastest on the cycle model (154,063 cycles; 64:
+  // 155,582; 128: 168,990; 256: 201,890).
   const graph::IntegerSoftmaxShape wide{.products = 1, .keys = 2048, .lanes = 16};
   const auto space = graph::knob_space(env, wide);
-  CHECK(graph::Chooser().choose({}, space).values == std::vector<std::int64_t>{64});
+  CHECK(graph::Chooser().choose({}, space).values == std::vector<std::int64_t>{32});
+  CHECK(graph::IntegerSoftmaxKernel(env, wide, 32, "sm").kept_chunks() == 58);
+  CHECK(graph::IntegerSoftmaxKernel(env, wide, 64, "sm").kept_chunks() == 26);
   CHECK(graph::IntegerSoftmaxKernel(env, wide, 128, "sm").kept_chunks() == 10);
   CHECK(graph::IntegerSoftmaxKernel(env, wide, 256, "sm").kept_chunks() == 2);
   // the halves keep fewer chunk buffers (the exponentials three, the normalization two), and

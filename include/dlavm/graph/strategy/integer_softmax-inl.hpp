@@ -1244,6 +1244,13 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // whether it was put there (visit_seq)
     std::optional<tir::Stmt> kept_reset;
     bool hoist_reset = true, kept_reset_placed = false;
+    // a prefill's scores kept (scores_in_kept): pass 1 loaded its kept chunks into `kept`, with
+    // 0 in the last seen chunk's other rows where pass 2's chain is trimmed to the keys seen
+    // (`scores_trimmed`), and pass 2 computes from them (sum_in_kept) where its load is pass 1's
+    // (`scores_load`, pass 1's chunk its chunks[0], and its DRAM buffer `scores_dram`)
+    bool scores_kept = false, scores_trimmed = false;
+    std::vector<te::Expr> scores_load;
+    te::Buffer scores_dram;
     std::int64_t max_loop = 0;  // a GEMM loop's most iterations (its iter_out field)
     // the most rows one ALU loop level and one STORE cover (their iter_out and x_size fields)
     std::int64_t max_rows = 0;
@@ -1343,12 +1350,16 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // rows that move with the chunk, a replay writes call by call. Else each chunk resets its
     // own rows.
     bool keep(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
-              const std::vector<te::Buffer>& allocated, std::vector<tir::Stmt>& out,
+              const std::vector<te::Buffer>& allocated, bool trimmed, std::vector<tir::Stmt>& out,
               std::vector<tir::Stmt>& before, std::vector<tir::Stmt>& after, te::Buffer& sums) {
       if (ch.buffers.size() < 2) return false;
       const te::Buffer e = ch.buffers.back();
-      const te::Buffer to = te::make_buffer(e.name() + ".kept", e.dtype(),
-                                            {ne::simplify(e.size() * kept_count)}, e.scope());
+      // (pass 1's where it kept the scores there)
+      const te::Buffer to =
+          scores_kept && ne::can_prove(ne::simplify(kept.size() - e.size() * kept_count) == 0)
+              ? kept
+              : te::make_buffer(e.name() + ".kept", e.dtype(),
+                                {ne::simplify(e.size() * kept_count)}, e.scope());
       auto copy = copy_rows(parts, ch, e, to, kept_row(c));
       if (!copy) return false;
       kept = to;
@@ -1365,7 +1376,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       }
       exponential.clear();
       for (const Link& l : ch.links) exponential.push_back(form(l));
-      if (kept_reset && !uniform && sum_in_kept(parts, ch, c, allocated, out, before, after, sums))
+      if (kept_reset && !uniform &&
+          sum_in_kept(parts, ch, c, allocated, trimmed, out, before, after, sums))
         return true;
       const auto tail = static_cast<std::ptrdiff_t>(parts.size() - ch.end);
       std::vector<tir::Stmt> with(out.begin(), out.end() - tail);
@@ -1394,9 +1406,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // chunks' iterations. False, and `out` as it was, where the statements after the chain
     // are not kernels on e and the block's rows (no other of the chunk's buffers, `allocated`).
     bool sum_in_kept(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
-                     const std::vector<te::Buffer>& allocated, std::vector<tir::Stmt>& out,
-                     std::vector<tir::Stmt>& before, std::vector<tir::Stmt>& after,
-                     te::Buffer& sums) const {
+                     const std::vector<te::Buffer>& allocated, bool trimmed,
+                     std::vector<tir::Stmt>& out, std::vector<tir::Stmt>& before,
+                     std::vector<tir::Stmt>& after, te::Buffer& sums) {
       const te::Buffer e = ch.buffers.back();
       const std::vector<tir::Stmt> tail(parts.begin() + static_cast<std::ptrdiff_t>(ch.end),
                                         parts.end());
@@ -1436,7 +1448,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       drop.e = e;
       const auto head_end = out.end() - static_cast<std::ptrdiff_t>(tail.size());
       std::vector<tir::Stmt> in_rows;
-      for (auto it = out.begin(); it != head_end; ++it) {
+      auto from_scores = scores_trimmed == trimmed
+                             ? chain_from_scores(parts, ch, c, {out.begin(), head_end})
+                             : std::nullopt;
+      if (from_scores) in_rows = std::move(*from_scores);
+      for (auto it = out.begin(); it != head_end && !from_scores; ++it) {
         if (drop.resets(*it)) continue;
         const auto moved_st = in_kept(drop.visit(*it), e, kept_row(c));
         if (!moved_st) return false;
@@ -1455,11 +1471,128 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const tir::BufferMap to_rows{{e.get(), rows}};
       for (const auto& st : tail) after.push_back(tir::rewrite(st, {}, to_rows));
       sums = rows;
+      // (the kept rows hold the scores before the loop: no reset there)
+      if (from_scores) kept_reset.reset();
+      return true;
+    }
+    // Pass 2's chain in a kept chunk from the scores pass 1 kept there (scores_in_kept), in
+    // place of its load: the statements `head` (the fill, the load and its masks, then the
+    // chain; `parts` the chunk body's, the chain `ch`) without those before the chain, with the
+    // load's buffer s in the chunk's kept rows, and from the chain's copy of r (the MAX of the
+    // buffer the exponential ends in, e, holding z_down <= 0, with s, holding r) on, s and e
+    // swapped: the two hold the same rows there, so that the quadratic and the shifts compute
+    // in the kept rows and read r in e, where they computed in e and read r in s. e keeps its
+    // reset before the exponent is added to it, a chunk's rows a chunk, in place of the kept
+    // rows' reset once a block (kept_reset). Nullopt where pass 1 did not keep the scores, its
+    // load is not this one's, or the chain has no such copy.
+    std::optional<std::vector<tir::Stmt>> chain_from_scores(
+        const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
+        const std::vector<tir::Stmt>& head) const {
+      if (!scores_kept) return std::nullopt;
+      const te::Buffer s = ch.buffers.front(), e = ch.buffers.back();
+      if (s.same_as(e) || !ne::can_prove(ne::simplify(s.size() - e.size()) == 0))
+        return std::nullopt;
+      const te::CallNode* load = nullptr;
+      for (std::size_t j = 0; j < ch.first && load == nullptr; ++j)
+        if (const auto* l = vta::detail::first_call(parts[j], vta::intrin::load);
+            l != nullptr && l->buffers[0].same_as(s))
+          load = l;
+      if (load == nullptr || load->args.size() != scores_load.size() ||
+          !load->buffers[1].same_as(scores_dram))
+        return std::nullopt;
+      for (std::size_t k = 0; k < scores_load.size(); ++k) {
+        const auto was = vta::detail::index_arg(scores_load[k]);
+        const auto is = vta::detail::index_arg(load->args[k]);
+        if (!was || !is ||
+            !ne::can_prove(ne::simplify(ne::substitute(*was, {{chunks.front(), c}}) - *is) == 0))
+          return std::nullopt;
+      }
+      // the statements before the chain write s or mask rows alone
+      const auto before_chain = [&](const tir::Stmt& st) {
+        if (st.as<tir::EvaluateNode>() == nullptr && st.as<tir::IfThenElseNode>() == nullptr)
+          return false;
+        return std::ranges::all_of(vta::detail::calls_in(st), [&](const te::CallNode* call) {
+          return call->name == vta::intrin::uop_loop_begin ||
+                 call->name == vta::intrin::uop_loop_end ||
+                 (!call->buffers.empty() &&
+                  (call->buffers[0].same_as(s) || call->buffers[0].name().ends_with(".mask")));
+        });
+      };
+      std::size_t from = 0;
+      while (from < head.size() && before_chain(head[from])) ++from;
+      struct Swap : tir::StmtMutator<Swap> {
+        te::Buffer s, e, kept;
+        ne::Expr rows;
+        bool swapped = false, failed = false;
+        int copies = 0;
+        // (each branch from the state before the branch; both must end the same)
+        tir::Stmt visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+          const bool was = swapped;
+          const tir::Stmt t = visit(n.then_case);
+          const bool after_then = swapped;
+          swapped = was;
+          const tir::Stmt f = n.else_case.defined() ? visit(n.else_case) : tir::Stmt();
+          failed = failed || swapped != after_then;
+          return tir::make_if(n.cond, t, f);
+        }
+        tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& st) {
+          const auto* call = n.value.as<te::CallNode>();
+          if (call == nullptr) return st;
+          auto args = call->args;
+          auto buffers = call->buffers;
+          const bool copy = call->name == vta::intrin::alu && buffers.size() == 2 &&
+                            buffers[0].same_as(e) && buffers[1].same_as(s) && args.size() == 5 &&
+                            vta::detail::constant_index(args[0]) ==
+                                static_cast<std::int64_t>(runtime::AluOp::Max) &&
+                            vta::detail::constant_index(args[1]) == 0;
+          for (std::size_t b = 0; b < buffers.size(); ++b) {
+            const bool is_s = buffers[b].same_as(s);
+            if (!is_s && !buffers[b].same_as(e)) continue;
+            // s in the kept rows until the copy, e after it; the other in e
+            if (is_s == swapped) {
+              buffers[b] = e;
+              continue;
+            }
+            if (!offset_row(*call, b, rows, args)) {
+              failed = true;
+              return st;
+            }
+            buffers[b] = kept;
+          }
+          if (copy) {
+            ++copies;
+            swapped = true;
+          }
+          return tir::make_evaluate(
+              te::call(call->name, call->dtype(), std::move(args), std::move(buffers)));
+        }
+      } swap;
+      swap.s = s;
+      swap.e = e;
+      swap.kept = kept;
+      swap.rows = kept_row(c);
+      std::vector<tir::Stmt> out;
+      for (std::size_t k = from; k < head.size(); ++k) out.push_back(swap.visit(head[k]));
+      if (from == 0 || swap.failed || swap.copies == 0 || !swap.swapped) return std::nullopt;
+      return out;
+    }
+    // `args` (those of `call`) with the row offset of its buffer `b` moved by `rows`: an ALU
+    // op's destination or source, a reset's entry, a store's or a load's SRAM tile. False where
+    // the buffer has no such argument, or it is not an index.
+    static bool offset_row(const te::CallNode& call, std::size_t b, const ne::Expr& rows,
+                           std::vector<te::Expr>& args) {
+      std::size_t at = args.size();
+      if (call.name == vta::intrin::alu && b < 2) at = 3 + b;
+      if (call.name == vta::intrin::gemm_reset && b == 0) at = 0;
+      if ((call.name == vta::intrin::store || call.name == vta::intrin::load) && b == 0) at = 1;
+      const auto row = at < args.size() ? vta::detail::index_arg(args[at]) : std::nullopt;
+      if (!row) return false;
+      args[at] = te::index_value(ne::simplify(*row + rows));
       return true;
     }
     // `st` with chunk buffer `e` read and written in `kept` at rows `rows` on: each call's
     // buffer and its row offset (an ALU op's destination or source, a reset's entry, a store's
-    // SRAM tile). Nullopt where another call reads or writes `e`.
+    // or a load's SRAM tile). Nullopt where another call reads or writes `e`.
     std::optional<tir::Stmt> in_kept(const tir::Stmt& st, const te::Buffer& e,
                                      const ne::Expr& rows) const {
       struct Retarget : tir::StmtMutator<Retarget> {
@@ -1474,16 +1607,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           bool moved = false;
           for (std::size_t b = 0; b < buffers.size(); ++b) {
             if (!buffers[b].same_as(e)) continue;
-            std::size_t at = args.size();
-            if (call->name == vta::intrin::alu && b < 2) at = 3 + b;
-            if (call->name == vta::intrin::gemm_reset && b == 0) at = 0;
-            if (call->name == vta::intrin::store && b == 0) at = 1;
-            const auto row = at < args.size() ? vta::detail::index_arg(args[at]) : std::nullopt;
-            if (!row) {
+            if (!offset_row(*call, b, rows, args)) {
               failed = true;
               return s;
             }
-            args[at] = te::index_value(ne::simplify(*row + rows));
             buffers[b] = kept;
             moved = true;
           }
@@ -1498,6 +1625,125 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       tir::Stmt out = retarget.visit(st);
       if (retarget.failed) return std::nullopt;
       return out;
+    }
+    // Pass 1's chunk body `parts` (its fill first) where the whole softmax keeps chunks and is
+    // not in uniform tiles: the block's max from running rows `rows` (a chunk's size, allocated
+    // around the loop, at most -32768 before it, `before`), each chunk's loaded keys maxed into
+    // them by one ALU instruction, and the chunk's halving once after the loop on `rows`
+    // (`after`), in place of a halving a chunk in the load's buffer. A kept chunk's scores then
+    // stay where they were loaded: the chunk's kept rows, which pass 2 computes from rather than
+    // loading them again (chain_from_scores). The last chunk the block sees fills its kept rows
+    // first: with 0 where pass 2's chain is trimmed to the keys the block sees (what the
+    // exponentials of the others are, for the sum and pass 3), else with the load's fill, if
+    // any. (No fill in the load's buffer: the max reads the keys loaded alone.) `out` the loop's
+    // body; false, and the outputs as they were, where the body is not that.
+    bool scores_in_kept(const detail::ChunkBody& body, const std::vector<tir::Stmt>& parts,
+                        const ne::Expr& c, std::vector<tir::Stmt>& out,
+                        std::vector<tir::Stmt>& before, std::vector<tir::Stmt>& after,
+                        te::Buffer& rows) {
+      // (a causal softmax's chunks are filled, and pass 2's chains trimmed; one whose chunks
+      // hold keys alone has no fill)
+      const bool trims = unseen_value[sum_pass].has_value();
+      if (kept_count == 0 || uniform || (body.fill != 2 && (body.fill != 0 || trims)) ||
+          body.load->args.size() < 5 || vta::detail::constant_index(body.load->args[3]) != 1)
+        return false;
+      const te::Buffer s = body.load->buffers[0];
+      const auto loaded = vta::detail::index_arg(body.load->args[4]);  // the chunk's keys loaded
+      std::size_t first = body.fill + 1;
+      while (first < parts.size() && parts[first].as<tir::IfThenElseNode>() != nullptr) ++first;
+      if (!loaded || first == parts.size()) return false;
+      // after the load and the masks, the halving: kernels on s and the block's rows alone, the
+      // first a MAX over one loop level
+      for (std::size_t k = first; k < parts.size(); ++k) {
+        if (parts[k].as<tir::AttrNode>() == nullptr) return false;
+        for (const auto* call : vta::detail::calls_in(parts[k]))
+          if (std::ranges::any_of(call->buffers, [&](const te::Buffer& b) {
+                return !b.same_as(s) && among(body.allocated, b);
+              }))
+            return false;
+      }
+      const auto calls = vta::detail::calls_in(parts[first]);
+      if (calls.size() != 3 || calls[0]->name != vta::intrin::uop_loop_begin ||
+          calls[1]->buffers.size() != 2)
+        return false;
+      const Link level{calls[0], calls[1]};
+      if (form(level) != std::array<std::int64_t, 4>{1,
+                                                     static_cast<std::int64_t>(runtime::AluOp::Max),
+                                                     0, 0} ||
+          !steps(level, 1, 1))
+        return false;
+      const ne::Expr row = kept_row(c);
+      const te::Buffer running =
+          te::make_buffer(s.name() + ".rows", s.dtype(), {s.size()}, s.scope());
+      // (in_kept moves s to `kept`, which no pass before this one defined)
+      kept = te::make_buffer(s.name() + ".kept", s.dtype(), {ne::simplify(s.size() * kept_count)},
+                             s.scope());
+      // the fill's reset and ADD (k = 0, 1) over a whole chunk of `to` from row `at`
+      const auto whole_fill = [&](std::size_t k, const te::Buffer& to, const ne::Expr& at) {
+        const auto fill_calls = vta::detail::calls_in(parts[k]);
+        const Link l{fill_calls[0], fill_calls[1]};
+        return with_extent(
+            k == 0 ? moved(parts[k], l, {to}, {at}) : moved(parts[k], l, {to, to}, {at, at}),
+            ne::Expr(chunk));
+      };
+      for (std::size_t k = 0; k < body.fill; ++k) {
+        const auto fill_calls = vta::detail::calls_in(parts[k]);
+        if (parts[k].as<tir::AttrNode>() == nullptr || fill_calls.size() != 3 ||
+            fill_calls[0]->name != vta::intrin::uop_loop_begin)
+          return false;
+      }
+      // (in_kept moves s to `kept`, which no pass before this one defined)
+      kept = te::make_buffer(s.name() + ".kept", s.dtype(), {ne::simplify(s.size() * kept_count)},
+                             s.scope());
+      // the fill (a whole chunk's reset where the chain is trimmed), the load and the masks, in
+      // the chunk's kept rows
+      std::vector<tir::Stmt> fill, in_rows;
+      if (trims) fill.push_back(whole_fill(0, kept, row));
+      for (std::size_t k = trims ? body.fill : 0; k < first; ++k) {
+        auto moved_st = in_kept(parts[k], s, row);
+        if (!moved_st) {
+          kept = te::Buffer();
+          return false;
+        }
+        (k < body.fill ? fill : in_rows).push_back(std::move(*moved_st));
+      }
+      in_rows.insert(in_rows.begin(),
+                     tir::make_if(ne::simplify(c + 1 >= seen), tir::make_seq(fill)));
+      // the chunk's keys loaded into `from`, from row `at`, maxed into the running rows
+      const auto max_into_rows = [&](const te::Buffer& from, const ne::Expr& at) {
+        return with_extent(moved(parts[first], level, {running, from}, {ne::Expr(0), at}), *loaded);
+      };
+      in_rows.push_back(max_into_rows(kept, row));
+      std::vector<tir::Stmt> in_s(parts.begin() + static_cast<std::ptrdiff_t>(body.fill),
+                                  parts.begin() + static_cast<std::ptrdiff_t>(first));
+      in_s.push_back(max_into_rows(s, ne::Expr(0)));
+      // (the kept rows move with the chunk: vta::intrin::replay_apart, as keep()'s copy)
+      const tir::Stmt kept_chunks = tir::make_attr(std::string(vta::intrin::replay_apart),
+                                                   kept.name(), 0, tir::make_seq(in_rows));
+      out = {all_kept ? kept_chunks
+                      : tir::make_if(c < kept_count, kept_chunks, tir::make_seq(in_s))};
+      const tir::BufferMap to_rows{{s.get(), running}};
+      // the rows' MIN with -32768 before the loop: any value at most that starts the max, as
+      // every lane sees a score of at least -128 (the halving's first level made that kernel)
+      const tir::Stmt start =
+          with_extent(moved(parts[first], level, {running, running}, {ne::Expr(0), ne::Expr(0)}),
+                      ne::Expr(chunk));
+      const auto* start_attr = start.as<tir::AttrNode>();
+      before = {with_alu_arg(
+          with_alu_arg(with_alu_arg(tir::make_attr(start_attr->key, std::string("alu.min.imm"),
+                                                   start_attr->value, start_attr->body),
+                                    0, static_cast<std::int64_t>(runtime::AluOp::Min)),
+                       1, 1),
+          2, -32768)};
+      after.clear();
+      for (std::size_t k = first; k < parts.size(); ++k)
+        after.push_back(tir::rewrite(parts[k], {}, to_rows));
+      rows = running;
+      scores_kept = true;
+      scores_trimmed = trims;
+      scores_load = body.load->args;
+      scores_dram = body.load->buffers[1];
+      return true;
     }
     // Pass 3's parts `out` (rewritten from `parts`, whose chain is `ch`) starting, in the
     // kept chunks, from the kept exponentials: the chain's kernels after the exponential,
@@ -1549,10 +1795,13 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // (no two alike for a loop memo to copy), a loop of a few spans; the same micro-ops a
     // key. The kernels at the end of the chain that work on `e` in place with an immediate
     // alone (the probability's rounding), and the store, run once after the loop over every
-    // kept row (where one instruction's loop holds them): elementwise, each row sees the same
-    // operations in the same order, and each of the loop's iterations writes three fewer
-    // kernels whose micro-ops move with the span (each one the replay writes anew: no loop
-    // memo copies such an iteration) and no STORE. Nullopt where the statements are not kernels
+    // kept row (where one instruction's loop holds them, and pass 1 does not keep the scores
+    // there: the next block's pass 1 would load into the kept rows as that STORE of all of them
+    // began, and wait for it; each span's store is done as the spans after it compute, and the
+    // last is a span's): elementwise, each row sees the same operations in the same order, and
+    // each of the loop's iterations writes three fewer kernels whose micro-ops move with the
+    // span (each one the replay writes anew: no loop memo copies such an iteration) and no
+    // STORE. Nullopt where the statements are not kernels
     // of one loop level over the chunk's rows and a store of one row of tiles, or a span
     // would hold one chunk.
     std::optional<tir::Stmt> kept_in_spans(const std::vector<tir::Stmt>& rest, const te::Buffer& e,
@@ -1581,7 +1830,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const ne::Expr span_count = ne::simplify(ne::min(ne::Expr(span_rows), total - span_first));
       // the kernels from `tail` on, and the store, after the loop (see above)
       std::size_t tail = rest.empty() ? 0 : rest.size() - 1;
-      const bool hoist = !rest.empty() && kept_count * chunk <= max_rows;
+      const bool hoist = !rest.empty() && kept_count * chunk <= max_rows && !scores_kept;
       if (hoist)
         while (tail > 0 && in_place_immediate(rest[tail - 1], e)) --tail;
       std::vector<te::Buffer> spanned;
@@ -1926,8 +2175,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       std::vector<tir::Stmt> after;  // statements after the loop
       te::Buffer sums;               // allocated around the loop, where defined
       if (kept_count > 0 && pass == sum_pass && pass + 1 < chunks.size()) {
-        if (!keep(guarded, chain_of(*body, guarded, c), c, body->allocated, parts, hoisted, after,
-                  sums))
+        if (!keep(guarded, chain_of(*body, guarded, c), c, body->allocated, trimmed.has_value(),
+                  parts, hoisted, after, sums))
           kept_count = 0;
       } else if (kept_count > 0 && kept.defined() && pass + 1 == chunks.size()) {
         kept_read = read_kept(guarded, chain_of(*body, guarded, c), n.var, allocated_in(*body),
@@ -1960,8 +2209,17 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         const tir::Stmt all = allocated_around(*body, tir::make_seq(std::move(stmts)));
         return sums.defined() ? tir::make_allocate(sums, all) : all;
       };
-      if (max_pass)
+      if (max_pass) {
+        std::vector<tir::Stmt> in_loop, before;
+        te::Buffer rows;
+        if (scores_in_kept(*body, guarded, c, in_loop, before, after, rows)) {
+          before.push_back(
+              tir::make_for(n.var, n.min, n.extent, n.for_kind, tir::make_seq(in_loop)));
+          before.insert(before.end(), after.begin(), after.end());
+          return tir::make_allocate(rows, allocated_around(*body, tir::make_seq(before)));
+        }
         return allocated_around(*body, tir::make_for(n.var, n.min, n.extent, n.for_kind, inner));
+      }
       if (kept_read && kept_spans && pass + 1 == chunks.size()) {
         // pass 3 past the kept chunks the block sees, which its spans computed (no iteration
         // left empty: a loop memo records none, and gives up on the loop after a few)
@@ -2172,7 +2430,7 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   };
   const Kept kept = shape.part != IntegerSoftmaxPart::Whole ? Kept{0, 0, 0}
                     : detail::softmax_uniform(shape)        ? Kept{39.28, 215.9, 0}
-                                                            : Kept{40.46, 310.5, 3.67};
+                                                            : Kept{42.31, 378.7, 5.86};
   const detail::SoftmaxRuns runs(shape);
   const double seen = runs.entries(1);
   const auto cycles = [&](std::int64_t chunk) {
