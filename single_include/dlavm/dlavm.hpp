@@ -41616,6 +41616,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     ne::Expr keys, keys_seen;  // N, and the keys the block's queries see (softmax_visible)
     bool alu_fill = false;     // a stored fill ends in an ALU op (Variant::store_reads_out_sram)
     bool max_first = false;    // the first chunk loop is the max's
+    bool normalize = false;    // the kernel is a normalization (IntegerSoftmaxPart::Normalize)
     // masks (detail::softmax_lane_masks): the block's window of keys they apply to, the
     // constant's row of its first key's (detail::softmax_mask_first), and whether in uniform
     // tiles (then `most`: M - 1, the constant's rows of masks)
@@ -42674,6 +42675,48 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
       return true;
     }
+    // A normalization's reciprocal R (a row of the block) copied beside pass 3's chunk by a MAX
+    // where the lowering wrote a reset and an ADD, the reset once before the chunk loop rather
+    // than once a chunk. The chain is the copy's reset and ADD, the multiply of the copy by the
+    // exponentials e the chunk loaded (int8), and the rounding in place, an ADD of c and a
+    // shift right by k, then the store: each row computed holds y = (R e + c) >> k <= R, for
+    // 127 R + c < 2^k (R + 1) where c < 2^k and 127 < 2^k (R >= 0: a quotient; a negative e
+    // gives less), and the rows a trimmed chain fills hold 0: a MAX of those with R gives R.
+    // `parts` with the copy rewritten and the reset appended to `hoisted`; false, and `parts`
+    // as they were, where the chain is not that.
+    bool r_by_max(const detail::ChunkBody& body, std::vector<tir::Stmt>& parts, const ne::Expr& c,
+                  std::vector<tir::Stmt>& hoisted) const {
+      const Chain ch = chain_of(body, parts, c);
+      if (ch.links.size() != 5 || body.store == nullptr || ch.end + 1 != parts.size() ||
+          std::ranges::any_of(ch.links, [](const Link& l) { return l.loop == nullptr; }))
+        return false;
+      const te::Buffer x = ch.links[0].op->buffers[0];
+      using enum runtime::AluOp;
+      const auto is = [&](std::size_t k, runtime::AluOp op, bool immediate) {
+        const auto f = form(ch.links[k]);
+        return f[0] == 1 && f[1] == static_cast<std::int64_t>(op) && f[2] == (immediate ? 1 : 0) &&
+               ch.links[k].op->buffers.size() == 2 && ch.links[k].op->buffers[0].same_as(x);
+      };
+      if (ch.links[0].op->name != vta::intrin::gemm_reset || !steps(ch.links[0], 1, 0) ||
+          !among(body.allocated, x) || !is(1, Add, false) || !steps(ch.links[1], 1, 0) ||
+          among(body.allocated, ch.links[1].op->buffers[1]) || !is(2, Mul, false) ||
+          !steps(ch.links[2], 1, 1) || !ch.links[2].op->buffers[1].same_as(ch.buffers.front()) ||
+          !is(3, Add, true) || !is(4, Shr, true) || !body.store->buffers[0].same_as(x) ||
+          vta::detail::constant_index(body.load->args[0]) !=
+              static_cast<std::int64_t>(runtime::MemId::Acc8))
+        return false;
+      const std::int64_t add = form(ch.links[3])[3], shift = form(ch.links[4])[3];
+      if (shift < 7 || shift > 30 || add < 0 || add >= (std::int64_t{1} << shift)) return false;
+      // nothing else writes the copy's buffer: not the masks before the chain
+      for (std::size_t j = 0; j < ch.first; ++j)
+        for (const auto* call : vta::detail::calls_in(parts[j]))
+          if (!call->buffers.empty() && call->buffers[0].same_as(x)) return false;
+      const std::size_t at = ch.first;
+      hoisted.push_back(with_extent(parts[at], block_rows()));
+      parts[at + 1] = with_alu_arg(parts[at + 1], 0, static_cast<std::int64_t>(Max));
+      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
+      return true;
+    }
     // The exponential's second shift amount (detail::exponential_stages) from a MAX: the
     // lowering copies z to z1 (a reset and an ADD), clips z1 to the first shift, min(z, m1),
     // and z in place to the second, min(max(z - k, 0), m2). Swapped, z1 takes max(z1, z) and
@@ -42847,6 +42890,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       std::vector<tir::Stmt> hoisted;
       shift_by_max(*body, parts, c, hoisted);
       z_by_max(*body, parts, c, hoisted);
+      if (normalize && pass + 1 == chunks.size()) r_by_max(*body, parts, c, hoisted);
       const std::vector<tir::Stmt> guarded = parts;
       const auto trimmed = unseen_value[pass] ? trim_chain(*body, parts, c, *unseen_value[pass],
                                                            pass + 1 == chunks.size())
@@ -42942,6 +42986,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   loops.keys_seen = detail::softmax_visible(shape_, product);
   loops.alu_fill = env_.config.variant.store_reads_out_sram;
   loops.max_first = max_total_.defined();
+  loops.normalize = shape_.part == IntegerSoftmaxPart::Normalize;
   // the chunk loops in skip_masked_work's order: the max's chain ends in a halving of keys
   // every one of which counts (its fill of -32768 stays), the sum's in one that adds 0. (Where
   // the softmax is not causal, the lowering's chain already ends at the keys. In uniform tiles
@@ -43099,21 +43144,22 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // Cycles a key and lane tile costs where a block's queries see it (the exponentials, trimmed
   // to those keys) and where its chunk is computed whole (the max, the fills, the sums'
   // halvings), and a chunk iteration, fitted to the cycle model's counts of each part at 2,048
-  // causal keys in the chunks of 32 to 512 that fit (docs/performance.md: within 0.2% of each),
-  // over the runs detail::SoftmaxRuns averages.
+  // causal keys in the chunks of 32 to 512 that fit (docs/performance.md: within 0.2% of each;
+  // the normalization's refitted after its reciprocal's copy became a MAX), over the runs
+  // detail::SoftmaxRuns averages.
   struct Cost {
     double seen, padded, chunk;
   };
   const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{91.88, 15.77, 597.6}
                     : shape.part == IntegerSoftmaxPart::Exp ? Cost{30.08, 9.57, 270.6}
-                                                            : Cost{7.91, 9.42, 180.1};
-  // The whole softmax's kept chunks (detail::kept_chunks) save pass 3's exponential:
-  // cycles a key seen and a chunk iteration there, and cycles a block costs a key of a chunk
-  // where they are kept (the running sums' reset and halving, where the exponentials are
-  // computed in the kept rows: not in uniform tiles; charged also where the kept rows' reset
-  // cannot be hoisted and they are copied, which the fit does not cover), fitted likewise to
-  // the cycle model's
-  // counts with and without them (docs/performance.md). In uniform tiles (a decode step's
+                                                            : Cost{4.29, 11.88, 152.4};
+  // The whole softmax's kept chunks (detail::kept_chunks) save pass 3's exponential and, not
+  // in uniform tiles, pass 2's load (pass 1 keeps the scores): cycles a key seen and a chunk
+  // iteration there, and cycles a block costs a key of a chunk where they are kept (the running
+  // rows' start and halving, where the exponentials are computed in the kept rows: not in
+  // uniform tiles; charged also where the kept rows' reset cannot be hoisted and they are
+  // copied, which the fit does not cover), fitted likewise to the cycle model's counts with and
+  // without them (docs/performance.md). In uniform tiles (a decode step's
   // stream, whose kept chunks copy their exponentials) the fit of the copies, from before
   // z's copies lost their resets in the chunk loops (a kept key saves about 2 cycles less
   // since).
@@ -43138,15 +43184,14 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   };
   // For the normalization, chunks within the fit's 2% of the fewest cycles are ties, and the
   // largest of them is estimated at the least: a stream in fewer, larger chunks has fewer
-  // instructions, which a decode step rewrites every position (the gallery's layer with the
-  // halves: 512 keys for the normalization, estimated 1.3% above 256 over its runs and 4.2% in
-  // a 2,048-token prefill from the start; docs/performance.md), and its few ALU cycles a key
-  // leave an instruction's issue a larger share. The parts that compute exponentials take the
-  // least estimate: the whole softmax's kept chunks save, at fewer keys, more than the fit at
-  // 2,048 says (prefills of 256 queries after 0 to 256 keys: 128 keys 3.1% slower than 64 on
-  // the cycle model, estimated 0.9% slower), and the exponentials' prefill of 2,048 tokens
-  // takes 1.8% more cycles in chunks of 512 than in 256, estimated within 2%: a tie would take
-  // the slower.
+  // instructions, which a decode step rewrites every position, and its few ALU cycles a key
+  // leave an instruction's issue a larger share (the gallery's layer with the halves: 256 keys
+  // for the normalization, 512 estimated 2.5% above over its runs, no tie; docs/performance.md).
+  // The parts that compute exponentials take the least estimate: the whole softmax's kept
+  // chunks save, at fewer keys, more than the fit at 2,048 says (prefills of 256 queries after 0
+  // to 256 keys: 128 keys 4.9% slower than 64 on the cycle model, estimated 2.4% slower), and
+  // the exponentials' prefill of 2,048 tokens takes 1.8% more cycles in chunks of 512 than in
+  // 256, estimated within 2%: a tie would take the slower.
   const double ties = shape.part == IntegerSoftmaxPart::Normalize ? 1.02 : 1.0;
   std::vector<std::pair<std::int64_t, double>> fitting;  // each chunk that fits, its cycles
   for (const auto chunk : space.knobs[0].values)
