@@ -40473,8 +40473,9 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 //   2. the sum of the exponentials, likewise (one ALU add per chunk);
 //   3. the probabilities: the exponentials again, times the reciprocal of the sum, stored;
 //      rewritten by skip_masked_work, from those pass 2 kept in the chunks the accumulator
-//      holds beside the passes' buffers (kept_chunks: 9 of the 16 chunks of 128 keys in the
-//      gallery's 2,048-token prefill), where pass 3 loads nothing and computes no exponential.
+//      holds beside the passes' buffers (kept_chunks: 26 of the 32 chunks of 64 keys in the
+//      gallery's 2,048-token prefill), where pass 3 loads nothing and computes no exponential
+//      (and, not in uniform tiles, pass 2 loads nothing: pass 1 loads those chunks there).
 // Keys at N and after, and those after N - M + q for a causal softmax not in uniform tiles
 // (below; query q: the product index modulo M, the queries the last batch dim), load as -32768,
 // whose exponential is 0: a padded copy (an ALU fill and a clipped load), no mask in DRAM.
@@ -40582,20 +40583,26 @@ class IntegerSoftmaxKernel {
   //     before its passes, by one LOAD of two rows from a DRAM row affine in p (2 (M - 1)
   //     accumulator rows; where the keys fit one chunk, each pass loads them, where its chunk
   //     of mask rows holds 2 (M - 1), else applies the lowering's padded copy of them);
-  //   - the whole softmax computes each exponential once in a block's first kept_chunks()
-  //     chunks: pass 2 computes them in a buffer of those chunks (rows reset once a block
-  //     before its chunk loop), each chunk's added to running rows of the sum that are halved
-  //     after the loop (in uniform tiles, whose replay copies a chunk's iterations, and where
-  //     the kept rows take more than one reset's loop, it computes them where the other chunks
-  //     do and copies them there, an ADD a key, before its sum adds them up in place), and
-  //     pass 3 computes the probabilities there and stores them, with no load, masks or
+  //   - the whole softmax loads each score and computes each exponential once in a block's
+  //     first kept_chunks() chunks: pass 1 loads them into a buffer of those chunks, where it
+  //     masks them (its max then from running rows, a MAX a chunk over the keys it loads,
+  //     halved after the loop), pass 2 computes their exponentials there, with no load or
+  //     masks, each chunk's added to running rows of the sum that are halved after the loop
+  //     (in uniform tiles, whose replay copies a chunk's iterations, and where the kept rows
+  //     take more than one reset's loop, pass 2 loads them again, computes them where the other
+  //     chunks do and copies them there, an ADD a key, before its sum adds them up in place),
+  //     and pass 3 computes the probabilities there and stores them, with no load, masks or
   //     exponential (36 of its ALU cycles a key at the gallery's scale). It does so before its
   //     chunk loop, for the kept chunks the block sees, in spans of as many chunks as its chunk
   //     buffers' entries hold of those these stages use (a span's buffers take their place):
-  //     each stage one kernel over a span's rows and one STORE a span, where a chunk took one
-  //     of each (the gallery's decode step: 25 kept chunks in 5 spans, 200 instructions
-  //     fewer). Where the keys fit one chunk the lowering has no chunk loop, and pass 3 computes
-  //     them again.
+  //     each stage one kernel over a span's rows and a STORE a span (where pass 1 keeps the
+  //     scores; else one STORE after the spans), where a chunk took one of each (the gallery's
+  //     decode step: 25 kept chunks in 5 spans, 200 instructions fewer). Where the keys fit one
+  //     chunk the lowering has no chunk loop, and pass 3 computes them again. The exponentials
+  //     (IntegerSoftmaxPart::Exp, not in uniform tiles) keep their scores likewise: pass 1 loads
+  //     them into the kept rows, pass 3 computes from there;
+  //   - the normalization's pass 3 copies the reciprocal beside its chunk by a MAX (each
+  //     probability it leaves there is at most the reciprocal), its buffer reset once a block;
   //   - the exponentials' copies of z in passes 2 and 3 (a reset and an ADD each a chunk): z
   //     taken from u by a MAX, and the second shift amount computed in the copy, taken by a
   //     MAX, the first in place; each buffer reset once before the chunk loop. What a chunk's
@@ -40604,9 +40611,10 @@ class IntegerSoftmaxKernel {
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
-  // The chunks of a block whose exponentials the whole softmax computes once (skip_masked_work):
-  // as many as the accumulator holds beside the passes' buffers, at most the block's chunks; 0
-  // for a part, or where the keys fit one chunk.
+  // The chunks of a block whose exponentials the whole softmax computes once, or whose scores
+  // the exponentials load once (not in uniform tiles; skip_masked_work): as many as the
+  // accumulator holds beside the passes' buffers, at most the block's chunks; 0 for the
+  // normalization, or where the keys fit one chunk.
   std::int64_t kept_chunks() const;
 
  private:
@@ -40636,7 +40644,7 @@ std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmax
 // The accumulator entries the kernel allocates: the rows of a block, the largest pass's
 // buffers for one chunk (with masks, the 2 (G - 1) mask rows a chunk applies with lane groups,
 // a chunk of mask rows in uniform tiles), a block's masks in uniform tiles (2 (M - 1) rows), and
-// the whole softmax's kept exponentials (as many chunks as the rest leaves room for;
+// the kept chunks' rows (as many chunks as the rest leaves room for;
 // IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least a chunk (the
 // lowering then allocates these entries); above it where fewer keys leave the chunk's buffers
 // smaller.
@@ -41097,8 +41105,10 @@ inline std::int64_t softmax_chunks(const IntegerSoftmaxShape& shape, std::int64_
 // The accumulator entries of the passes (footprint() without the kept exponentials).
 inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // The chunks of a block whose exponentials pass 2 of the whole softmax keeps in the accumulator
-// for pass 3 (skip_masked_work): as many as the entries the passes leave free hold, at most the
-// block's chunks; none where the keys fit one chunk (no chunk loop) or the kernel is a part.
+// for pass 3 (skip_masked_work), or whose scores pass 1 of the exponentials keeps for pass 3
+// (not in uniform tiles): as many as the entries the passes leave free hold, at most the
+// block's chunks; none where the keys fit one chunk (no chunk loop) or the kernel is the
+// normalization.
 inline std::int64_t kept_chunks(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                 std::int64_t chunk);
 
@@ -42168,6 +42178,70 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (from_scores) kept_reset.reset();
       return true;
     }
+    // Whether the chunk body `parts` (chain `ch`, chunk `c`) loads its chain's first buffer as
+    // pass 1 loaded the scores it kept (scores_in_kept): one row of tiles from the same DRAM
+    // element of the chunk, in the same memory. (Not its length: each pass's clips the chunk
+    // to the keys the block sees, in forms the simplifier does not always prove the same; the
+    // chain reads no key past those, trimmed where the lowering's is.)
+    bool loads_kept_scores(const std::vector<tir::Stmt>& parts, const Chain& ch,
+                           const ne::Expr& c) const {
+      if (!scores_kept) return false;
+      const te::Buffer& s = ch.buffers.front();
+      const te::CallNode* load = nullptr;
+      for (std::size_t j = 0; j < ch.first && load == nullptr; ++j)
+        if (const auto* l = vta::detail::first_call(parts[j], vta::intrin::load);
+            l != nullptr && l->buffers[0].same_as(s))
+          load = l;
+      if (load == nullptr || load->args.size() != scores_load.size() ||
+          !load->buffers[1].same_as(scores_dram))
+        return false;
+      for (std::size_t k = 0; k < scores_load.size(); ++k) {
+        if (k == 4 || k == 5) continue;  // (the row's length and stride)
+        const auto was = vta::detail::index_arg(scores_load[k]);
+        const auto is = vta::detail::index_arg(load->args[k]);
+        if (!was || !is ||
+            !ne::can_prove(ne::simplify(ne::substitute(*was, {{chunks.front(), c}}) - *is) == 0))
+          return false;
+      }
+      return true;
+    }
+    // Whether statement `st`, before a chain, writes the load's buffer `s` or mask rows alone
+    // (the load's fill, the load, the masks).
+    static bool before_chain(const tir::Stmt& st, const te::Buffer& s) {
+      if (st.as<tir::EvaluateNode>() == nullptr && st.as<tir::IfThenElseNode>() == nullptr)
+        return false;
+      return std::ranges::all_of(vta::detail::calls_in(st), [&](const te::CallNode* call) {
+        return call->name == vta::intrin::uop_loop_begin ||
+               call->name == vta::intrin::uop_loop_end ||
+               (!call->buffers.empty() &&
+                (call->buffers[0].same_as(s) || call->buffers[0].name().ends_with(".mask")));
+      });
+    }
+    // The exponentials' pass 3 (`out`, rewritten from `parts`, whose chain is `ch`) in a kept
+    // chunk from the scores pass 1 kept there (scores_in_kept): no fill, load or masks, the
+    // chain (trimmed where the lowering's was) on the kept rows in place of the load's buffer.
+    // False, and `out` as it was, where pass 1 did not keep the scores or its load is not this
+    // one's.
+    bool exponentials_from_scores(const std::vector<tir::Stmt>& parts, const Chain& ch,
+                                  const ne::Expr& c, std::vector<tir::Stmt>& out) const {
+      if (!loads_kept_scores(parts, ch, c)) return false;
+      const te::Buffer& s = ch.buffers.front();
+      std::size_t from = 0;
+      while (from < out.size() && before_chain(out[from], s)) ++from;
+      if (from == 0) return false;
+      std::vector<tir::Stmt> from_kept;
+      for (std::size_t k = from; k < out.size(); ++k) {
+        auto moved_st = in_kept(out[k], s, kept_row(c));
+        if (!moved_st) return false;
+        from_kept.push_back(std::move(*moved_st));
+      }
+      // (the kept rows move with the chunk: vta::intrin::replay_apart, as keep()'s copy)
+      const tir::Stmt kept_chunks = tir::make_attr(std::string(vta::intrin::replay_apart),
+                                                   kept.name(), 0, tir::make_seq(from_kept));
+      out = {all_kept ? kept_chunks
+                      : tir::make_if(c < kept_count, kept_chunks, tir::make_seq(out))};
+      return true;
+    }
     // Pass 2's chain in a kept chunk from the scores pass 1 kept there (scores_in_kept), in
     // place of its load: the statements `head` (the fill, the load and its masks, then the
     // chain; `parts` the chunk body's, the chain `ch`) without those before the chain, with the
@@ -42185,34 +42259,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const te::Buffer s = ch.buffers.front(), e = ch.buffers.back();
       if (s.same_as(e) || !ne::can_prove(ne::simplify(s.size() - e.size()) == 0))
         return std::nullopt;
-      const te::CallNode* load = nullptr;
-      for (std::size_t j = 0; j < ch.first && load == nullptr; ++j)
-        if (const auto* l = vta::detail::first_call(parts[j], vta::intrin::load);
-            l != nullptr && l->buffers[0].same_as(s))
-          load = l;
-      if (load == nullptr || load->args.size() != scores_load.size() ||
-          !load->buffers[1].same_as(scores_dram))
-        return std::nullopt;
-      for (std::size_t k = 0; k < scores_load.size(); ++k) {
-        const auto was = vta::detail::index_arg(scores_load[k]);
-        const auto is = vta::detail::index_arg(load->args[k]);
-        if (!was || !is ||
-            !ne::can_prove(ne::simplify(ne::substitute(*was, {{chunks.front(), c}}) - *is) == 0))
-          return std::nullopt;
-      }
-      // the statements before the chain write s or mask rows alone
-      const auto before_chain = [&](const tir::Stmt& st) {
-        if (st.as<tir::EvaluateNode>() == nullptr && st.as<tir::IfThenElseNode>() == nullptr)
-          return false;
-        return std::ranges::all_of(vta::detail::calls_in(st), [&](const te::CallNode* call) {
-          return call->name == vta::intrin::uop_loop_begin ||
-                 call->name == vta::intrin::uop_loop_end ||
-                 (!call->buffers.empty() &&
-                  (call->buffers[0].same_as(s) || call->buffers[0].name().ends_with(".mask")));
-        });
-      };
+      if (!loads_kept_scores(parts, ch, c)) return std::nullopt;
       std::size_t from = 0;
-      while (from < head.size() && before_chain(head[from])) ++from;
+      while (from < head.size() && before_chain(head[from], s)) ++from;
       struct Swap : tir::StmtMutator<Swap> {
         te::Buffer s, e, kept;
         ne::Expr rows;
@@ -42319,13 +42368,15 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (retarget.failed) return std::nullopt;
       return out;
     }
-    // Pass 1's chunk body `parts` (its fill first) where the whole softmax keeps chunks and is
-    // not in uniform tiles: the block's max from running rows `rows` (a chunk's size, allocated
-    // around the loop, at most -32768 before it, `before`), each chunk's loaded keys maxed into
-    // them by one ALU instruction, and the chunk's halving once after the loop on `rows`
+    // Pass 1's chunk body `parts` (its fill first) where the kernel keeps chunks (the whole
+    // softmax, or the exponentials) and is not in uniform tiles: the block's max from running rows
+    // `rows` (a chunk's size, allocated around the loop, at most -32768 before it, `before`), each
+    // chunk's loaded keys maxed into them by one ALU instruction, and the chunk's halving once
+    // after the loop on `rows`
     // (`after`), in place of a halving a chunk in the load's buffer. A kept chunk's scores then
-    // stay where they were loaded: the chunk's kept rows, which pass 2 computes from rather than
-    // loading them again (chain_from_scores). The last chunk the block sees fills its kept rows
+    // stay where they were loaded: the chunk's kept rows, which the whole softmax's pass 2
+    // (chain_from_scores) or the exponentials' pass 3 (exponentials_from_scores) computes from
+    // rather than loading them again. The last chunk the block sees fills its kept rows
     // first: with 0 where pass 2's chain is trimmed to the keys the block sees (what the
     // exponentials of the others are, for the sum and pass 3), else with the load's fill, if
     // any. (No fill in the load's buffer: the max reads the keys loaded alone.) `out` the loop's
@@ -42336,7 +42387,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                         te::Buffer& rows) {
       // (a causal softmax's chunks are filled, and pass 2's chains trimmed; one whose chunks
       // hold keys alone has no fill)
-      const bool trims = unseen_value[sum_pass].has_value();
+      // (the exponentials' pass 3 computes from the kept rows as from its load, whether its
+      // chain is trimmed or not: they take the load's fill)
+      const bool trims = chunks.size() == 3 && unseen_value[sum_pass].has_value();
       if (kept_count == 0 || uniform || (body.fill != 2 && (body.fill != 0 || trims)) ||
           body.load->args.size() < 5 || vta::detail::constant_index(body.load->args[3]) != 1)
         return false;
@@ -42915,8 +42968,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                   parts, hoisted, after, sums))
           kept_count = 0;
       } else if (kept_count > 0 && kept.defined() && pass + 1 == chunks.size()) {
-        kept_read = read_kept(guarded, chain_of(*body, guarded, c), n.var, allocated_in(*body),
-                              n.for_kind, n.min.as_int() == 0, parts);
+        // (the exponentials: from the kept scores; the whole softmax: from the kept exponentials)
+        kept_read = chunks.size() == 2
+                        ? exponentials_from_scores(guarded, chain_of(*body, guarded, c), c, parts)
+                        : read_kept(guarded, chain_of(*body, guarded, c), n.var,
+                                    allocated_in(*body), n.for_kind, n.min.as_int() == 0, parts);
       }
       tir::Stmt inner = tir::make_seq(parts);
       // a chunk the query sees none of: its stored buffer filled with the constant, stored.
@@ -43123,7 +43179,11 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
 inline std::int64_t kept_chunks(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                 std::int64_t chunk) {
   const std::int64_t chunks = softmax_chunks(shape, chunk);
-  if (shape.part != IntegerSoftmaxPart::Whole || chunks <= 1) return 0;
+  // (the exponentials keep the scores pass 1 loads, not in uniform tiles: skip_masked's
+  // scores_in_kept)
+  const bool keeps = shape.part == IntegerSoftmaxPart::Whole ||
+                     (shape.part == IntegerSoftmaxPart::Exp && !softmax_uniform(shape));
+  if (!keeps || chunks <= 1) return 0;
   const std::int64_t free = env.config.acc_depth() - pass_footprint(shape, chunk).acc;
   return std::clamp<std::int64_t>(free / chunk, 0, chunks);
 }
@@ -43154,7 +43214,8 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
                     : shape.part == IntegerSoftmaxPart::Exp ? Cost{30.08, 9.57, 270.6}
                                                             : Cost{4.29, 11.88, 152.4};
   // The whole softmax's kept chunks (detail::kept_chunks) save pass 3's exponential and, not
-  // in uniform tiles, pass 2's load (pass 1 keeps the scores): cycles a key seen and a chunk
+  // in uniform tiles, pass 2's load (pass 1 keeps the scores; the exponentials' save pass 3's
+  // load, and its masks, a chunk's fixed cost more than a key's): cycles a key seen and a chunk
   // iteration there, and cycles a block costs a key of a chunk where they are kept (the running
   // rows' start and halving, where the exponentials are computed in the kept rows: not in
   // uniform tiles; charged also where the kept rows' reset cannot be hoisted and they are
@@ -43166,9 +43227,10 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   struct Kept {
     double seen, chunk, rows;
   };
-  const Kept kept = shape.part != IntegerSoftmaxPart::Whole ? Kept{0, 0, 0}
-                    : detail::softmax_uniform(shape)        ? Kept{39.28, 215.9, 0}
-                                                            : Kept{42.31, 378.7, 5.86};
+  const Kept kept = shape.part == IntegerSoftmaxPart::Normalize ? Kept{0, 0, 0}
+                    : shape.part == IntegerSoftmaxPart::Exp     ? Kept{1.97, 72.48, 3.31}
+                    : detail::softmax_uniform(shape)            ? Kept{39.28, 215.9, 0}
+                                                                : Kept{42.31, 378.7, 5.86};
   const detail::SoftmaxRuns runs(shape);
   const double seen = runs.entries(1);
   const auto cycles = [&](std::int64_t chunk) {

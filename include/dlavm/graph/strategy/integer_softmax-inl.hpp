@@ -405,8 +405,10 @@ inline std::int64_t softmax_chunks(const IntegerSoftmaxShape& shape, std::int64_
 // The accumulator entries of the passes (footprint() without the kept exponentials).
 inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // The chunks of a block whose exponentials pass 2 of the whole softmax keeps in the accumulator
-// for pass 3 (skip_masked_work): as many as the entries the passes leave free hold, at most the
-// block's chunks; none where the keys fit one chunk (no chunk loop) or the kernel is a part.
+// for pass 3 (skip_masked_work), or whose scores pass 1 of the exponentials keeps for pass 3
+// (not in uniform tiles): as many as the entries the passes leave free hold, at most the
+// block's chunks; none where the keys fit one chunk (no chunk loop) or the kernel is the
+// normalization.
 inline std::int64_t kept_chunks(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                 std::int64_t chunk);
 
@@ -1476,6 +1478,70 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (from_scores) kept_reset.reset();
       return true;
     }
+    // Whether the chunk body `parts` (chain `ch`, chunk `c`) loads its chain's first buffer as
+    // pass 1 loaded the scores it kept (scores_in_kept): one row of tiles from the same DRAM
+    // element of the chunk, in the same memory. (Not its length: each pass's clips the chunk
+    // to the keys the block sees, in forms the simplifier does not always prove the same; the
+    // chain reads no key past those, trimmed where the lowering's is.)
+    bool loads_kept_scores(const std::vector<tir::Stmt>& parts, const Chain& ch,
+                           const ne::Expr& c) const {
+      if (!scores_kept) return false;
+      const te::Buffer& s = ch.buffers.front();
+      const te::CallNode* load = nullptr;
+      for (std::size_t j = 0; j < ch.first && load == nullptr; ++j)
+        if (const auto* l = vta::detail::first_call(parts[j], vta::intrin::load);
+            l != nullptr && l->buffers[0].same_as(s))
+          load = l;
+      if (load == nullptr || load->args.size() != scores_load.size() ||
+          !load->buffers[1].same_as(scores_dram))
+        return false;
+      for (std::size_t k = 0; k < scores_load.size(); ++k) {
+        if (k == 4 || k == 5) continue;  // (the row's length and stride)
+        const auto was = vta::detail::index_arg(scores_load[k]);
+        const auto is = vta::detail::index_arg(load->args[k]);
+        if (!was || !is ||
+            !ne::can_prove(ne::simplify(ne::substitute(*was, {{chunks.front(), c}}) - *is) == 0))
+          return false;
+      }
+      return true;
+    }
+    // Whether statement `st`, before a chain, writes the load's buffer `s` or mask rows alone
+    // (the load's fill, the load, the masks).
+    static bool before_chain(const tir::Stmt& st, const te::Buffer& s) {
+      if (st.as<tir::EvaluateNode>() == nullptr && st.as<tir::IfThenElseNode>() == nullptr)
+        return false;
+      return std::ranges::all_of(vta::detail::calls_in(st), [&](const te::CallNode* call) {
+        return call->name == vta::intrin::uop_loop_begin ||
+               call->name == vta::intrin::uop_loop_end ||
+               (!call->buffers.empty() &&
+                (call->buffers[0].same_as(s) || call->buffers[0].name().ends_with(".mask")));
+      });
+    }
+    // The exponentials' pass 3 (`out`, rewritten from `parts`, whose chain is `ch`) in a kept
+    // chunk from the scores pass 1 kept there (scores_in_kept): no fill, load or masks, the
+    // chain (trimmed where the lowering's was) on the kept rows in place of the load's buffer.
+    // False, and `out` as it was, where pass 1 did not keep the scores or its load is not this
+    // one's.
+    bool exponentials_from_scores(const std::vector<tir::Stmt>& parts, const Chain& ch,
+                                  const ne::Expr& c, std::vector<tir::Stmt>& out) const {
+      if (!loads_kept_scores(parts, ch, c)) return false;
+      const te::Buffer& s = ch.buffers.front();
+      std::size_t from = 0;
+      while (from < out.size() && before_chain(out[from], s)) ++from;
+      if (from == 0) return false;
+      std::vector<tir::Stmt> from_kept;
+      for (std::size_t k = from; k < out.size(); ++k) {
+        auto moved_st = in_kept(out[k], s, kept_row(c));
+        if (!moved_st) return false;
+        from_kept.push_back(std::move(*moved_st));
+      }
+      // (the kept rows move with the chunk: vta::intrin::replay_apart, as keep()'s copy)
+      const tir::Stmt kept_chunks = tir::make_attr(std::string(vta::intrin::replay_apart),
+                                                   kept.name(), 0, tir::make_seq(from_kept));
+      out = {all_kept ? kept_chunks
+                      : tir::make_if(c < kept_count, kept_chunks, tir::make_seq(out))};
+      return true;
+    }
     // Pass 2's chain in a kept chunk from the scores pass 1 kept there (scores_in_kept), in
     // place of its load: the statements `head` (the fill, the load and its masks, then the
     // chain; `parts` the chunk body's, the chain `ch`) without those before the chain, with the
@@ -1493,34 +1559,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const te::Buffer s = ch.buffers.front(), e = ch.buffers.back();
       if (s.same_as(e) || !ne::can_prove(ne::simplify(s.size() - e.size()) == 0))
         return std::nullopt;
-      const te::CallNode* load = nullptr;
-      for (std::size_t j = 0; j < ch.first && load == nullptr; ++j)
-        if (const auto* l = vta::detail::first_call(parts[j], vta::intrin::load);
-            l != nullptr && l->buffers[0].same_as(s))
-          load = l;
-      if (load == nullptr || load->args.size() != scores_load.size() ||
-          !load->buffers[1].same_as(scores_dram))
-        return std::nullopt;
-      for (std::size_t k = 0; k < scores_load.size(); ++k) {
-        const auto was = vta::detail::index_arg(scores_load[k]);
-        const auto is = vta::detail::index_arg(load->args[k]);
-        if (!was || !is ||
-            !ne::can_prove(ne::simplify(ne::substitute(*was, {{chunks.front(), c}}) - *is) == 0))
-          return std::nullopt;
-      }
-      // the statements before the chain write s or mask rows alone
-      const auto before_chain = [&](const tir::Stmt& st) {
-        if (st.as<tir::EvaluateNode>() == nullptr && st.as<tir::IfThenElseNode>() == nullptr)
-          return false;
-        return std::ranges::all_of(vta::detail::calls_in(st), [&](const te::CallNode* call) {
-          return call->name == vta::intrin::uop_loop_begin ||
-                 call->name == vta::intrin::uop_loop_end ||
-                 (!call->buffers.empty() &&
-                  (call->buffers[0].same_as(s) || call->buffers[0].name().ends_with(".mask")));
-        });
-      };
+      if (!loads_kept_scores(parts, ch, c)) return std::nullopt;
       std::size_t from = 0;
-      while (from < head.size() && before_chain(head[from])) ++from;
+      while (from < head.size() && before_chain(head[from], s)) ++from;
       struct Swap : tir::StmtMutator<Swap> {
         te::Buffer s, e, kept;
         ne::Expr rows;
@@ -1627,13 +1668,15 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (retarget.failed) return std::nullopt;
       return out;
     }
-    // Pass 1's chunk body `parts` (its fill first) where the whole softmax keeps chunks and is
-    // not in uniform tiles: the block's max from running rows `rows` (a chunk's size, allocated
-    // around the loop, at most -32768 before it, `before`), each chunk's loaded keys maxed into
-    // them by one ALU instruction, and the chunk's halving once after the loop on `rows`
+    // Pass 1's chunk body `parts` (its fill first) where the kernel keeps chunks (the whole
+    // softmax, or the exponentials) and is not in uniform tiles: the block's max from running rows
+    // `rows` (a chunk's size, allocated around the loop, at most -32768 before it, `before`), each
+    // chunk's loaded keys maxed into them by one ALU instruction, and the chunk's halving once
+    // after the loop on `rows`
     // (`after`), in place of a halving a chunk in the load's buffer. A kept chunk's scores then
-    // stay where they were loaded: the chunk's kept rows, which pass 2 computes from rather than
-    // loading them again (chain_from_scores). The last chunk the block sees fills its kept rows
+    // stay where they were loaded: the chunk's kept rows, which the whole softmax's pass 2
+    // (chain_from_scores) or the exponentials' pass 3 (exponentials_from_scores) computes from
+    // rather than loading them again. The last chunk the block sees fills its kept rows
     // first: with 0 where pass 2's chain is trimmed to the keys the block sees (what the
     // exponentials of the others are, for the sum and pass 3), else with the load's fill, if
     // any. (No fill in the load's buffer: the max reads the keys loaded alone.) `out` the loop's
@@ -1644,7 +1687,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                         te::Buffer& rows) {
       // (a causal softmax's chunks are filled, and pass 2's chains trimmed; one whose chunks
       // hold keys alone has no fill)
-      const bool trims = unseen_value[sum_pass].has_value();
+      // (the exponentials' pass 3 computes from the kept rows as from its load, whether its
+      // chain is trimmed or not: they take the load's fill)
+      const bool trims = chunks.size() == 3 && unseen_value[sum_pass].has_value();
       if (kept_count == 0 || uniform || (body.fill != 2 && (body.fill != 0 || trims)) ||
           body.load->args.size() < 5 || vta::detail::constant_index(body.load->args[3]) != 1)
         return false;
@@ -2223,8 +2268,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                   parts, hoisted, after, sums))
           kept_count = 0;
       } else if (kept_count > 0 && kept.defined() && pass + 1 == chunks.size()) {
-        kept_read = read_kept(guarded, chain_of(*body, guarded, c), n.var, allocated_in(*body),
-                              n.for_kind, n.min.as_int() == 0, parts);
+        // (the exponentials: from the kept scores; the whole softmax: from the kept exponentials)
+        kept_read = chunks.size() == 2
+                        ? exponentials_from_scores(guarded, chain_of(*body, guarded, c), c, parts)
+                        : read_kept(guarded, chain_of(*body, guarded, c), n.var,
+                                    allocated_in(*body), n.for_kind, n.min.as_int() == 0, parts);
       }
       tir::Stmt inner = tir::make_seq(parts);
       // a chunk the query sees none of: its stored buffer filled with the constant, stored.
@@ -2431,7 +2479,11 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
 inline std::int64_t kept_chunks(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                 std::int64_t chunk) {
   const std::int64_t chunks = softmax_chunks(shape, chunk);
-  if (shape.part != IntegerSoftmaxPart::Whole || chunks <= 1) return 0;
+  // (the exponentials keep the scores pass 1 loads, not in uniform tiles: skip_masked's
+  // scores_in_kept)
+  const bool keeps = shape.part == IntegerSoftmaxPart::Whole ||
+                     (shape.part == IntegerSoftmaxPart::Exp && !softmax_uniform(shape));
+  if (!keeps || chunks <= 1) return 0;
   const std::int64_t free = env.config.acc_depth() - pass_footprint(shape, chunk).acc;
   return std::clamp<std::int64_t>(free / chunk, 0, chunks);
 }
@@ -2462,7 +2514,8 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
                     : shape.part == IntegerSoftmaxPart::Exp ? Cost{30.08, 9.57, 270.6}
                                                             : Cost{4.29, 11.88, 152.4};
   // The whole softmax's kept chunks (detail::kept_chunks) save pass 3's exponential and, not
-  // in uniform tiles, pass 2's load (pass 1 keeps the scores): cycles a key seen and a chunk
+  // in uniform tiles, pass 2's load (pass 1 keeps the scores; the exponentials' save pass 3's
+  // load, and its masks, a chunk's fixed cost more than a key's): cycles a key seen and a chunk
   // iteration there, and cycles a block costs a key of a chunk where they are kept (the running
   // rows' start and halving, where the exponentials are computed in the kept rows: not in
   // uniform tiles; charged also where the kept rows' reset cannot be hoisted and they are
@@ -2474,9 +2527,10 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   struct Kept {
     double seen, chunk, rows;
   };
-  const Kept kept = shape.part != IntegerSoftmaxPart::Whole ? Kept{0, 0, 0}
-                    : detail::softmax_uniform(shape)        ? Kept{39.28, 215.9, 0}
-                                                            : Kept{42.31, 378.7, 5.86};
+  const Kept kept = shape.part == IntegerSoftmaxPart::Normalize ? Kept{0, 0, 0}
+                    : shape.part == IntegerSoftmaxPart::Exp     ? Kept{1.97, 72.48, 3.31}
+                    : detail::softmax_uniform(shape)            ? Kept{39.28, 215.9, 0}
+                                                                : Kept{42.31, 378.7, 5.86};
   const detail::SoftmaxRuns runs(shape);
   const double seen = runs.entries(1);
   const auto cycles = [&](std::int64_t chunk) {

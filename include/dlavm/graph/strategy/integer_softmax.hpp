@@ -87,8 +87,9 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 //   2. the sum of the exponentials, likewise (one ALU add per chunk);
 //   3. the probabilities: the exponentials again, times the reciprocal of the sum, stored;
 //      rewritten by skip_masked_work, from those pass 2 kept in the chunks the accumulator
-//      holds beside the passes' buffers (kept_chunks: 9 of the 16 chunks of 128 keys in the
-//      gallery's 2,048-token prefill), where pass 3 loads nothing and computes no exponential.
+//      holds beside the passes' buffers (kept_chunks: 26 of the 32 chunks of 64 keys in the
+//      gallery's 2,048-token prefill), where pass 3 loads nothing and computes no exponential
+//      (and, not in uniform tiles, pass 2 loads nothing: pass 1 loads those chunks there).
 // Keys at N and after, and those after N - M + q for a causal softmax not in uniform tiles
 // (below; query q: the product index modulo M, the queries the last batch dim), load as -32768,
 // whose exponential is 0: a padded copy (an ALU fill and a clipped load), no mask in DRAM.
@@ -196,20 +197,26 @@ class IntegerSoftmaxKernel {
   //     before its passes, by one LOAD of two rows from a DRAM row affine in p (2 (M - 1)
   //     accumulator rows; where the keys fit one chunk, each pass loads them, where its chunk
   //     of mask rows holds 2 (M - 1), else applies the lowering's padded copy of them);
-  //   - the whole softmax computes each exponential once in a block's first kept_chunks()
-  //     chunks: pass 2 computes them in a buffer of those chunks (rows reset once a block
-  //     before its chunk loop), each chunk's added to running rows of the sum that are halved
-  //     after the loop (in uniform tiles, whose replay copies a chunk's iterations, and where
-  //     the kept rows take more than one reset's loop, it computes them where the other chunks
-  //     do and copies them there, an ADD a key, before its sum adds them up in place), and
-  //     pass 3 computes the probabilities there and stores them, with no load, masks or
+  //   - the whole softmax loads each score and computes each exponential once in a block's
+  //     first kept_chunks() chunks: pass 1 loads them into a buffer of those chunks, where it
+  //     masks them (its max then from running rows, a MAX a chunk over the keys it loads,
+  //     halved after the loop), pass 2 computes their exponentials there, with no load or
+  //     masks, each chunk's added to running rows of the sum that are halved after the loop
+  //     (in uniform tiles, whose replay copies a chunk's iterations, and where the kept rows
+  //     take more than one reset's loop, pass 2 loads them again, computes them where the other
+  //     chunks do and copies them there, an ADD a key, before its sum adds them up in place),
+  //     and pass 3 computes the probabilities there and stores them, with no load, masks or
   //     exponential (36 of its ALU cycles a key at the gallery's scale). It does so before its
   //     chunk loop, for the kept chunks the block sees, in spans of as many chunks as its chunk
   //     buffers' entries hold of those these stages use (a span's buffers take their place):
-  //     each stage one kernel over a span's rows and one STORE a span, where a chunk took one
-  //     of each (the gallery's decode step: 25 kept chunks in 5 spans, 200 instructions
-  //     fewer). Where the keys fit one chunk the lowering has no chunk loop, and pass 3 computes
-  //     them again.
+  //     each stage one kernel over a span's rows and a STORE a span (where pass 1 keeps the
+  //     scores; else one STORE after the spans), where a chunk took one of each (the gallery's
+  //     decode step: 25 kept chunks in 5 spans, 200 instructions fewer). Where the keys fit one
+  //     chunk the lowering has no chunk loop, and pass 3 computes them again. The exponentials
+  //     (IntegerSoftmaxPart::Exp, not in uniform tiles) keep their scores likewise: pass 1 loads
+  //     them into the kept rows, pass 3 computes from there;
+  //   - the normalization's pass 3 copies the reciprocal beside its chunk by a MAX (each
+  //     probability it leaves there is at most the reciprocal), its buffer reset once a block;
   //   - the exponentials' copies of z in passes 2 and 3 (a reset and an ADD each a chunk): z
   //     taken from u by a MAX, and the second shift amount computed in the copy, taken by a
   //     MAX, the first in place; each buffer reset once before the chunk loop. What a chunk's
@@ -218,9 +225,10 @@ class IntegerSoftmaxKernel {
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
-  // The chunks of a block whose exponentials the whole softmax computes once (skip_masked_work):
-  // as many as the accumulator holds beside the passes' buffers, at most the block's chunks; 0
-  // for a part, or where the keys fit one chunk.
+  // The chunks of a block whose exponentials the whole softmax computes once, or whose scores
+  // the exponentials load once (not in uniform tiles; skip_masked_work): as many as the
+  // accumulator holds beside the passes' buffers, at most the block's chunks; 0 for the
+  // normalization, or where the keys fit one chunk.
   std::int64_t kept_chunks() const;
 
  private:
@@ -250,7 +258,7 @@ std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmax
 // The accumulator entries the kernel allocates: the rows of a block, the largest pass's
 // buffers for one chunk (with masks, the 2 (G - 1) mask rows a chunk applies with lane groups,
 // a chunk of mask rows in uniform tiles), a block's masks in uniform tiles (2 (M - 1) rows), and
-// the whole softmax's kept exponentials (as many chunks as the rest leaves room for;
+// the kept chunks' rows (as many chunks as the rest leaves room for;
 // IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least a chunk (the
 // lowering then allocates these entries); above it where fewer keys leave the chunk's buffers
 // smaller.
