@@ -40597,7 +40597,7 @@ class IntegerSoftmaxKernel {
   //     buffers' entries hold of those these stages use (a span's buffers take their place):
   //     each stage one kernel over a span's rows and a STORE a span (where pass 1 keeps the
   //     scores; else one STORE after the spans), where a chunk took one of each (the gallery's
-  //     decode step: 25 kept chunks in 5 spans, 200 instructions fewer). Where the keys fit one
+  //     layer: 26 kept chunks of 64 keys in 6 spans of 5). Where the keys fit one
   //     chunk the lowering has no chunk loop, and pass 3 computes them again. The exponentials
   //     (IntegerSoftmaxPart::Exp, not in uniform tiles) keep their scores likewise: pass 1 loads
   //     them into the kept rows, pass 3 computes from there;
@@ -42057,12 +42057,13 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
               std::vector<tir::Stmt>& before, std::vector<tir::Stmt>& after, te::Buffer& sums) {
       if (ch.buffers.size() < 2) return false;
       const te::Buffer e = ch.buffers.back();
-      // (pass 1's where it kept the scores there)
-      const te::Buffer to =
-          scores_kept && ne::can_prove(ne::simplify(kept.size() - e.size() * kept_count) == 0)
-              ? kept
-              : te::make_buffer(e.name() + ".kept", e.dtype(),
-                                {ne::simplify(e.size() * kept_count)}, e.scope());
+      // (pass 1's where it kept the scores there, of as many entries)
+      if (scores_kept && !ne::can_prove(ne::simplify(kept.size() - e.size() * kept_count) == 0))
+        return false;
+      const te::Buffer to = scores_kept
+                                ? kept
+                                : te::make_buffer(e.name() + ".kept", e.dtype(),
+                                                  {ne::simplify(e.size() * kept_count)}, e.scope());
       auto copy = copy_rows(parts, ch, e, to, kept_row(c));
       if (!copy) return false;
       kept = to;
@@ -42224,7 +42225,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // one's.
     bool exponentials_from_scores(const std::vector<tir::Stmt>& parts, const Chain& ch,
                                   const ne::Expr& c, std::vector<tir::Stmt>& out) const {
-      if (!loads_kept_scores(parts, ch, c)) return false;
+      // (not where the chain ends in the load's buffer: a trimmed chain's fill of it is a
+      // statement before the chain)
+      if (!loads_kept_scores(parts, ch, c) || ch.buffers.back().same_as(ch.buffers.front()))
+        return false;
       const te::Buffer& s = ch.buffers.front();
       std::size_t from = 0;
       while (from < out.size() && before_chain(out[from], s)) ++from;
@@ -42235,11 +42239,14 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         if (!moved_st) return false;
         from_kept.push_back(std::move(*moved_st));
       }
-      // (the kept rows move with the chunk: vta::intrin::replay_apart, as keep()'s copy)
+      // (the kept rows move with the chunk: vta::intrin::replay_apart, as keep()'s copy). Only
+      // in the chunks the block sees, which pass 1 loaded: a chunk past them that the loop
+      // computes (where no constant stands for it) loads its own.
       const tir::Stmt kept_chunks = tir::make_attr(std::string(vta::intrin::replay_apart),
                                                    kept.name(), 0, tir::make_seq(from_kept));
-      out = {all_kept ? kept_chunks
-                      : tir::make_if(c < kept_count, kept_chunks, tir::make_seq(out))};
+      const ne::Expr loaded = ne::simplify(c < ne::min(ne::Expr(kept_count), seen));
+      out = {ne::can_prove(loaded) ? kept_chunks
+                                   : tir::make_if(loaded, kept_chunks, tir::make_seq(out))};
       return true;
     }
     // Pass 2's chain in a kept chunk from the scores pass 1 kept there (scores_in_kept), in
@@ -42421,9 +42428,6 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const ne::Expr row = kept_row(c);
       const te::Buffer running =
           te::make_buffer(s.name() + ".rows", s.dtype(), {s.size()}, s.scope());
-      // (in_kept moves s to `kept`, which no pass before this one defined)
-      kept = te::make_buffer(s.name() + ".kept", s.dtype(), {ne::simplify(s.size() * kept_count)},
-                             s.scope());
       // the fill's reset and ADD (k = 0, 1) over a whole chunk of `to` from row `at`
       const auto whole_fill = [&](std::size_t k, const te::Buffer& to, const ne::Expr& at) {
         const auto fill_calls = vta::detail::calls_in(parts[k]);
@@ -42870,6 +42874,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const std::size_t k = loop_at(chunks.back());
       if (k == seq->seq.size()) return out;
       auto parts = seq->seq;
+      // (pass 1's loop, which writes the kept rows where it keeps the scores, among them too)
+      if (keeps && scores_kept && loop_at(chunks.front()) > k) return out;
       if (keeps) {
         kept_allocated = true;
         if (kept_spans) parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(k), *kept_spans);
@@ -43252,8 +43258,8 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // The parts that compute exponentials take the least estimate: the whole softmax's kept
   // chunks save, at fewer keys, more than the fit at 2,048 says (prefills of 256 queries after 0
   // to 256 keys: 128 keys 4.9% slower than 64 on the cycle model, estimated 2.4% slower), and
-  // the exponentials' prefill of 2,048 tokens takes 1.8% more cycles in chunks of 512 than in
-  // 256, estimated within 2%: a tie would take the slower.
+  // the exponentials' prefill of 2,048 tokens takes 1.6% more cycles in chunks of 256 than in
+  // 128, estimated 0.2% apart: a tie would take the slower.
   const double ties = shape.part == IntegerSoftmaxPart::Normalize ? 1.02 : 1.0;
   std::vector<std::pair<std::int64_t, double>> fitting;  // each chunk that fits, its cycles
   for (const auto chunk : space.knobs[0].values)

@@ -924,10 +924,10 @@ TEST_CASE("integer softmax: the multiplier's factors of two leave the exponent's
 TEST_CASE("integer softmax kernel: the lane masks touch only the keys some queries do not see") {
   // 32 queries after 8 keys, two queries of 8 lanes a tile, chunks of 16: block p's second
   // query sees one key its first does not, in one chunk. Rewritten (skip_masked_work), each
-  // pass there loads the kernel's constant whole (a row that changes nothing, then the mask),
-  // and applies it to that key's row alone; as lowered, it loads the mask's row into a chunk of
-  // rows that change nothing and applies all 16. Every probability equals the host reference
-  // (the lane-group tests above).
+  // pass that masks loads the kernel's constant whole there (a row that changes nothing, then
+  // the mask), and applies it to that key's row alone; as lowered, it loads the mask's row into
+  // a chunk of rows that change nothing and applies all 16. Every probability equals the host
+  // reference (the lane-group tests above).
   const vta::Env env;
   const auto m = ne::var("m", 1, 32);
   const auto last = ne::var("last", 0, 8);
@@ -956,7 +956,7 @@ TEST_CASE("integer softmax kernel: the lane masks touch only the keys some queri
     // alone loads masks)
     const bool keeps = part != graph::IntegerSoftmaxPart::Normalize;
     CHECK(kernel.kept_chunks() == (keeps ? 3 : 0));
-    CHECK(loads == 16 * (keeps ? 1 : 2));  // each of the 16 blocks' passes, once
+    CHECK(loads == 16 * (keeps ? 1 : 2));  // each of the 16 blocks' masking passes, once
     CHECK(whole == loads);
     MESSAGE("part ", static_cast<int>(part), ": ", alu_uops, " ALU micro-ops");
   }

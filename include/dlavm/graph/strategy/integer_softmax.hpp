@@ -211,7 +211,7 @@ class IntegerSoftmaxKernel {
   //     buffers' entries hold of those these stages use (a span's buffers take their place):
   //     each stage one kernel over a span's rows and a STORE a span (where pass 1 keeps the
   //     scores; else one STORE after the spans), where a chunk took one of each (the gallery's
-  //     decode step: 25 kept chunks in 5 spans, 200 instructions fewer). Where the keys fit one
+  //     layer: 26 kept chunks of 64 keys in 6 spans of 5). Where the keys fit one
   //     chunk the lowering has no chunk loop, and pass 3 computes them again. The exponentials
   //     (IntegerSoftmaxPart::Exp, not in uniform tiles) keep their scores likewise: pass 1 loads
   //     them into the kept rows, pass 3 computes from there;
