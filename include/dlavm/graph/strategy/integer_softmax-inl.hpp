@@ -1249,8 +1249,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     bool hoist_reset = true, kept_reset_placed = false;
     // a prefill's scores kept (scores_in_kept): pass 1 loaded its kept chunks into `kept`, with
     // 0 in the last seen chunk's other rows where pass 2's chain is trimmed to the keys seen
-    // (`scores_trimmed`), and pass 2 computes from them (sum_in_kept) where its load is pass 1's
-    // (`scores_load`, pass 1's chunk its chunks[0], and its DRAM buffer `scores_dram`)
+    // (`scores_trimmed`), and the whole softmax's pass 2 (chain_from_scores) or the
+    // exponentials' pass 3 (exponentials_from_scores) computes from them where its load is
+    // pass 1's (`scores_load`, pass 1's chunk its chunks[0], and its DRAM buffer `scores_dram`)
     bool scores_kept = false, scores_trimmed = false;
     std::vector<te::Expr> scores_load;
     te::Buffer scores_dram;
