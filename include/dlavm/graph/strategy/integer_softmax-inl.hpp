@@ -1570,60 +1570,21 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (!loads_kept_scores(parts, ch, c)) return std::nullopt;
       std::size_t from = 0;
       while (from < head.size() && before_chain(head[from], s)) ++from;
-      struct Swap : tir::StmtMutator<Swap> {
-        te::Buffer s, e, kept;
-        ne::Expr rows;
-        bool swapped = false, failed = false;
-        int copies = 0;
-        // (each branch from the state before the branch; both must end the same)
-        tir::Stmt visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
-          const bool was = swapped;
-          const tir::Stmt t = visit(n.then_case);
-          const bool after_then = swapped;
-          swapped = was;
-          const tir::Stmt f = n.else_case.defined() ? visit(n.else_case) : tir::Stmt();
-          failed = failed || swapped != after_then;
-          return tir::make_if(n.cond, t, f);
-        }
-        tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& st) {
-          const auto* call = n.value.as<te::CallNode>();
-          if (call == nullptr) return st;
-          auto args = call->args;
-          auto buffers = call->buffers;
-          const bool copy = call->name == vta::intrin::alu && buffers.size() == 2 &&
-                            buffers[0].same_as(e) && buffers[1].same_as(s) && args.size() == 5 &&
-                            vta::detail::constant_index(args[0]) ==
-                                static_cast<std::int64_t>(runtime::AluOp::Max) &&
-                            vta::detail::constant_index(args[1]) == 0;
-          for (std::size_t b = 0; b < buffers.size(); ++b) {
-            const bool is_s = buffers[b].same_as(s);
-            if (!is_s && !buffers[b].same_as(e)) continue;
-            // s in the kept rows until the copy, e after it; the other in e
-            if (is_s == swapped) {
-              buffers[b] = e;
-              continue;
-            }
-            if (!offset_row(*call, b, rows, args)) {
-              failed = true;
-              return st;
-            }
-            buffers[b] = kept;
-          }
-          if (copy) {
-            ++copies;
-            swapped = true;
-          }
-          return tir::make_evaluate(
-              te::call(call->name, call->dtype(), std::move(args), std::move(buffers)));
-        }
-      } swap;
-      swap.s = s;
-      swap.e = e;
-      swap.kept = kept;
-      swap.rows = kept_row(c);
+      // (s in the kept rows until the copy of r; after it, s in e and e in the kept rows)
+      const ne::Expr rows = kept_row(c);
+      MoveBuffers swap;
+      swap.moves = {{s, kept, rows}};
+      swap.turned = {{s, e, std::nullopt}, {e, kept, rows}};
+      swap.turn = [&](const te::CallNode& call) {
+        return call.name == vta::intrin::alu && call.buffers.size() == 2 &&
+               call.buffers[0].same_as(e) && call.buffers[1].same_as(s) && call.args.size() == 5 &&
+               vta::detail::constant_index(call.args[0]) ==
+                   static_cast<std::int64_t>(runtime::AluOp::Max) &&
+               vta::detail::constant_index(call.args[1]) == 0;
+      };
       std::vector<tir::Stmt> out;
       for (std::size_t k = from; k < head.size(); ++k) out.push_back(swap.visit(head[k]));
-      if (from == 0 || swap.failed || swap.copies == 0 || !swap.swapped) return std::nullopt;
+      if (from == 0 || swap.failed || swap.turns == 0 || !swap.is_turned) return std::nullopt;
       return out;
     }
     // `args` (those of `call`) with the row offset of its buffer `b` moved by `rows`: an ALU
@@ -1640,55 +1601,79 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       args[at] = te::index_value(ne::simplify(*row + rows));
       return true;
     }
+    // A buffer a call reads or writes moved: `from` as `to`, its row offsets moved by `rows`
+    // where given (offset_row).
+    struct Move {
+      te::Buffer from, to;
+      std::optional<ne::Expr> rows;
+    };
+    // Statements with their calls' buffers moved: by `moves`, and after the first call `turn`
+    // accepts (where given) by `turned`, each branch of an if from the state before it (both
+    // must end the same). Failed where a moved buffer's row is no index.
+    struct MoveBuffers : tir::StmtMutator<MoveBuffers> {
+      std::vector<Move> moves, turned;
+      std::function<bool(const te::CallNode&)> turn;
+      bool is_turned = false, failed = false;
+      int turns = 0;
+      tir::Stmt visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+        const bool was = is_turned;
+        const tir::Stmt t = visit(n.then_case);
+        const bool after_then = is_turned;
+        is_turned = was;
+        const tir::Stmt f = n.else_case.defined() ? visit(n.else_case) : tir::Stmt();
+        failed = failed || is_turned != after_then;
+        return tir::make_if(n.cond, t, f);
+      }
+      tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& st) {
+        const auto* call = n.value.as<te::CallNode>();
+        if (call == nullptr) return st;
+        auto args = call->args;
+        auto buffers = call->buffers;
+        bool moved = false;
+        for (std::size_t b = 0; b < buffers.size(); ++b)
+          for (const Move& m : is_turned ? turned : moves) {
+            if (!buffers[b].same_as(m.from)) continue;
+            if (m.rows && !offset_row(*call, b, *m.rows, args)) {
+              failed = true;
+              return st;
+            }
+            buffers[b] = m.to;
+            moved = true;
+            break;
+          }
+        if (turn && turn(*call)) {
+          ++turns;
+          is_turned = true;
+        }
+        if (!moved) return st;
+        return tir::make_evaluate(
+            te::call(call->name, call->dtype(), std::move(args), std::move(buffers)));
+      }
+    };
     // `st` with chunk buffer `e` read and written in `kept` at rows `rows` on: each call's
     // buffer and its row offset (an ALU op's destination or source, a reset's entry, a store's
     // or a load's SRAM tile). Nullopt where another call reads or writes `e`.
     std::optional<tir::Stmt> in_kept(const tir::Stmt& st, const te::Buffer& e,
                                      const ne::Expr& rows) const {
-      struct Retarget : tir::StmtMutator<Retarget> {
-        te::Buffer e, kept;
-        ne::Expr rows;
-        bool failed = false;
-        tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& s) {
-          const auto* call = n.value.as<te::CallNode>();
-          if (call == nullptr) return s;
-          auto args = call->args;
-          auto buffers = call->buffers;
-          bool moved = false;
-          for (std::size_t b = 0; b < buffers.size(); ++b) {
-            if (!buffers[b].same_as(e)) continue;
-            if (!offset_row(*call, b, rows, args)) {
-              failed = true;
-              return s;
-            }
-            buffers[b] = kept;
-            moved = true;
-          }
-          if (!moved) return s;
-          return tir::make_evaluate(
-              te::call(call->name, call->dtype(), std::move(args), std::move(buffers)));
-        }
-      } retarget;
-      retarget.e = e;
-      retarget.kept = kept;
-      retarget.rows = rows;
-      tir::Stmt out = retarget.visit(st);
-      if (retarget.failed) return std::nullopt;
+      MoveBuffers move;
+      move.moves = {{e, kept, rows}};
+      tir::Stmt out = move.visit(st);
+      if (move.failed) return std::nullopt;
       return out;
     }
     // Pass 1's chunk body `parts` (its fill first) where the kernel keeps chunks (the whole
-    // softmax, or the exponentials) and is not in uniform tiles: the block's max from running rows
-    // `rows` (a chunk's size, allocated around the loop, at most -32768 before it, `before`), each
-    // chunk's loaded keys maxed into them by one ALU instruction, and the chunk's halving once
-    // after the loop on `rows`
-    // (`after`), in place of a halving a chunk in the load's buffer. A kept chunk's scores then
-    // stay where they were loaded: the chunk's kept rows, which the whole softmax's pass 2
-    // (chain_from_scores) or the exponentials' pass 3 (exponentials_from_scores) computes from
-    // rather than loading them again. The last chunk the block sees fills its kept rows
-    // first: with 0 where pass 2's chain is trimmed to the keys the block sees (what the
-    // exponentials of the others are, for the sum and pass 3), else with the load's fill, if
-    // any. (No fill in the load's buffer: the max reads the keys loaded alone.) `out` the loop's
-    // body; false, and the outputs as they were, where the body is not that.
+    // softmax, or the exponentials) and is not in uniform tiles: the block's max from running
+    // rows `rows` (a chunk's size, allocated around the loop, at most -32768 before it,
+    // `before`), each chunk's loaded keys maxed into them by one ALU instruction, and the
+    // chunk's halving once after the loop on `rows` (`after`), in place of a halving a chunk in
+    // the load's buffer. A kept chunk's scores then stay where they were loaded: the chunk's
+    // kept rows, which the whole softmax's pass 2 (chain_from_scores) or the exponentials' pass
+    // 3 (exponentials_from_scores) computes from rather than loading them again. The last chunk
+    // the block sees fills its kept rows first: with 0 where pass 2's chain is trimmed to the
+    // keys the block sees (what the exponentials of the others are, for the sum and pass 3),
+    // else with the load's fill, if any. (No fill in the load's buffer: the max reads the keys
+    // loaded alone.) `out` the loop's body; false, and the outputs as they were, where the body
+    // is not that.
     bool scores_in_kept(const detail::ChunkBody& body, const std::vector<tir::Stmt>& parts,
                         const ne::Expr& c, std::vector<tir::Stmt>& out,
                         std::vector<tir::Stmt>& before, std::vector<tir::Stmt>& after,
