@@ -40598,11 +40598,15 @@ class IntegerSoftmaxKernel {
   //     each stage one kernel over a span's rows and a STORE a span (where pass 1 keeps the
   //     scores; else one STORE after the spans), where a chunk took one of each (the gallery's
   //     layer: 26 kept chunks of 64 keys in 6 spans of 5). Where the keys fit one
-  //     chunk the lowering has no chunk loop, and pass 3 computes them again. The exponentials
-  //     (IntegerSoftmaxPart::Exp, not in uniform tiles) keep their scores likewise: pass 1 loads
-  //     them into the kept rows, pass 3 computes from there;
+  //     chunk the lowering has no chunk loop, and pass 3 computes them again. The halves (not in
+  //     uniform tiles) keep their input likewise: the exponentials' pass 1 loads their scores
+  //     into the kept rows, and the normalization's pass 2 its int8 exponentials (its sum from
+  //     running rows, an ADD a chunk over the keys it loads, reset before the loop and halved
+  //     after it), and pass 3 computes from there;
   //   - the normalization's pass 3 copies the reciprocal beside its chunk by a MAX (each
   //     probability it leaves there is at most the reciprocal), its buffer reset once a block;
+  //     not in uniform tiles, its chunks compute and store in that buffer and a second of its
+  //     size by turns, so that the STORE of a chunk overlaps the ALU passes of the next;
   //   - the exponentials' copies of z in passes 2 and 3 (a reset and an ADD each a chunk): z
   //     taken from u by a MAX, and the second shift amount computed in the copy, taken by a
   //     MAX, the first in place; each buffer reset once before the chunk loop. What a chunk's
@@ -40611,10 +40615,10 @@ class IntegerSoftmaxKernel {
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
-  // The chunks of a block whose exponentials the whole softmax computes once, or whose scores
-  // the exponentials load once (not in uniform tiles; skip_masked_work): as many as the
-  // accumulator holds beside the passes' buffers, at most the block's chunks; 0 for the
-  // normalization, or where the keys fit one chunk.
+  // The chunks of a block whose exponentials the whole softmax computes once, or whose input
+  // the halves load once (not in uniform tiles; skip_masked_work): as many as the accumulator
+  // holds beside the passes' buffers, at most the block's chunks; 0 where the keys fit one
+  // chunk.
   std::int64_t kept_chunks() const;
 
  private:
@@ -40642,8 +40646,9 @@ std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue);
 std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                        std::int64_t chunk);
 // The accumulator entries the kernel allocates: the rows of a block, the largest pass's
-// buffers for one chunk (with masks, the 2 (G - 1) mask rows a chunk applies with lane groups,
-// a chunk of mask rows in uniform tiles), a block's masks in uniform tiles (2 (M - 1) rows), and
+// buffers for one chunk (the normalization's stored buffer twice where it has a chunk loop, not
+// in uniform tiles; with masks, the 2 (G - 1) mask rows a chunk applies with lane groups, a
+// chunk of mask rows in uniform tiles), a block's masks in uniform tiles (2 (M - 1) rows), and
 // the kept chunks' rows (as many chunks as the rest leaves room for;
 // IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least a chunk (the
 // lowering then allocates these entries); above it where fewer keys leave the chunk's buffers
@@ -41947,11 +41952,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // whether it was put there (visit_seq)
     std::optional<tir::Stmt> kept_reset;
     bool hoist_reset = true, kept_reset_placed = false;
-    // a prefill's scores kept (scores_in_kept): pass 1 loaded its kept chunks into `kept`, with
-    // 0 in the last seen chunk's other rows where pass 2's chain is trimmed to the keys seen
-    // (`scores_trimmed`), and the whole softmax's pass 2 (chain_from_scores) or the
-    // exponentials' pass 3 (exponentials_from_scores) computes from them where its load is
-    // pass 1's (`scores_load`, pass 1's chunk its chunks[0], and its DRAM buffer `scores_dram`)
+    // a prefill's scores kept (scores_in_kept): the first pass loaded its kept chunks into
+    // `kept`, with 0 in the last seen chunk's other rows where pass 2's chain is trimmed to the
+    // keys seen (`scores_trimmed`), and the whole softmax's pass 2 (chain_from_scores) or the
+    // halves' pass 3 (pass3_from_kept) computes from them where its load is the first
+    // pass's (`scores_load`, whose chunk is chunks[0], and its DRAM buffer `scores_dram`)
     bool scores_kept = false, scores_trimmed = false;
     std::vector<te::Expr> scores_load;
     te::Buffer scores_dram;
@@ -42219,13 +42224,13 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                 (call->buffers[0].same_as(s) || call->buffers[0].name().ends_with(".mask")));
       });
     }
-    // The exponentials' pass 3 (`out`, rewritten from `parts`, whose chain is `ch`) in a kept
-    // chunk from the scores pass 1 kept there (scores_in_kept): no fill, load or masks, the
-    // chain (trimmed where the lowering's was) on the kept rows in place of the load's buffer.
-    // False, and `out` as it was, where pass 1 did not keep the scores or its load is not this
+    // A half's pass 3 (`out`, rewritten from `parts`, whose chain is `ch`) in a kept chunk from
+    // the input its first pass kept there (scores_in_kept): no fill, load or masks, the chain
+    // (trimmed where the lowering's was) on the kept rows in place of the load's buffer. False,
+    // and `out` as it was, where the first pass did not keep its input or its load is not this
     // one's.
-    bool exponentials_from_scores(const std::vector<tir::Stmt>& parts, const Chain& ch,
-                                  const ne::Expr& c, std::vector<tir::Stmt>& out) const {
+    bool pass3_from_kept(const std::vector<tir::Stmt>& parts, const Chain& ch, const ne::Expr& c,
+                         std::vector<tir::Stmt>& out) const {
       // (not where the chain ends in the load's buffer: a trimmed chain's fill of it is a
       // statement before the chain)
       if (!loads_kept_scores(parts, ch, c) || ch.buffers.back().same_as(ch.buffers.front()))
@@ -42361,19 +42366,19 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (move.failed) return std::nullopt;
       return out;
     }
-    // Pass 1's chunk body `parts` (its fill first) where the kernel keeps chunks (the whole
-    // softmax, or the exponentials) and is not in uniform tiles: the block's max from running
-    // rows `rows` (a chunk's size, allocated around the loop, at most -32768 before it,
-    // `before`), each chunk's loaded keys maxed into them by one ALU instruction, and the
-    // chunk's halving once after the loop on `rows` (`after`), in place of a halving a chunk in
-    // the load's buffer. A kept chunk's scores then stay where they were loaded: the chunk's
-    // kept rows, which the whole softmax's pass 2 (chain_from_scores) or the exponentials' pass
-    // 3 (exponentials_from_scores) computes from rather than loading them again. The last chunk
-    // the block sees fills its kept rows first: with 0 where pass 2's chain is trimmed to the
-    // keys the block sees (what the exponentials of the others are, for the sum and pass 3),
-    // else with the load's fill, if any. (No fill in the load's buffer: the max reads the keys
-    // loaded alone.) `out` the loop's body; false, and the outputs as they were, where the body
-    // is not that.
+    // The first pass's chunk body `parts` (its fill first) where the kernel keeps chunks and
+    // is not in uniform tiles: the block's max (the normalization's sum) from running rows
+    // `rows` (a chunk's size, allocated around the loop, at most -32768 before it, or reset,
+    // `before`), each chunk's loaded keys maxed (added) into them by one ALU instruction, and
+    // the chunk's halving once after the loop on `rows` (`after`), in place of a halving a
+    // chunk in the load's buffer. A kept chunk's input then stays where it was loaded: the
+    // chunk's kept rows, which the whole softmax's pass 2 (chain_from_scores) or the halves'
+    // pass 3 (pass3_from_kept) computes from rather than loading it again. The last
+    // chunk the block sees fills its kept rows first: with 0 where pass 2's chain is trimmed
+    // to the keys the block sees (what the exponentials of the others are, for the sum and
+    // pass 3), else with the load's fill, if any. (No fill in the load's buffer: the max and
+    // the sum read the keys loaded alone.) `out` the loop's body; false, and the outputs as
+    // they were, where the body is not that.
     bool scores_in_kept(const detail::ChunkBody& body, const std::vector<tir::Stmt>& parts,
                         const ne::Expr& c, std::vector<tir::Stmt>& out,
                         std::vector<tir::Stmt>& before, std::vector<tir::Stmt>& after,
@@ -42383,8 +42388,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // (the exponentials' pass 3 computes from the kept rows as from its load, whether its
       // chain is trimmed or not: they take the load's fill)
       const bool trims = chunks.size() == 3 && unseen_value[sum_pass].has_value();
-      if (kept_count == 0 || uniform || (body.fill != 2 && (body.fill != 0 || trims)) ||
-          body.load->args.size() < 5 || vta::detail::constant_index(body.load->args[3]) != 1)
+      // (the normalization's fill is a reset: a masked key's exponential loads as 0)
+      const bool fills = normalize ? body.fill <= 1 : body.fill == 2 || (body.fill == 0 && !trims);
+      if (kept_count == 0 || uniform || !fills || body.load->args.size() < 5 ||
+          vta::detail::constant_index(body.load->args[3]) != 1)
         return false;
       const te::Buffer s = body.load->buffers[0];
       const auto loaded = vta::detail::index_arg(body.load->args[4]);  // the chunk's keys loaded
@@ -42406,9 +42413,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           calls[1]->buffers.size() != 2)
         return false;
       const Link level{calls[0], calls[1]};
-      if (form(level) != std::array<std::int64_t, 4>{1,
-                                                     static_cast<std::int64_t>(runtime::AluOp::Max),
-                                                     0, 0} ||
+      const auto halving = normalize ? runtime::AluOp::Add : runtime::AluOp::Max;
+      if (form(level) != std::array<std::int64_t, 4>{1, static_cast<std::int64_t>(halving), 0, 0} ||
           !steps(level, 1, 1))
         return false;
       const ne::Expr row = kept_row(c);
@@ -42459,18 +42465,34 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       out = {all_kept ? kept_chunks
                       : tir::make_if(c < kept_count, kept_chunks, tir::make_seq(in_s))};
       const tir::BufferMap to_rows{{s.get(), running}};
-      // the rows' MIN with -32768 before the loop: any value at most that starts the max, as
-      // every lane sees a score of at least -128 (the halving's first level made that kernel)
+      // the rows' start before the loop (the halving's first level made these kernels): the
+      // sum's 0, a reset; the max's MIN with -32768, as any value at most that starts it, every
+      // lane seeing a score of at least -128
       const tir::Stmt start =
           with_extent(moved(parts[first], level, {running, running}, {ne::Expr(0), ne::Expr(0)}),
                       ne::Expr(chunk));
       const auto* start_attr = start.as<tir::AttrNode>();
-      before = {with_alu_arg(
-          with_alu_arg(with_alu_arg(tir::make_attr(start_attr->key, std::string("alu.min.imm"),
-                                                   start_attr->value, start_attr->body),
-                                    0, static_cast<std::int64_t>(runtime::AluOp::Min)),
-                       1, 1),
-          2, -32768)};
+      if (normalize) {
+        const auto& nest = start_attr->body.as<tir::SeqNode>()->seq;
+        auto loop = level.loop->args;
+        loop[0] = te::index_value(ne::Expr(chunk));
+        loop[2] = te::make_const(0, loop[2].dtype());  // (a reset reads no source)
+        before = {tir::make_attr(
+            start_attr->key, std::string("gemm_reset"), start_attr->value,
+            tir::make_seq({tir::make_evaluate(te::call(level.loop->name, level.loop->dtype(),
+                                                       std::move(loop), level.loop->buffers)),
+                           tir::make_evaluate(te::call(std::string(vta::intrin::gemm_reset),
+                                                       level.op->dtype(),
+                                                       {te::index_value(ne::Expr(0))}, {running})),
+                           nest[2]}))};
+      } else {
+        before = {with_alu_arg(
+            with_alu_arg(with_alu_arg(tir::make_attr(start_attr->key, std::string("alu.min.imm"),
+                                                     start_attr->value, start_attr->body),
+                                      0, static_cast<std::int64_t>(runtime::AluOp::Min)),
+                         1, 1),
+            2, -32768)};
+      }
       after.clear();
       for (std::size_t k = first; k < parts.size(); ++k)
         after.push_back(tir::rewrite(parts[k], {}, to_rows));
@@ -42760,6 +42782,35 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
       return true;
     }
+    // The normalization's pass 3 (`parts`, chunk `c`) with the buffer it stores, x, taking
+    // turns with a second of its size, `odd` (its chunks alternately): the chain of a chunk
+    // then writes one buffer while the STORE of the chunk before reads the other, where it
+    // waited for that STORE (tokens order the accesses of a buffer). The chain's four ALU passes
+    // take 8 cycles a key on the cycle model and the STORE 4.6: the chain waits for half of it
+    // behind a load, for all of it in a kept chunk. The statements of `hoisted` that write x
+    // (its reset once a block, r_by_max) write odd too. `parts` as they were, and odd left
+    // undefined, where x is not the chunk's own buffer.
+    std::vector<tir::Stmt> stored_by_turns(const detail::ChunkBody& body,
+                                           const std::vector<tir::Stmt>& parts, const ne::Expr& c,
+                                           std::vector<tir::Stmt>& hoisted, te::Buffer& odd) const {
+      if (body.store == nullptr) return parts;
+      const te::Buffer x = body.store->buffers[0];
+      if (!among(body.allocated, x)) return parts;
+      MoveBuffers to_odd;
+      const te::Buffer turn = te::make_buffer(x.name() + ".odd", x.dtype(), {x.size()}, x.scope());
+      to_odd.moves = {{x, turn, std::nullopt}};
+      std::vector<tir::Stmt> odd_parts;
+      for (const auto& st : parts) odd_parts.push_back(to_odd.visit(st));
+      const std::size_t hoisted_count = hoisted.size();
+      for (std::size_t k = 0; k < hoisted_count; ++k)
+        if (std::ranges::any_of(vta::detail::calls_in(hoisted[k]), [&](const te::CallNode* call) {
+              return !call->buffers.empty() && call->buffers[0].same_as(x);
+            }))
+          hoisted.push_back(to_odd.visit(hoisted[k]));
+      odd = turn;
+      return {tir::make_if(ne::simplify(ne::floormod(c, 2) == 0), tir::make_seq(parts),
+                           tir::make_seq(odd_parts))};
+    }
     // The exponential's second shift amount (detail::exponential_stages) from a MAX: the
     // lowering copies z to z1 (a reset and an ADD), clips z1 to the first shift, min(z, m1),
     // and z in place to the second, min(max(z - k, 0), m2). Swapped, z1 takes max(z1, z) and
@@ -42955,17 +43006,20 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       }
       std::vector<tir::Stmt> after;  // statements after the loop
       te::Buffer sums;               // allocated around the loop, where defined
-      if (kept_count > 0 && pass == sum_pass && pass + 1 < chunks.size()) {
+      if (kept_count > 0 && chunks.size() == 3 && pass == sum_pass) {  // (the whole softmax's)
         if (!keep(guarded, chain_of(*body, guarded, c), c, body->allocated, trimmed.has_value(),
                   parts, hoisted, after, sums))
           kept_count = 0;
       } else if (kept_count > 0 && kept.defined() && pass + 1 == chunks.size()) {
-        // (the exponentials: from the kept scores; the whole softmax: from the kept exponentials)
+        // (the halves: from their kept input; the whole softmax: from the kept exponentials)
         kept_read = chunks.size() == 2
-                        ? exponentials_from_scores(guarded, chain_of(*body, guarded, c), c, parts)
+                        ? pass3_from_kept(guarded, chain_of(*body, guarded, c), c, parts)
                         : read_kept(guarded, chain_of(*body, guarded, c), n.var,
                                     allocated_in(*body), n.for_kind, n.min.as_int() == 0, parts);
       }
+      te::Buffer odd;  // allocated around the loop, where defined
+      if (normalize && !uniform && pass + 1 == chunks.size())
+        parts = stored_by_turns(*body, parts, c, hoisted, odd);
       tir::Stmt inner = tir::make_seq(parts);
       // a chunk the query sees none of: its stored buffer filled with the constant, stored.
       // Only the first such chunk (c == seen) fills it; the chunks after it store the same rows
@@ -42983,27 +43037,32 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // the loop from `start`: its buffers allocated inside, or around it and the resets
       // before it
       const auto loop = [&](const ne::Expr& start, const ne::Expr& extent) {
-        const bool around = !hoisted.empty() || !after.empty();
+        const bool around = !hoisted.empty() || !after.empty() || odd.defined();
         const tir::Stmt for_loop = tir::make_for(n.var, start, extent, n.for_kind,
                                                  around ? inner : allocated_around(*body, inner));
         if (!around) return for_loop;
         auto stmts = hoisted;
         stmts.push_back(for_loop);
         stmts.insert(stmts.end(), after.begin(), after.end());
-        const tir::Stmt all = allocated_around(*body, tir::make_seq(std::move(stmts)));
+        tir::Stmt all = allocated_around(*body, tir::make_seq(std::move(stmts)));
+        if (odd.defined()) all = tir::make_allocate(odd, all);
         return sums.defined() ? tir::make_allocate(sums, all) : all;
       };
-      if (max_pass) {
+      // (the first pass loads the input that the last computes from: the max's scores, or the
+      // normalization's exponentials for its sum)
+      if (max_pass || (normalize && pass == 0 && pass + 1 < chunks.size())) {
         std::vector<tir::Stmt> in_loop, before;
         te::Buffer rows;
         if (scores_in_kept(*body, guarded, c, in_loop, before, after, rows)) {
+          before.insert(before.begin(), hoisted.begin(), hoisted.end());
           before.push_back(
               tir::make_for(n.var, n.min, n.extent, n.for_kind, tir::make_seq(in_loop)));
           before.insert(before.end(), after.begin(), after.end());
           return tir::make_allocate(rows, allocated_around(*body, tir::make_seq(before)));
         }
-        return allocated_around(*body, tir::make_for(n.var, n.min, n.extent, n.for_kind, inner));
       }
+      if (max_pass)
+        return allocated_around(*body, tir::make_for(n.var, n.min, n.extent, n.for_kind, inner));
       if (kept_read && kept_spans && pass + 1 == chunks.size()) {
         // pass 3 past the kept chunks the block sees, which its spans computed (no iteration
         // left empty: a loop memo records none, and gives up on the loop after a few)
@@ -43159,7 +43218,8 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
       f.acc = 3 + 3 * chunk;
       break;
     case IntegerSoftmaxPart::Normalize:
-      f.acc = 4 + 2 * chunk;
+      // (not in uniform tiles, the stored buffer's second, skip_masked's stored_by_turns)
+      f.acc = 4 + (softmax_uniform(shape) || softmax_chunks(shape, chunk) <= 1 ? 2 : 3) * chunk;
       break;
   }
   f.acc += softmax_mask_entries(shape, chunk);
@@ -43171,10 +43231,9 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
 inline std::int64_t kept_chunks(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                 std::int64_t chunk) {
   const std::int64_t chunks = softmax_chunks(shape, chunk);
-  // (the exponentials keep the scores pass 1 loads, not in uniform tiles: skip_masked's
+  // (the halves keep the input their first pass loads, not in uniform tiles: skip_masked's
   // scores_in_kept)
-  const bool keeps = shape.part == IntegerSoftmaxPart::Whole ||
-                     (shape.part == IntegerSoftmaxPart::Exp && !softmax_uniform(shape));
+  const bool keeps = shape.part == IntegerSoftmaxPart::Whole || !softmax_uniform(shape);
   if (!keeps || chunks <= 1) return 0;
   const std::int64_t free = env.config.acc_depth() - pass_footprint(shape, chunk).acc;
   return std::clamp<std::int64_t>(free / chunk, 0, chunks);
@@ -43197,17 +43256,17 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // to those keys) and where its chunk is computed whole (the max, the fills, the sums'
   // halvings), and a chunk iteration, fitted to the cycle model's counts of each part at 2,048
   // causal keys in the chunks of 32 to 512 that fit (docs/performance.md: within 0.2% of each;
-  // the normalization's refitted after its reciprocal's copy became a MAX), over the runs
+  // the normalization's, with no kept chunks, refitted after it stored by turns), over the runs
   // detail::SoftmaxRuns averages.
   struct Cost {
     double seen, padded, chunk;
   };
   const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{91.88, 15.77, 597.6}
                     : shape.part == IntegerSoftmaxPart::Exp ? Cost{30.08, 9.57, 270.6}
-                                                            : Cost{4.29, 11.88, 152.4};
+                                                            : Cost{2.51, 13.53, 156.5};
   // The whole softmax's kept chunks (detail::kept_chunks) save pass 3's exponential and, not
-  // in uniform tiles, pass 2's load (pass 1 keeps the scores; the exponentials' save pass 3's
-  // load, and its masks, a chunk's fixed cost more than a key's): cycles a key seen and a chunk
+  // in uniform tiles, pass 2's load (pass 1 keeps the scores; the halves' save pass 3's load,
+  // and its masks, a chunk's fixed cost more than a key's): cycles a key seen and a chunk
   // iteration there, and cycles a block costs a key of a chunk where they are kept (the running
   // rows' start and halving, where the exponentials are computed in the kept rows: not in
   // uniform tiles; charged also where the kept rows' reset cannot be hoisted and they are
@@ -43219,7 +43278,7 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   struct Kept {
     double seen, chunk, rows;
   };
-  const Kept kept = shape.part == IntegerSoftmaxPart::Normalize ? Kept{0, 0, 0}
+  const Kept kept = shape.part == IntegerSoftmaxPart::Normalize ? Kept{2.17, 68.69, 1.17}
                     : shape.part == IntegerSoftmaxPart::Exp     ? Kept{1.97, 72.48, 3.31}
                     : detail::softmax_uniform(shape)            ? Kept{39.28, 215.9, 0}
                                                                 : Kept{42.31, 378.7, 5.86};

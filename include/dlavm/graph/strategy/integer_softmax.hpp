@@ -212,11 +212,15 @@ class IntegerSoftmaxKernel {
   //     each stage one kernel over a span's rows and a STORE a span (where pass 1 keeps the
   //     scores; else one STORE after the spans), where a chunk took one of each (the gallery's
   //     layer: 26 kept chunks of 64 keys in 6 spans of 5). Where the keys fit one
-  //     chunk the lowering has no chunk loop, and pass 3 computes them again. The exponentials
-  //     (IntegerSoftmaxPart::Exp, not in uniform tiles) keep their scores likewise: pass 1 loads
-  //     them into the kept rows, pass 3 computes from there;
+  //     chunk the lowering has no chunk loop, and pass 3 computes them again. The halves (not in
+  //     uniform tiles) keep their input likewise: the exponentials' pass 1 loads their scores
+  //     into the kept rows, and the normalization's pass 2 its int8 exponentials (its sum from
+  //     running rows, an ADD a chunk over the keys it loads, reset before the loop and halved
+  //     after it), and pass 3 computes from there;
   //   - the normalization's pass 3 copies the reciprocal beside its chunk by a MAX (each
   //     probability it leaves there is at most the reciprocal), its buffer reset once a block;
+  //     not in uniform tiles, its chunks compute and store in that buffer and a second of its
+  //     size by turns, so that the STORE of a chunk overlaps the ALU passes of the next;
   //   - the exponentials' copies of z in passes 2 and 3 (a reset and an ADD each a chunk): z
   //     taken from u by a MAX, and the second shift amount computed in the copy, taken by a
   //     MAX, the first in place; each buffer reset once before the chunk loop. What a chunk's
@@ -225,10 +229,10 @@ class IntegerSoftmaxKernel {
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
-  // The chunks of a block whose exponentials the whole softmax computes once, or whose scores
-  // the exponentials load once (not in uniform tiles; skip_masked_work): as many as the
-  // accumulator holds beside the passes' buffers, at most the block's chunks; 0 for the
-  // normalization, or where the keys fit one chunk.
+  // The chunks of a block whose exponentials the whole softmax computes once, or whose input
+  // the halves load once (not in uniform tiles; skip_masked_work): as many as the accumulator
+  // holds beside the passes' buffers, at most the block's chunks; 0 where the keys fit one
+  // chunk.
   std::int64_t kept_chunks() const;
 
  private:
@@ -256,8 +260,9 @@ std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue);
 std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                        std::int64_t chunk);
 // The accumulator entries the kernel allocates: the rows of a block, the largest pass's
-// buffers for one chunk (with masks, the 2 (G - 1) mask rows a chunk applies with lane groups,
-// a chunk of mask rows in uniform tiles), a block's masks in uniform tiles (2 (M - 1) rows), and
+// buffers for one chunk (the normalization's stored buffer twice where it has a chunk loop, not
+// in uniform tiles; with masks, the 2 (G - 1) mask rows a chunk applies with lane groups, a
+// chunk of mask rows in uniform tiles), a block's masks in uniform tiles (2 (M - 1) rows), and
 // the kept chunks' rows (as many chunks as the rest leaves room for;
 // IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least a chunk (the
 // lowering then allocates these entries); above it where fewer keys leave the chunk's buffers
