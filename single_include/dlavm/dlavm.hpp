@@ -41958,6 +41958,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // halves' pass 3 (pass3_from_kept) computes from them where its load is the first
     // pass's (`scores_load`, whose chunk is chunks[0], and its DRAM buffer `scores_dram`)
     bool scores_kept = false, scores_trimmed = false;
+    // the first pass of a half left the kept rows of the last chunk a block sees unfilled past
+    // its keys, which pass 3's chain then must not read (pass3_from_kept)
+    bool kept_unfilled = false;
     std::vector<te::Expr> scores_load;
     te::Buffer scores_dram;
     std::int64_t max_loop = 0;  // a GEMM loop's most iterations (its iter_out field)
@@ -42439,9 +42442,13 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                              s.scope());
       // the fill (a whole chunk's reset where the chain is trimmed), the load and the masks, in
       // the chunk's kept rows
+      // (none where a half's pass 3 trims its chain to the keys the block sees: no one reads
+      // the others, in the kept rows or in the running rows; pass3_from_kept refuses a chain
+      // it could not trim)
       std::vector<tir::Stmt> fill, in_rows;
+      kept_unfilled = chunks.size() == 2 && unseen_value.back().has_value();
       if (trims) fill.push_back(whole_fill(0, kept, row));
-      for (std::size_t k = trims ? body.fill : 0; k < first; ++k) {
+      for (std::size_t k = trims || kept_unfilled ? body.fill : 0; k < first; ++k) {
         auto moved_st = in_kept(parts[k], s, row);
         if (!moved_st) {
           kept = te::Buffer();
@@ -42449,8 +42456,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         }
         (k < body.fill ? fill : in_rows).push_back(std::move(*moved_st));
       }
-      in_rows.insert(in_rows.begin(),
-                     tir::make_if(ne::simplify(c + 1 >= seen), tir::make_seq(fill)));
+      if (!fill.empty())
+        in_rows.insert(in_rows.begin(),
+                       tir::make_if(ne::simplify(c + 1 >= seen), tir::make_seq(fill)));
       // the chunk's keys loaded into `from`, from row `at`, maxed into the running rows
       const auto max_into_rows = [&](const te::Buffer& from, const ne::Expr& at) {
         return with_extent(moved(parts[first], level, {running, from}, {ne::Expr(0), at}), *loaded);
@@ -43011,9 +43019,11 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                   parts, hoisted, after, sums))
           kept_count = 0;
       } else if (kept_count > 0 && kept.defined() && pass + 1 == chunks.size()) {
-        // (the halves: from their kept input; the whole softmax: from the kept exponentials)
+        // (the halves: from their kept input, the chain trimmed where the kept rows were left
+        // unfilled; the whole softmax: from the kept exponentials)
         kept_read = chunks.size() == 2
-                        ? pass3_from_kept(guarded, chain_of(*body, guarded, c), c, parts)
+                        ? (trimmed || !kept_unfilled) &&
+                              pass3_from_kept(guarded, chain_of(*body, guarded, c), c, parts)
                         : read_kept(guarded, chain_of(*body, guarded, c), n.var,
                                     allocated_in(*body), n.for_kind, n.min.as_int() == 0, parts);
       }

@@ -917,6 +917,23 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
             }) == 1);
     }
   }
+  // a causal prefill's halves leave the kept rows past a block's keys unfilled (their pass 3
+  // trims its chain to those keys), where the whole softmax fills them with 0 for its sum
+  for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp,
+                          graph::IntegerSoftmaxPart::Normalize}) {
+    CAPTURE(static_cast<int>(part));
+    const auto m = ne::var("m", 1, 80);
+    const auto calls = lowered({.products = m,
+                                .keys = m,
+                                .lanes = 16,
+                                .queries = m,
+                                .fixed = host::integer_exp_for(0.125),
+                                .part = part},
+                               8);
+    CHECK((count(calls, [&](const KernelCall& k) {
+             return k.name == vta::intrin::gemm_reset && ends(k.buffers[0], ".kept");
+           }) > 0) == (part == graph::IntegerSoftmaxPart::Whole));
+  }
   // not causal, in whole chunks (no fill, no trimmed chain): pass 1 keeps the scores as well,
   // its running rows started by a MIN with -32768 (which a fill of -32768 gives causal kernels
   // no more: every lane sees a score)
