@@ -40652,7 +40652,8 @@ std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmax
 // the kept chunks' rows (as many chunks as the rest leaves room for;
 // IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least a chunk (the
 // lowering then allocates these entries); above it where fewer keys leave the chunk's buffers
-// smaller.
+// smaller, or where a kernel with lane groups, not in uniform tiles, has one chunk (its mask
+// rows 2 (G - 1), not a chunk's).
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
 // The estimate is cycles per key a block's queries see, per key of the chunks that hold them
@@ -41110,10 +41111,9 @@ inline std::int64_t softmax_chunks(const IntegerSoftmaxShape& shape, std::int64_
 // The accumulator entries of the passes (footprint() without the kept exponentials).
 inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // The chunks of a block whose exponentials pass 2 of the whole softmax keeps in the accumulator
-// for pass 3 (skip_masked_work), or whose scores pass 1 of the exponentials keeps for pass 3
-// (not in uniform tiles): as many as the entries the passes leave free hold, at most the
-// block's chunks; none where the keys fit one chunk (no chunk loop) or the kernel is the
-// normalization.
+// for pass 3 (skip_masked_work), or whose input the first pass of a half keeps for pass 3 (not
+// in uniform tiles): as many as the entries the passes leave free hold, at most the block's
+// chunks; none where the keys fit one chunk (no chunk loop).
 inline std::int64_t kept_chunks(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                 std::int64_t chunk);
 
@@ -41959,8 +41959,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // pass's (`scores_load`, whose chunk is chunks[0], and its DRAM buffer `scores_dram`)
     bool scores_kept = false, scores_trimmed = false;
     // the first pass of a half left the kept rows of the last chunk a block sees unfilled past
-    // its keys, which pass 3's chain then must not read (pass3_from_kept)
-    bool kept_unfilled = false;
+    // its keys, which pass 3's chain then must not read (pass3_from_kept), where `may_unfill`
+    bool kept_unfilled = false, may_unfill = true;
     std::vector<te::Expr> scores_load;
     te::Buffer scores_dram;
     std::int64_t max_loop = 0;  // a GEMM loop's most iterations (its iter_out field)
@@ -42249,8 +42249,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         from_kept.push_back(std::move(*moved_st));
       }
       // (the kept rows move with the chunk: vta::intrin::replay_apart, as keep()'s copy). Only
-      // in the chunks the block sees, which pass 1 loaded: a chunk past them that the loop
-      // computes (where no constant stands for it) loads its own.
+      // in the chunks the block sees, which the first pass loaded: a chunk past them that the
+      // loop computes (where no constant stands for it) loads its own.
       const tir::Stmt kept_chunks = tir::make_attr(std::string(vta::intrin::replay_apart),
                                                    kept.name(), 0, tir::make_seq(from_kept));
       const ne::Expr loaded = ne::simplify(c < ne::min(ne::Expr(kept_count), seen));
@@ -42376,20 +42376,21 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // the chunk's halving once after the loop on `rows` (`after`), in place of a halving a
     // chunk in the load's buffer. A kept chunk's input then stays where it was loaded: the
     // chunk's kept rows, which the whole softmax's pass 2 (chain_from_scores) or the halves'
-    // pass 3 (pass3_from_kept) computes from rather than loading it again. The last
-    // chunk the block sees fills its kept rows first: with 0 where pass 2's chain is trimmed
-    // to the keys the block sees (what the exponentials of the others are, for the sum and
-    // pass 3), else with the load's fill, if any. (No fill in the load's buffer: the max and
-    // the sum read the keys loaded alone.) `out` the loop's body; false, and the outputs as
-    // they were, where the body is not that.
+    // pass 3 (pass3_from_kept) computes from rather than loading it again. The last chunk the
+    // block sees fills its kept rows first: with 0 where pass 2's chain is trimmed to the keys
+    // the block sees (what the exponentials of the others are, for the sum and pass 3); not
+    // where a half's pass 3 will trim its chain so (kept_unfilled: no one reads those rows);
+    // else with the load's fill, if any. (No fill in the load's buffer: the max and the sum
+    // read the keys loaded alone.) `out` the loop's body; false, and the outputs as they were,
+    // where the body is not that.
     bool scores_in_kept(const detail::ChunkBody& body, const std::vector<tir::Stmt>& parts,
                         const ne::Expr& c, std::vector<tir::Stmt>& out,
                         std::vector<tir::Stmt>& before, std::vector<tir::Stmt>& after,
                         te::Buffer& rows) {
       // (a causal softmax's chunks are filled, and pass 2's chains trimmed; one whose chunks
       // hold keys alone has no fill)
-      // (the exponentials' pass 3 computes from the kept rows as from its load, whether its
-      // chain is trimmed or not: they take the load's fill)
+      // (a half's pass 3 computes from the kept rows as from its load: they take the load's
+      // fill where its chain is not trimmed, kept_unfilled)
       const bool trims = chunks.size() == 3 && unseen_value[sum_pass].has_value();
       // (the normalization's fill is a reset: a masked key's exponential loads as 0)
       const bool fills = normalize ? body.fill <= 1 : body.fill == 2 || (body.fill == 0 && !trims);
@@ -42446,7 +42447,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // the others, in the kept rows or in the running rows; pass3_from_kept refuses a chain
       // it could not trim)
       std::vector<tir::Stmt> fill, in_rows;
-      kept_unfilled = chunks.size() == 2 && unseen_value.back().has_value();
+      kept_unfilled = may_unfill && chunks.size() == 2 && unseen_value.back().has_value();
       if (trims) fill.push_back(whole_fill(0, kept, row));
       for (std::size_t k = trims || kept_unfilled ? body.fill : 0; k < first; ++k) {
         auto moved_st = in_kept(parts[k], s, row);
@@ -42919,7 +42920,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const std::size_t k = loop_at(chunks.back());
       if (k == seq->seq.size()) return out;
       auto parts = seq->seq;
-      // (pass 1's loop, which writes the kept rows where it keeps the scores, among them too)
+      // (the first pass's loop, which writes the kept rows where it keeps the scores, among
+      // them too)
       if (keeps && scores_kept && loop_at(chunks.front()) > k) return out;
       if (keeps) {
         kept_allocated = true;
@@ -43140,6 +43142,13 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     loops.hoist_reset = false;
     out.body = loops.visit(f.body);
   }
+  if (loops.kept.defined() && !loops.kept_read && loops.kept_unfilled) {
+    // a half's pass 3 could not trim its chain (a fill it cannot write: the normalization's
+    // reset where an epilogue makes the constant other than 0): the kept rows filled
+    loops = unvisited;
+    loops.may_unfill = false;
+    out.body = loops.visit(f.body);
+  }
   if (loops.kept.defined() && (!loops.kept_read || !loops.kept_allocated)) {
     // pass 3 did not take what pass 2 kept: the passes as they were
     loops = unvisited;
@@ -43217,8 +43226,8 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
   // the largest pass is the third: the load and four more chunk buffers (the others computed
   // in place, tir::reuse_inplace). Masks (lane groups, uniform tiles): the mask rows beside the
   // load (softmax_mask_entries). The exponentials alone: three rows of the block and three chunk
-  // buffers in pass 3; the normalization: the division's 4 rows and two chunk buffers (measured
-  // from the lowering, tests/graph).
+  // buffers in pass 3; the normalization: the division's 4 rows and two chunk buffers, three
+  // where pass 3 stores by turns (measured from the lowering, tests/graph).
   SramFootprint f;
   switch (shape.part) {
     case IntegerSoftmaxPart::Whole:
@@ -43308,8 +43317,8 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // For the normalization, chunks within the fit's 2% of the fewest cycles are ties, and the
   // largest of them is estimated at the least: a stream in fewer, larger chunks has fewer
   // instructions, which a decode step rewrites every position, and its few ALU cycles a key
-  // leave an instruction's issue a larger share (the gallery's layer with the halves: 256 keys
-  // for the normalization, 512 estimated 2.5% above over its runs, no tie; docs/performance.md).
+  // leave an instruction's issue a larger share (the gallery's layer with the halves: 128 keys
+  // for the normalization, 64 estimated 0.4% above over its runs, a tie; docs/performance.md).
   // The parts that compute exponentials take the least estimate: the whole softmax's kept
   // chunks save, at fewer keys, more than the fit at 2,048 says (prefills of 256 queries after 0
   // to 256 keys: 128 keys 4.9% slower than 64 on the cycle model, estimated 2.4% slower), and

@@ -266,7 +266,8 @@ std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmax
 // the kept chunks' rows (as many chunks as the rest leaves room for;
 // IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least a chunk (the
 // lowering then allocates these entries); above it where fewer keys leave the chunk's buffers
-// smaller.
+// smaller, or where a kernel with lane groups, not in uniform tiles, has one chunk (its mask
+// rows 2 (G - 1), not a chunk's).
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
 // The estimate is cycles per key a block's queries see, per key of the chunks that hold them
