@@ -407,9 +407,12 @@ TEST_CASE(
   // host::integer_softmax_exp and _normalize; the normalization also on arbitrary int8 rows,
   // not only on exponentials; the scales of the test above, in turn. Each part keeps the input
   // its first pass loads for its last (kept_chunks): in an accumulator of 64 entries, in
-  // chunks of 4 keys, some of a block's chunks and not the others.
+  // chunks of 4 keys, some of a block's chunks and not the others; there the simulator reads a
+  // shift amount from a tile as Xilinx's HLS design does, its low 5 bits as a signed number, so
+  // that a shift by an amount past [-16, 15] (a masked key's z, unclipped) gives other bits.
   vta::Config tiny;
   tiny.log_acc_buff_size = 12;
+  tiny.variant.shr_amount = vta::ShrAmount::SignedLow;
   std::mt19937_64 rng(37);
   const auto pick = [&](std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
@@ -941,6 +944,28 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
     CHECK(count(calls, [&](const KernelCall& k) {
             return k.name == vta::intrin::load && ends(k.buffers[0], ".kept");
           }) == 1);
+    // the exponentials' z_down = -128 z as a MIN by -128 and a multiply by z (z_down_by_multiply),
+    // its reset once a block, outside the chunk loop; u clipped to 2,047 first, so that z needs
+    // no MIN by 15 for the shift (in the kept chunks and the others, each trimmed in the last
+    // chunk a block sees and whole in the others)
+    if (part != graph::IntegerSoftmaxPart::Exp) continue;
+    const auto alu = [&](runtime::AluOp op, bool immediate, std::string_view dst,
+                         std::string_view src) {
+      return count(calls, [&, op, immediate, dst, src](const KernelCall& k) {
+        return k.alu_op == static_cast<std::int64_t>(op) && k.immediate == immediate &&
+               ends(k.buffers[0], dst) && ends(k.buffers[1], src);
+      });
+    };
+    CHECK(alu(runtime::AluOp::Mul, false, ".y.z_down", ".y.z") == 4);
+    CHECK(alu(runtime::AluOp::Min, true, ".y.z_down", ".y.z_down") == 4);
+    CHECK(alu(runtime::AluOp::Min, true, ".y.z", ".y.z") == 0);
+    CHECK(alu(runtime::AluOp::Min, true, ".kept", ".kept") +
+              alu(runtime::AluOp::Min, true, ".y.s", ".y.s") ==
+          4);
+    CHECK(count(calls, [&](const KernelCall& k) {
+            return k.name == vta::intrin::gemm_reset && ends(k.buffers[0], ".y.z_down") &&
+                   k.loops == 1;
+          }) == 1);
   }
   // not causal, in whole chunks (no fill, no trimmed chain): pass 1 keeps the scores as well,
   // its running rows started by a MIN with -32768 (which a fill of -32768 gives causal kernels
@@ -1312,8 +1337,8 @@ TEST_CASE("integer softmax knob: the estimate's chunk is within 3% of the fastes
   }
   // The gallery's layer, up to 2,048 queries after up to 2,047 keys: for the whole softmax 64
   // keys (26 of 32 chunks' exponentials kept, estimated 3.8% below 128, which keeps 10 of 16);
-  // for the exponentials 128 keys (12 of 16 chunks' scores kept; 42.26 M cycles in the
-  // 2,048-token prefill, 256: 42.84 M, 4 of 8 kept, estimated 0.2% above); for the normalization,
+  // for the exponentials 128 keys (12 of 16 chunks' scores kept; 41.56 M cycles in the
+  // 2,048-token prefill, 256: 42.30 M, 4 of 8 kept, estimated 1.8% above); for the normalization,
   // whose exponentials are loaded, not computed, 128 keys (12 of 16 chunks' exponentials kept;
   // 16.46 M cycles, 64: 16.54 M, 28 of 32 kept, estimated 0.4% above, a tie, so the larger; 256:
   // 17.58 M, 4 of 8 kept, estimated 7% above: within 2% of the least the largest chunk would be

@@ -926,6 +926,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     bool alu_fill = false;     // a stored fill ends in an ALU op (Variant::store_reads_out_sram)
     bool max_first = false;    // the first chunk loop is the max's
     bool normalize = false;    // the kernel is a normalization (IntegerSoftmaxPart::Normalize)
+    bool plain = false;        // the kernel has no epilogue
     // masks (detail::softmax_lane_masks): the block's window of keys they apply to, the
     // constant's row of its first key's (detail::softmax_mask_first), and whether in uniform
     // tiles (then `most`: M - 1, the constant's rows of masks)
@@ -2043,6 +2044,116 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
       return true;
     }
+    // The exponentials' z_down = -2^k z (k the shift that makes z of u) as a MIN and a multiply
+    // where the lowering wrote a reset, an ADD of z and a MUL by -2^k: z_down's MIN with -2^k
+    // gives -2^k in every row, as each holds at least that (an int8 exponential of the chunk
+    // before, 0 from a trimmed chain's fill or from the reset once before the chunk loop,
+    // appended to `hoisted`; no epilogue), and z_down times z gives -2^k z where z fits the 8
+    // bits VTA's multiplier takes from a tile: u clipped first to ((m + 1) << k) - 1 by a MIN
+    // (m the MIN that clips z for the shift of v, which the clip makes redundant: dropped), so
+    // that z <= m. A clipped key's exponential is 0 as its own is: its z above m, it gets z = m
+    // and r = 2^k - 1, and the chain's tail after the shift by z (an ADD of a, a shift right by
+    // b) leaves 0 of any v < 2^23 shifted right by m: ((2^23 - 1) >> m) + a < 2^b. A MIN and a
+    // reset a chunk fewer, and a MIN for an ADD. `parts` rewritten; false, and `parts` as they
+    // were, where the chain is not that.
+    bool z_down_by_multiply(const detail::ChunkBody& body, std::vector<tir::Stmt>& parts,
+                            const ne::Expr& c, std::vector<tir::Stmt>& hoisted) const {
+      if (!plain) return false;
+      const Chain ch = chain_of(body, parts, c);
+      const std::vector<Link>& l = ch.links;
+      const te::Buffer u = ch.buffers.front();
+      using enum runtime::AluOp;
+      const auto is = [&](std::size_t k, runtime::AluOp op, bool immediate) {
+        const auto f = form(l[k]);
+        return l[k].loop != nullptr && f[0] == 1 && f[1] == static_cast<std::int64_t>(op) &&
+               f[2] == (immediate ? 1 : 0) && l[k].op->buffers.size() == 2 && steps(l[k], 1, 1);
+      };
+      std::size_t at = 0;  // the copy of u into z
+      while (at < l.size() && !(is(at, Max, false) && l[at].op->buffers[1].same_as(u) &&
+                                l[at].op->buffers[0].name().ends_with(".z")))
+        ++at;
+      if (at + 5 > l.size()) return false;
+      const te::Buffer z = l[at].op->buffers[0], down = l[at + 2].op->buffers[0];
+      const std::int64_t k = form(l[at + 1])[3];
+      if (!is(at + 1, Shr, true) || !l[at + 1].op->buffers[0].same_as(z) || k < 1 || k > 7 ||
+          l[at + 2].loop == nullptr || l[at + 2].op->name != vta::intrin::gemm_reset ||
+          !steps(l[at + 2], 1, 0) || !down.name().ends_with(".z_down") ||
+          !among(body.allocated, down) || !is(at + 3, Add, false) ||
+          !l[at + 3].op->buffers[0].same_as(down) || !l[at + 3].op->buffers[1].same_as(z) ||
+          !is(at + 4, Mul, true) || !l[at + 4].op->buffers[0].same_as(down) ||
+          form(l[at + 4])[3] != -(std::int64_t{1} << k))
+        return false;
+      // z's one write after its shift, a MIN by m, then the shift of z_down by z and the tail
+      std::optional<std::size_t> clip, by_z;
+      for (std::size_t j = at + 5; j < l.size(); ++j) {
+        const bool writes_z = l[j].op->buffers[0].same_as(z);
+        const bool reads_z = l[j].op->buffers.size() == 2 && l[j].op->buffers[1].same_as(z);
+        if (writes_z && !clip && is(j, Min, true)) {
+          clip = j;
+        } else if (reads_z && clip && !by_z && is(j, Shr, false) &&
+                   l[j].op->buffers[0].same_as(down)) {
+          by_z = j;
+        } else if (writes_z || reads_z) {
+          return false;
+        }
+      }
+      if (!clip || !by_z || *by_z + 3 != l.size() || !is(*by_z + 1, Add, true) ||
+          !is(*by_z + 2, Shr, true) || !l[*by_z + 1].op->buffers[0].same_as(down) ||
+          !l[*by_z + 2].op->buffers[0].same_as(down))
+        return false;
+      const std::int64_t m = form(l[*clip])[3], a = form(l[*by_z + 1])[3],
+                         b = form(l[*by_z + 2])[3];
+      const std::int64_t top = ((m + 1) << k) - 1;
+      if (m < 0 || m > 15 || a < 0 || b < 1 || b > 30 || ((((1 << 23) - 1) >> m) + a) >= (1 << b) ||
+          top > 32767)
+        return false;
+      // nothing else writes z or z_down: not the masks before the chain, nor what follows it
+      // (the store reads z_down)
+      for (std::size_t j = 0; j < parts.size(); ++j) {
+        if (j >= ch.first && j < ch.end) continue;
+        for (const auto* call : vta::detail::calls_in(parts[j]))
+          if (call->name != vta::intrin::store && !call->buffers.empty() &&
+              (call->buffers[0].same_as(z) || call->buffers[0].same_as(down)))
+            return false;
+      }
+      const auto row = [&](std::size_t j, std::size_t arg) {
+        return vta::detail::index_arg(l[j].op->args[arg]);
+      };
+      const auto u_row = row(at, 4), z_row = row(at + 3, 4), down_row = row(at + 3, 3);
+      if (!u_row || !z_row || !down_row) return false;
+      // an ALU kernel with its operation, immediate use and immediate set (and its name)
+      const auto as = [](const tir::Stmt& kernel, runtime::AluOp op, bool immediate,
+                         std::int64_t imm) {
+        const auto* attr = kernel.as<tir::AttrNode>();
+        std::string name = "alu.";
+        for (const char* ch = runtime::alu_name(op); *ch; ++ch)
+          name += static_cast<char>(*ch - 'A' + 'a');
+        if (immediate) name += ".imm";
+        const tir::Stmt named = tir::make_attr(attr->key, name, attr->value, attr->body);
+        return with_alu_arg(with_alu_arg(with_alu_arg(named, 0, static_cast<std::int64_t>(op)), 1,
+                                         immediate ? 1 : 0),
+                            2, imm);
+      };
+      const std::size_t first = ch.first;
+      const tir::Stmt clip_u =
+          as(moved(parts[first + at + 1], l[at + 1], {u, u}, {*u_row, *u_row}), Min, true, top);
+      const tir::Stmt fill_down =
+          as(moved(parts[first + at + 3], l[at + 3], {down, down}, {*down_row, *down_row}), Min,
+             true, -(std::int64_t{1} << k));
+      const tir::Stmt times_z = as(
+          moved(parts[first + at + 4], l[at + 4], {down, z}, {*down_row, *z_row}), Mul, false, 0);
+      hoisted.push_back(with_extent(parts[first + at + 2], block_rows()));
+      std::vector<tir::Stmt> out(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(first));
+      for (std::size_t j = 0; j < l.size(); ++j) {
+        const tir::Stmt& st = parts[first + j];
+        if (j == at) out.push_back(clip_u);
+        if (j == at + 2 || j == *clip) continue;
+        out.push_back(j == at + 3 ? fill_down : j == at + 4 ? times_z : st);
+      }
+      out.insert(out.end(), parts.begin() + static_cast<std::ptrdiff_t>(ch.end), parts.end());
+      parts = std::move(out);
+      return true;
+    }
     // A normalization's reciprocal R (a row of the block) copied beside pass 3's chunk by a MAX
     // where the lowering wrote a reset and an ADD, the reset once before the chunk loop rather
     // than once a chunk. The chain is the copy's reset and ADD, the multiply of the copy by the
@@ -2289,7 +2400,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // resets before the loop in place of one a chunk (its buffers then allocated around it)
       std::vector<tir::Stmt> hoisted;
       shift_by_max(*body, parts, c, hoisted);
-      z_by_max(*body, parts, c, hoisted);
+      if (z_by_max(*body, parts, c, hoisted) && !normalize && chunks.size() == 2 &&
+          pass + 1 == chunks.size())
+        z_down_by_multiply(*body, parts, c, hoisted);
       if (normalize && pass + 1 == chunks.size()) r_by_max(*body, parts, c, hoisted);
       const std::vector<tir::Stmt> guarded = parts;
       const auto trimmed = unseen_value[pass] ? trim_chain(*body, parts, c, *unseen_value[pass],
@@ -2400,6 +2513,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
   loops.alu_fill = env_.config.variant.store_reads_out_sram;
   loops.max_first = max_total_.defined();
   loops.normalize = shape_.part == IntegerSoftmaxPart::Normalize;
+  loops.plain = epilogue_.steps.empty();
   // the chunk loops in skip_masked_work's order: the max's chain ends in a halving of keys
   // every one of which counts (its fill of -32768 stays), the sum's in one that adds 0. (Where
   // the softmax is not causal, the lowering's chain already ends at the keys. In uniform tiles
@@ -2569,13 +2683,13 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   // to those keys) and where its chunk is computed whole (the max, the fills, the sums'
   // halvings), and a chunk iteration, fitted to the cycle model's counts of each part at 2,048
   // causal keys in the chunks of 32 to 512 that fit (docs/performance.md: within 0.2% of each;
-  // the normalization's, with no kept chunks, refitted after it stored by turns), over the runs
-  // detail::SoftmaxRuns averages.
+  // the halves', with no kept chunks, refitted after the normalization stored by turns and the
+  // exponentials' z_down became a multiply), over the runs detail::SoftmaxRuns averages.
   struct Cost {
     double seen, padded, chunk;
   };
   const Cost cost = shape.part == IntegerSoftmaxPart::Whole ? Cost{91.88, 15.77, 597.6}
-                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{30.08, 9.57, 270.6}
+                    : shape.part == IntegerSoftmaxPart::Exp ? Cost{27.84, 11.25, 253.0}
                                                             : Cost{2.51, 13.53, 156.5};
   // The whole softmax's kept chunks (detail::kept_chunks) save pass 3's exponential and, not
   // in uniform tiles, pass 2's load (pass 1 keeps the scores; the halves' save pass 3's load,
@@ -2592,7 +2706,7 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
     double seen, chunk, rows;
   };
   const Kept kept = shape.part == IntegerSoftmaxPart::Normalize ? Kept{2.17, 68.69, 1.17}
-                    : shape.part == IntegerSoftmaxPart::Exp     ? Kept{1.97, 72.48, 3.31}
+                    : shape.part == IntegerSoftmaxPart::Exp     ? Kept{2.20, 66.87, 2.28}
                     : detail::softmax_uniform(shape)            ? Kept{39.28, 215.9, 0}
                                                                 : Kept{42.31, 378.7, 5.86};
   const detail::SoftmaxRuns runs(shape);
