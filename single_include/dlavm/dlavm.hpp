@@ -42765,9 +42765,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // (m the MIN that clips z for the shift of v, which the clip makes redundant: dropped), so
     // that z <= m. A clipped key's exponential is 0 as its own is: its z above m, it gets z = m
     // and r = 2^k - 1, and the chain's tail after the shift by z (an ADD of a, a shift right by
-    // b) leaves 0 of any v < 2^23 shifted right by m: ((2^23 - 1) >> m) + a < 2^b. A MIN and a
-    // reset a chunk fewer, and a MIN for an ADD. `parts` rewritten; false, and `parts` as they
-    // were, where the chain is not that.
+    // b) leaves 0 of any v < 2^23 shifted right by m: ((2^23 - 1) >> m) + a < 2^b. z still ends
+    // each chunk at most m, below u, as z_by_max's copy by a MAX needs (the MIN it checked is
+    // gone). A MIN and a reset a chunk fewer, and a MIN for an ADD. `parts` rewritten; false,
+    // and `parts` as they were, where the chain is not that.
     bool z_down_by_multiply(const detail::ChunkBody& body, std::vector<tir::Stmt>& parts,
                             const ne::Expr& c, std::vector<tir::Stmt>& hoisted) const {
       if (!plain) return false;
@@ -42838,8 +42839,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                          std::int64_t imm) {
         const auto* attr = kernel.as<tir::AttrNode>();
         std::string name = "alu.";
-        for (const char* ch = runtime::alu_name(op); *ch; ++ch)
-          name += static_cast<char>(*ch - 'A' + 'a');
+        for (const char* letter = runtime::alu_name(op); *letter; ++letter)
+          name += static_cast<char>(*letter - 'A' + 'a');
         if (immediate) name += ".imm";
         const tir::Stmt named = tir::make_attr(attr->key, name, attr->value, attr->body);
         return with_alu_arg(with_alu_arg(with_alu_arg(named, 0, static_cast<std::int64_t>(op)), 1,
