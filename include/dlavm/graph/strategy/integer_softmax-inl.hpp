@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <span>
@@ -1790,12 +1791,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                                        {te::index_value(ne::Expr(0))}, {running})),
                            nest[2]}))};
       } else {
-        before = {with_alu_arg(
-            with_alu_arg(with_alu_arg(tir::make_attr(start_attr->key, std::string("alu.min.imm"),
-                                                     start_attr->value, start_attr->body),
-                                      0, static_cast<std::int64_t>(runtime::AluOp::Min)),
-                         1, 1),
-            2, -32768)};
+        before = {with_alu(start, runtime::AluOp::Min, true, -32768)};
       }
       after.clear();
       for (std::size_t k = first; k < parts.size(); ++k)
@@ -2031,18 +2027,26 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (end[0] != 1 || end[1] != static_cast<std::int64_t>(runtime::AluOp::Min) || end[2] != 1 ||
           end[3] < 0 || end[3] >= 128)
         return false;
-      // nothing else writes z: not the masks before the chain, nor what follows it
+      if (written_outside(parts, ch, {z})) return false;
+      const std::size_t at = ch.first + reset;
+      hoisted.push_back(with_extent(parts[at], block_rows()));
+      parts[ch.first + *copy] = with_alu(parts[ch.first + *copy], runtime::AluOp::Max, false, 0);
+      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
+      return true;
+    }
+    // Whether a statement of `parts` outside chain `ch` (the masks before it, what follows it)
+    // writes one of `buffers`: the first buffer of each call but a STORE's, which reads it.
+    static bool written_outside(const std::vector<tir::Stmt>& parts, const Chain& ch,
+                                std::initializer_list<te::Buffer> buffers) {
       for (std::size_t j = 0; j < parts.size(); ++j) {
         if (j >= ch.first && j < ch.end) continue;
         for (const auto* call : vta::detail::calls_in(parts[j]))
-          if (!call->buffers.empty() && call->buffers[0].same_as(z)) return false;
+          if (call->name != vta::intrin::store && !call->buffers.empty() &&
+              std::ranges::any_of(buffers,
+                                  [&](const te::Buffer& b) { return call->buffers[0].same_as(b); }))
+            return true;
       }
-      const std::size_t at = ch.first + reset;
-      hoisted.push_back(with_extent(parts[at], block_rows()));
-      parts[ch.first + *copy] =
-          with_alu_arg(parts[ch.first + *copy], 0, static_cast<std::int64_t>(runtime::AluOp::Max));
-      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
-      return true;
+      return false;
     }
     // The exponentials' z_down = -2^k z (k the shift that makes z of u) as a MIN and a multiply
     // where the lowering wrote a reset, an ADD of z and a MUL by -2^k: z_down's MIN with -2^k
@@ -2108,40 +2112,19 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (m < 0 || m > 15 || a < 0 || b < 1 || b > 30 || ((((1 << 23) - 1) >> m) + a) >= (1 << b) ||
           top > 32767)
         return false;
-      // nothing else writes z or z_down: not the masks before the chain, nor what follows it
-      // (the store reads z_down)
-      for (std::size_t j = 0; j < parts.size(); ++j) {
-        if (j >= ch.first && j < ch.end) continue;
-        for (const auto* call : vta::detail::calls_in(parts[j]))
-          if (call->name != vta::intrin::store && !call->buffers.empty() &&
-              (call->buffers[0].same_as(z) || call->buffers[0].same_as(down)))
-            return false;
-      }
+      if (written_outside(parts, ch, {z, down})) return false;
       const auto row = [&](std::size_t j, std::size_t arg) {
         return vta::detail::index_arg(l[j].op->args[arg]);
       };
       const auto u_row = row(at, 4), z_row = row(at + 3, 4), down_row = row(at + 3, 3);
       if (!u_row || !z_row || !down_row) return false;
-      // an ALU kernel with its operation, immediate use and immediate set (and its name)
-      const auto as = [](const tir::Stmt& kernel, runtime::AluOp op, bool immediate,
-                         std::int64_t imm) {
-        const auto* attr = kernel.as<tir::AttrNode>();
-        std::string name = "alu.";
-        for (const char* letter = runtime::alu_name(op); *letter; ++letter)
-          name += static_cast<char>(*letter - 'A' + 'a');
-        if (immediate) name += ".imm";
-        const tir::Stmt named = tir::make_attr(attr->key, name, attr->value, attr->body);
-        return with_alu_arg(with_alu_arg(with_alu_arg(named, 0, static_cast<std::int64_t>(op)), 1,
-                                         immediate ? 1 : 0),
-                            2, imm);
-      };
       const std::size_t first = ch.first;
-      const tir::Stmt clip_u =
-          as(moved(parts[first + at + 1], l[at + 1], {u, u}, {*u_row, *u_row}), Min, true, top);
+      const tir::Stmt clip_u = with_alu(
+          moved(parts[first + at + 1], l[at + 1], {u, u}, {*u_row, *u_row}), Min, true, top);
       const tir::Stmt fill_down =
-          as(moved(parts[first + at + 3], l[at + 3], {down, down}, {*down_row, *down_row}), Min,
-             true, -(std::int64_t{1} << k));
-      const tir::Stmt times_z = as(
+          with_alu(moved(parts[first + at + 3], l[at + 3], {down, down}, {*down_row, *down_row}),
+                   Min, true, -(std::int64_t{1} << k));
+      const tir::Stmt times_z = with_alu(
           moved(parts[first + at + 4], l[at + 4], {down, z}, {*down_row, *z_row}), Mul, false, 0);
       hoisted.push_back(with_extent(parts[first + at + 2], block_rows()));
       std::vector<tir::Stmt> out(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(first));
@@ -2187,13 +2170,10 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         return false;
       const std::int64_t add = form(ch.links[3])[3], shift = form(ch.links[4])[3];
       if (shift < 7 || shift > 30 || add < 0 || add >= (std::int64_t{1} << shift)) return false;
-      // nothing else writes the copy's buffer: not the masks before the chain
-      for (std::size_t j = 0; j < ch.first; ++j)
-        for (const auto* call : vta::detail::calls_in(parts[j]))
-          if (!call->buffers.empty() && call->buffers[0].same_as(x)) return false;
+      if (written_outside(parts, ch, {x})) return false;
       const std::size_t at = ch.first;
       hoisted.push_back(with_extent(parts[at], block_rows()));
-      parts[at + 1] = with_alu_arg(parts[at + 1], 0, static_cast<std::int64_t>(Max));
+      parts[at + 1] = with_alu(parts[at + 1], Max, false, 0);
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
       return true;
     }
@@ -2278,7 +2258,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         for (const auto* call : vta::detail::calls_in(parts[j]))
           if (among(call->buffers, z) || among(call->buffers, z1)) return false;
       hoisted.push_back(with_extent(parts[at], block_rows()));
-      parts[at + 1] = with_alu_arg(parts[at + 1], 0, static_cast<std::int64_t>(Max));
+      parts[at + 1] = with_alu(parts[at + 1], Max, false, 0);
       const tir::BufferMap swap{{z.get(), z1}, {z1.get(), z}};
       for (std::size_t j = at + 2; j < at + 8; ++j) parts[j] = tir::rewrite(parts[j], {}, swap);
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
@@ -2377,6 +2357,17 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       set.arg = arg;
       set.value = value;
       return set.visit(kernel);
+    }
+    // An ALU kernel with its operation, immediate use and immediate set, and named for them
+    // (vta::detail::alu_kernel_name, as the lowering names a kernel).
+    static tir::Stmt with_alu(const tir::Stmt& kernel, runtime::AluOp op, bool use_imm,
+                              std::int64_t imm) {
+      const auto* attr = kernel.as<tir::AttrNode>();
+      const tir::Stmt named = tir::make_attr(attr->key, vta::detail::alu_kernel_name(op, use_imm),
+                                             attr->value, attr->body);
+      return with_alu_arg(
+          with_alu_arg(with_alu_arg(named, 0, static_cast<std::int64_t>(op)), 1, use_imm ? 1 : 0),
+          2, imm);
     }
     // A pass whose keys fit one chunk has no chunk loop (the lowering drops a loop of one
     // iteration): its body, chunk 0, gets the lane masks alone.

@@ -8,6 +8,7 @@
 #include <dlavm/tir.hpp>
 #include <dlavm/vta/lower/env.hpp>
 #include <dlavm/vta/lower/fold_uop.hpp>
+#include <dlavm/vta/lower/intrinsic_calls.hpp>
 #include <dlavm/vta/lower/nest.hpp>
 
 #include <algorithm>
@@ -298,12 +299,8 @@ class FoldUops : public tir::StmtMutator<FoldUops> {
         parts.size() == 1 ? std::vector<tir::Stmt>{parts[0]} : flatten(parts)));
     const auto key = key_of(rest);
     std::string what = key->name.substr(4);  // "gemm", "gemm_reset", "alu"
-    if (key->name == intrin::alu) {
-      what = "alu.";
-      for (const char* c = runtime::alu_name(static_cast<runtime::AluOp>(key->op)); *c; ++c)
-        what += static_cast<char>(*c - 'A' + 'a');
-      if (key->use_imm) what += ".imm";
-    }
+    if (key->name == intrin::alu)
+      what = detail::alu_kernel_name(static_cast<runtime::AluOp>(key->op), key->use_imm);
     tir::Stmt out = tir::make_attr(std::string(intrin::uop_kernel), what, count, kernel);
     for (std::size_t j = h; j-- > 0;)
       out = tir::make_for(chain[j].var, 0, chain[j].extent, tir::ForKind::Serial, out);

@@ -7,6 +7,7 @@
 #include <dlavm/ne/expr.hpp>
 #include <dlavm/ne/simplify.hpp>
 #include <dlavm/ne/substitute.hpp>
+#include <dlavm/runtime/isa.hpp>
 #include <dlavm/te/expr.hpp>
 #include <dlavm/tir/functor.hpp>
 #include <dlavm/tir/stmt.hpp>
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -57,6 +59,15 @@ inline const te::CallNode* first_call(const tir::Stmt& s, std::string_view name)
   for (const auto* c : calls_in(s))
     if (c->name == name) return c;
   return nullptr;
+}
+
+// The name vta::fold_uop gives an ALU kernel (its attribute's node, which the printer shows):
+// "alu." and the operation in lower case, ".imm" where it takes an immediate.
+inline std::string alu_kernel_name(runtime::AluOp op, bool use_imm) {
+  std::string name = "alu.";
+  for (const char* c = runtime::alu_name(op); *c; ++c) name += static_cast<char>(*c - 'A' + 'a');
+  if (use_imm) name += ".imm";
+  return name;
 }
 
 }  // namespace dlavm::vta::detail
