@@ -448,8 +448,9 @@ void BM_DecodeRunLlmLayer(benchmark::State& state) {
     for (std::int64_t step = 0; step < DecodeRun::kSteps; ++step) clock.step(exec, run.mod, run.x);
   }
   state.counters["host_share"] = clock.host_share();
-  state.counters["ms_per_step"] =
-      clock.run_seconds * 1e3 / static_cast<double>(state.iterations() * DecodeRun::kSteps);
+  const auto steps = static_cast<double>(state.iterations() * DecodeRun::kSteps);
+  state.counters["ms_per_step"] = clock.run_seconds * 1e3 / steps;
+  state.counters["host_us_per_step"] = clock.host_seconds * 1e6 / steps;
 }
 BENCHMARK(BM_DecodeRunLlmLayer)
     ->Arg(0)

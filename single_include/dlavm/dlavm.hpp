@@ -3644,6 +3644,12 @@ te::NDArray pack(const te::NDArray& logical, const Layout& l);
 // `shape`: the logical shape to restore. ValueError for the unfolded layouts.
 te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const std::int64_t> shape);
 
+// Whether a value of logical shape `shape` packs into `l` as its own row-major elements, neither
+// padded nor reordered (a matrix of one-row tiles whose columns fill whole tiles: a decode
+// step's activations), so that its bytes go to VTA and back without packing (graph::Executor).
+// False for a shape the layout does not take.
+bool keeps_row_major(const Layout& l, std::span<const std::int64_t> shape);
+
 }  // namespace dlavm::graph
 
 #ifndef DLAVM_COMPILED_LIB
@@ -12587,6 +12593,21 @@ inline te::NDArray pack_channel_weights(const te::NDArray& b, const Layout& l) {
 }
 
 }  // namespace detail
+
+DLAVM_INLINE bool keeps_row_major(const Layout& l, std::span<const std::int64_t> shape) {
+  if (l.kind == Layout::Kind::Plain) return true;
+  const bool matrix = l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::BatchedMatrix;
+  if (!matrix || l.planes != 1 || l.groups != 1 || shape.size() < 2 || l.rows < 1 || l.cols < 1)
+    return false;
+  // [M/R, C/T, R, T] (each product's, one after the other) is [M, C] when no tile is padded
+  // and a tile's rows are whole rows of the value: one row, or one column tile
+  const std::int64_t c = shape.back();
+  const std::int64_t m =
+      l.kind == Layout::Kind::BatchedMatrix
+          ? shape[shape.size() - 2]
+          : std::accumulate(shape.begin(), shape.end() - 1, std::int64_t{1}, std::multiplies<>{});
+  return c % l.cols == 0 && m % l.rows == 0 && (l.rows == 1 || c == l.cols);
+}
 
 DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
   if (l.kind == Layout::Kind::Plain) return logical;
@@ -48518,7 +48539,9 @@ DLAVM_INLINE EvaluationTrace evaluate_trace(const Function& fn, std::span<const 
 // writes stay in device memory between VTA steps and cross to the host only where a host
 // step, a result or keep_values reads them; a VTA result that the host only unpacks,
 // permutes or reshapes and packs for another VTA step moves as one copy of its packed bytes
-// (graph::relayout_chains; StepStats::relayout), except under keep_values.
+// (graph::relayout_chains; StepStats::relayout), except under keep_values. A value whose
+// packed bytes are its row-major ones (graph::keeps_row_major: a decode step's activations in
+// one-row tiles) crosses as those bytes, not packed or unpacked element by element.
 //
 //   auto mod = graph::build(fn, target, {.name = "mlp"});
 //   vta::SimDevice dev(target.env.config);
@@ -50151,25 +50174,30 @@ class Executor::Run {
   const te::NDArray& host_array(std::size_t v) {
     const auto& value = m_.values()[v];
     if (value.constant) return *value.constant;
-    if (!arrays_[v]) {
-      te::NDArray a(value.dtype,
-                    detail::concrete_dims(value.shape, bindings_, "value ", value.name));
-      StagingBytes bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
-      r_.copy_out(value.storage, bytes.data(), bytes.size());
-      vta::from_dram_bytes(bytes, a);
-      arrays_[v] = std::move(a);
-    }
+    if (!arrays_[v])
+      arrays_[v] =
+          from_device(value, detail::concrete_dims(value.shape, bindings_, "value ", value.name));
     return *arrays_[v];
+  }
+
+  // The bytes of `value` in device memory as an array of shape `dims`.
+  te::NDArray from_device(const ModuleValue& value, std::vector<std::int64_t> dims) const {
+    te::NDArray a(value.dtype, std::move(dims));
+    StagingBytes bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
+    r_.copy_out(value.storage, bytes.data(), bytes.size());
+    vta::from_dram_bytes(bytes, a);
+    return a;
   }
 
   // A host result VTA reads goes to its device slot.
   void to_device(std::size_t v) {
     const auto& value = m_.values()[v];
-    if (!value.storage.vta) return;
-    const auto& a = *arrays_[v];
+    if (value.storage.vta) to_device(*arrays_[v], value.storage);
+  }
+  void to_device(const te::NDArray& a, const Storage& storage) const {
     StagingBytes bytes(a.size() * static_cast<std::size_t>(a.dtype().bytes()));
     vta::dram_bytes(a, bytes);
-    r_.copy_in(value.storage, bytes.data(), bytes.size());
+    r_.copy_in(storage, bytes.data(), bytes.size());
   }
 
   // The states before the run: a state held packed is read only through its packed value
@@ -50204,14 +50232,27 @@ class Executor::Run {
       case ModuleStep::Kind::Host:
         host_step(i);
         break;
-      case ModuleStep::Kind::Pack:
-        arrays_[s.output] = pack(host_array(s.inputs[0]), m_.values()[s.output].layout);
-        to_device(s.output);
+      case ModuleStep::Kind::Pack: {
+        // (a value whose packed bytes are its own goes to VTA as it is, and stays there)
+        const auto& out = m_.values()[s.output];
+        const auto& in = host_array(s.inputs[0]);
+        if (out.storage.vta && keeps_row_major(out.layout, in.shape())) {
+          to_device(in, out.storage);
+          arrays_[s.output].reset();
+        } else {
+          arrays_[s.output] = pack(in, out.layout);
+          to_device(s.output);
+        }
         break;
+      }
       case ModuleStep::Kind::Unpack: {
         const auto& v = m_.values()[s.inputs[0]];
-        const auto shape = detail::concrete_dims(v.logical, bindings_, "value ", v.name);
-        arrays_[s.output] = unpack(host_array(s.inputs[0]), v.layout, shape);
+        auto shape = detail::concrete_dims(v.logical, bindings_, "value ", v.name);
+        if (!arrays_[s.inputs[0]] && !v.constant && v.storage.vta &&
+            keeps_row_major(v.layout, shape))
+          arrays_[s.output] = from_device(v, std::move(shape));
+        else
+          arrays_[s.output] = unpack(host_array(s.inputs[0]), v.layout, shape);
         to_device(s.output);
         break;
       }

@@ -7,7 +7,9 @@
 #include <dlavm/vta/layout.hpp>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include <numeric>
 #include <random>
 
 namespace graph = dlavm::graph;
@@ -104,6 +106,48 @@ TEST_CASE("layout: batched matrices and matmul weights, element by element, rand
     CHECK(weight_sum == sum);
     CHECK(graph::unpack(p, bm, shape) == a);
   }
+}
+
+TEST_CASE("layout: keeps_row_major says exactly when packing leaves the elements in place") {
+  // a matrix or batched matrix keeps its row-major elements iff no tile is padded and a tile's
+  // rows are whole rows: checked against pack itself over random tiles and shapes (distinct
+  // element values, so that any move shows)
+  std::mt19937_64 rng(23);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  std::size_t kept = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const Kind kind = pick(0, 1) == 0 ? Kind::Matrix : Kind::BatchedMatrix;
+    const graph::Layout l{kind, pick(1, 3), std::int64_t{1} << pick(0, 3)};
+    std::vector<std::int64_t> shape(static_cast<std::size_t>(pick(2, 4)));
+    for (auto& d : shape) d = pick(1, 3);
+    shape.back() = l.cols * pick(1, 3) - pick(0, 1) * pick(0, l.cols - 1);
+    te::NDArray a(DType::int32(), shape);
+    std::iota(a.data().begin(), a.data().end(), 1);
+    const auto p = graph::pack(a, l);
+    const bool in_place = p.data().size() == a.data().size() &&
+                          std::equal(p.data().begin(), p.data().end(), a.data().begin());
+    CAPTURE(graph::to_string(l));
+    CAPTURE(fmt::format("[{}]", fmt::join(shape, ", ")));
+    CHECK(graph::keeps_row_major(l, shape) == in_place);
+    kept += in_place;
+  }
+  CHECK(kept > 40);  // both answers drawn often
+  CHECK(kept < 360);
+  // the plain layout always; the others' tiles reorder or pad, planes and lane groups too
+  CHECK(graph::keeps_row_major(graph::Layout{}, std::vector<std::int64_t>{3, 5}));
+  CHECK_FALSE(
+      graph::keeps_row_major({Kind::Activation, 1, 16}, std::vector<std::int64_t>{1, 16, 1, 1}));
+  CHECK_FALSE(graph::keeps_row_major({Kind::DenseWeight, 1, 16}, std::vector<std::int64_t>{1, 16}));
+  graph::Layout planes{Kind::Matrix, 1, 16};
+  planes.planes = 4;
+  CHECK_FALSE(graph::keeps_row_major(planes, std::vector<std::int64_t>{2, 16}));
+  graph::Layout grouped{Kind::BatchedMatrix, 1, 16};
+  grouped.groups = 2;
+  CHECK_FALSE(graph::keeps_row_major(grouped, std::vector<std::int64_t>{2, 1, 8}));
+  // a shape the layout does not take: false, not an error (pack then says why)
+  CHECK_FALSE(graph::keeps_row_major({Kind::Matrix, 1, 16}, std::vector<std::int64_t>{16}));
 }
 
 TEST_CASE(

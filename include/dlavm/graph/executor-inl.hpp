@@ -278,25 +278,30 @@ class Executor::Run {
   const te::NDArray& host_array(std::size_t v) {
     const auto& value = m_.values()[v];
     if (value.constant) return *value.constant;
-    if (!arrays_[v]) {
-      te::NDArray a(value.dtype,
-                    detail::concrete_dims(value.shape, bindings_, "value ", value.name));
-      StagingBytes bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
-      r_.copy_out(value.storage, bytes.data(), bytes.size());
-      vta::from_dram_bytes(bytes, a);
-      arrays_[v] = std::move(a);
-    }
+    if (!arrays_[v])
+      arrays_[v] =
+          from_device(value, detail::concrete_dims(value.shape, bindings_, "value ", value.name));
     return *arrays_[v];
+  }
+
+  // The bytes of `value` in device memory as an array of shape `dims`.
+  te::NDArray from_device(const ModuleValue& value, std::vector<std::int64_t> dims) const {
+    te::NDArray a(value.dtype, std::move(dims));
+    StagingBytes bytes(a.size() * static_cast<std::size_t>(value.dtype.bytes()));
+    r_.copy_out(value.storage, bytes.data(), bytes.size());
+    vta::from_dram_bytes(bytes, a);
+    return a;
   }
 
   // A host result VTA reads goes to its device slot.
   void to_device(std::size_t v) {
     const auto& value = m_.values()[v];
-    if (!value.storage.vta) return;
-    const auto& a = *arrays_[v];
+    if (value.storage.vta) to_device(*arrays_[v], value.storage);
+  }
+  void to_device(const te::NDArray& a, const Storage& storage) const {
     StagingBytes bytes(a.size() * static_cast<std::size_t>(a.dtype().bytes()));
     vta::dram_bytes(a, bytes);
-    r_.copy_in(value.storage, bytes.data(), bytes.size());
+    r_.copy_in(storage, bytes.data(), bytes.size());
   }
 
   // The states before the run: a state held packed is read only through its packed value
@@ -331,14 +336,27 @@ class Executor::Run {
       case ModuleStep::Kind::Host:
         host_step(i);
         break;
-      case ModuleStep::Kind::Pack:
-        arrays_[s.output] = pack(host_array(s.inputs[0]), m_.values()[s.output].layout);
-        to_device(s.output);
+      case ModuleStep::Kind::Pack: {
+        // (a value whose packed bytes are its own goes to VTA as it is, and stays there)
+        const auto& out = m_.values()[s.output];
+        const auto& in = host_array(s.inputs[0]);
+        if (out.storage.vta && keeps_row_major(out.layout, in.shape())) {
+          to_device(in, out.storage);
+          arrays_[s.output].reset();
+        } else {
+          arrays_[s.output] = pack(in, out.layout);
+          to_device(s.output);
+        }
         break;
+      }
       case ModuleStep::Kind::Unpack: {
         const auto& v = m_.values()[s.inputs[0]];
-        const auto shape = detail::concrete_dims(v.logical, bindings_, "value ", v.name);
-        arrays_[s.output] = unpack(host_array(s.inputs[0]), v.layout, shape);
+        auto shape = detail::concrete_dims(v.logical, bindings_, "value ", v.name);
+        if (!arrays_[s.inputs[0]] && !v.constant && v.storage.vta &&
+            keeps_row_major(v.layout, shape))
+          arrays_[s.output] = from_device(v, std::move(shape));
+        else
+          arrays_[s.output] = unpack(host_array(s.inputs[0]), v.layout, shape);
         to_device(s.output);
         break;
       }

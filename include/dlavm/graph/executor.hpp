@@ -17,7 +17,9 @@
 // writes stay in device memory between VTA steps and cross to the host only where a host
 // step, a result or keep_values reads them; a VTA result that the host only unpacks,
 // permutes or reshapes and packs for another VTA step moves as one copy of its packed bytes
-// (graph::relayout_chains; StepStats::relayout), except under keep_values.
+// (graph::relayout_chains; StepStats::relayout), except under keep_values. A value whose
+// packed bytes are its row-major ones (graph::keeps_row_major: a decode step's activations in
+// one-row tiles) crosses as those bytes, not packed or unpacked element by element.
 //
 //   auto mod = graph::build(fn, target, {.name = "mlp"});
 //   vta::SimDevice dev(target.env.config);

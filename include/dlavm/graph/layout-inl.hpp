@@ -474,6 +474,21 @@ inline te::NDArray pack_channel_weights(const te::NDArray& b, const Layout& l) {
 
 }  // namespace detail
 
+DLAVM_INLINE bool keeps_row_major(const Layout& l, std::span<const std::int64_t> shape) {
+  if (l.kind == Layout::Kind::Plain) return true;
+  const bool matrix = l.kind == Layout::Kind::Matrix || l.kind == Layout::Kind::BatchedMatrix;
+  if (!matrix || l.planes != 1 || l.groups != 1 || shape.size() < 2 || l.rows < 1 || l.cols < 1)
+    return false;
+  // [M/R, C/T, R, T] (each product's, one after the other) is [M, C] when no tile is padded
+  // and a tile's rows are whole rows of the value: one row, or one column tile
+  const std::int64_t c = shape.back();
+  const std::int64_t m =
+      l.kind == Layout::Kind::BatchedMatrix
+          ? shape[shape.size() - 2]
+          : std::accumulate(shape.begin(), shape.end() - 1, std::int64_t{1}, std::multiplies<>{});
+  return c % l.cols == 0 && m % l.rows == 0 && (l.rows == 1 || c == l.cols);
+}
+
 DLAVM_INLINE te::NDArray pack(const te::NDArray& logical, const Layout& l) {
   if (l.kind == Layout::Kind::Plain) return logical;
   detail::require_integral(logical, l, "pack");

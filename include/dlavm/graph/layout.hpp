@@ -130,6 +130,12 @@ te::NDArray pack(const te::NDArray& logical, const Layout& l);
 // `shape`: the logical shape to restore. ValueError for the unfolded layouts.
 te::NDArray unpack(const te::NDArray& packed, const Layout& l, std::span<const std::int64_t> shape);
 
+// Whether a value of logical shape `shape` packs into `l` as its own row-major elements, neither
+// padded nor reordered (a matrix of one-row tiles whose columns fill whole tiles: a decode
+// step's activations), so that its bytes go to VTA and back without packing (graph::Executor).
+// False for a shape the layout does not take.
+bool keeps_row_major(const Layout& l, std::span<const std::int64_t> shape);
+
 }  // namespace dlavm::graph
 
 #ifndef DLAVM_COMPILED_LIB
