@@ -699,6 +699,43 @@ TEST_CASE("module: values keep the names of named calls; value_of takes the name
   CHECK(fc_value == exec.value_of("%fc1"));
 }
 
+TEST_CASE("module: values whose packed bytes are their own cross as they are, kept or not") {
+  // one-row tiles whose columns fill whole tiles (graph::keeps_row_major): dense layers over a
+  // single row, a host op between them, so that each layer's input is packed and its result
+  // unpacked; with keep_values every packed value is its input packed (its device memory may
+  // be another's by the run's end), and the results are the same either way
+  auto x = graph::input("x", {1, 48}, DType::int8());
+  graph::Expr y = x;
+  for (std::uint64_t layer = 0; layer < 4; ++layer) {
+    auto w = graph::constant(fmt::format("w{}", layer),
+                             te::NDArray::random(DType::int8(), {48, 48}, layer + 1, -8, 8));
+    // (a float on the host between the layers)
+    y = graph::cast(graph::requantize(graph::dense(y, w), {.shift = 6}), DType::float32());
+    y = graph::cast(graph::relu(y), DType::int8());
+  }
+  const auto fn = graph::function({x}, {y});
+  auto mod = graph::build(fn, graph::Target{});
+  vta::SimDevice dev;
+  graph::Executor exec(mod, dev);
+  const auto a = te::NDArray::random(DType::int8(), {1, 48}, 9);
+  const graph::NamedArray inputs[] = {{"x", a}};
+  const auto fast = exec.run(inputs).at(0);
+  CHECK(exec.run(inputs, {}, {.keep_values = true}).at(0) == fast);
+  const graph::ModuleRun& kept = exec.last_run();
+  CHECK(fast == graph::evaluate(graph::infer_type(fn, graph::Target{}), inputs).at(0));
+  std::size_t packs = 0;
+  for (const auto& s : mod.steps()) {
+    if (s.kind != graph::ModuleStep::Kind::Pack) continue;
+    const auto& out = mod.values()[s.output];
+    REQUIRE(kept.values[s.output].has_value());
+    REQUIRE(kept.values[s.inputs[0]].has_value());
+    CHECK(graph::keeps_row_major(out.layout, kept.values[s.inputs[0]]->shape()));
+    CHECK(*kept.values[s.output] == graph::pack(*kept.values[s.inputs[0]], out.layout));
+    ++packs;
+  }
+  CHECK(packs == 4);
+}
+
 TEST_CASE("module: storage slots; weights copied to a device once; VTA values stay there") {
   // conv -> conv -> max pool (all VTA), then a host dense: only the input goes in per run and
   // only the pooled map comes out for the dense

@@ -337,10 +337,12 @@ class Executor::Run {
         host_step(i);
         break;
       case ModuleStep::Kind::Pack: {
-        // (a value whose packed bytes are its own goes to VTA as it is, and stays there)
+        // (a value whose packed bytes are its own goes to VTA as it is, and stays there unless
+        // the run keeps every value: a later step may reuse its device memory)
         const auto& out = m_.values()[s.output];
         const auto& in = host_array(s.inputs[0]);
-        if (out.storage.vta && keeps_row_major(out.layout, in.shape())) {
+        if (out.storage.vta && !options_.keep_values && in.dtype().is_integral() &&
+            keeps_row_major(out.layout, in.shape())) {
           to_device(in, out.storage);
           arrays_[s.output].reset();
         } else {
@@ -352,7 +354,7 @@ class Executor::Run {
       case ModuleStep::Kind::Unpack: {
         const auto& v = m_.values()[s.inputs[0]];
         auto shape = detail::concrete_dims(v.logical, bindings_, "value ", v.name);
-        if (!arrays_[s.inputs[0]] && !v.constant && v.storage.vta &&
+        if (!arrays_[s.inputs[0]] && !v.constant && v.storage.vta && v.dtype.is_integral() &&
             keeps_row_major(v.layout, shape))
           arrays_[s.output] = from_device(v, std::move(shape));
         else
