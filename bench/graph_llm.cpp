@@ -432,7 +432,8 @@ struct DecodeRun {
 // 16 decode steps in a row from 2,031 cached positions to 2,047 (the cache set outside the
 // timing before the first), the same 16 in every iteration on one device, whose streams are
 // then proven and decoded once (BM_GenerateLlmLayer runs them as a generation loop does): the
-// host steps' share of their wall time, where BM_DecodeStepLlmLayer, which sets the cache
+// host steps' share of their wall time (`host_share`) and their time a step
+// (`host_us_per_step`), where BM_DecodeStepLlmLayer, which sets the cache
 // before every step, has each step's KV append copy the whole cache to the device. Range 0:
 // the softmax (1: integers, on VTA; 2: the same in two kernels,
 // models::llm::Softmax::IntegerSplit).
