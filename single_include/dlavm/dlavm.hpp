@@ -12601,11 +12601,8 @@ DLAVM_INLINE bool keeps_row_major(const Layout& l, std::span<const std::int64_t>
     return false;
   // [M/R, C/T, R, T] (each product's, one after the other) is [M, C] when no tile is padded
   // and a tile's rows are whole rows of the value: one row, or one column tile
-  const std::int64_t c = shape.back();
-  const std::int64_t m =
-      l.kind == Layout::Kind::BatchedMatrix
-          ? shape[shape.size() - 2]
-          : std::accumulate(shape.begin(), shape.end() - 1, std::int64_t{1}, std::multiplies<>{});
+  const auto [products, rows, c] = detail::as_products(shape);
+  const std::int64_t m = l.kind == Layout::Kind::BatchedMatrix ? rows : products * rows;
   return c % l.cols == 0 && m % l.rows == 0 && (l.rows == 1 || c == l.cols);
 }
 
