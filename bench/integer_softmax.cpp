@@ -84,11 +84,12 @@ LoweredSoftmax lower_softmax(const vta::Env& env, const graph::IntegerSoftmaxSha
 // range 5 keys where it is not 0 (docs/performance.md's chunk tables; a chunk that does not fit
 // skips with the kernel's error): where its
 // cycles go. Timed: instantiating the stream; the cycle model then runs it once. Counters: the
-// stream's cycles, its floor (graph::softmax_floor: the least any stream computing the same
-// arithmetic spends on the compute module) and their ratio, ALU micro-ops, GEMM resets and
-// accumulator-load bytes, and each of them per key and lane tile the passes compute (`entries`:
-// each block's chunks that hold a key one of its queries sees, times the chunk: what passes 1 and 2
-// run over, and pass 3 over all but the skipped chunks).
+// stream's cycles, the compute module's cycles waiting for a token, its floor
+// (graph::softmax_floor: the least any stream computing the same arithmetic spends on the compute
+// module) and their ratio, ALU micro-ops, GEMM resets and accumulator-load bytes, and each of them
+// per key and lane tile the passes compute (`entries`: each block's chunks that hold a key one of
+// its queries sees, times the chunk: what passes 1 and 2 run over, and pass 3 over all but the
+// skipped chunks).
 void BM_IntegerSoftmaxKernel(benchmark::State& state) {
   const std::int64_t n = state.range(0), groups = state.range(2), lanes = state.range(3);
   const bool causal = state.range(1) != 0;
@@ -141,6 +142,9 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
   state.counters["chunk"] = static_cast<double>(chunk);
   state.counters["kept_chunks"] = static_cast<double>(kept_chunks);
   state.counters["cycles"] = static_cast<double>(report.total_cycles);
+  // (the compute module's cycles waiting for a token: for the store module to have read a
+  // buffer it writes again, mostly)
+  state.counters["compute_stall"] = static_cast<double>(report.module(vta::Queue::Compute).stall);
   state.counters["floor_cycles"] = floor_cycles;
   state.counters["floor_share"] = floor_cycles / static_cast<double>(report.total_cycles);
   state.counters["insns"] = static_cast<double>(insns.size());

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <ranges>
 #include <span>
@@ -765,10 +766,20 @@ std::vector<KernelCall> kernel_calls(const dlavm::tir::Stmt& body) {
   struct Calls : tir::StmtVisitor<Calls> {
     std::vector<KernelCall> calls;
     int loops = 0;
+    // (graph::detail::pair_blocks's two loops over pairs of blocks count as the one over the
+    // blocks; where it keeps that loop in an else branch, for a single block, the branch is
+    // not counted)
     void visit_for(const tir::ForNode& n, const tir::Stmt&) {
-      ++loops;
+      const int loop = n.var.name().ends_with(".side") ? 0 : 1;
+      loops += loop;
       visit(n.body);
-      --loops;
+      loops -= loop;
+    }
+    void visit_if(const tir::IfThenElseNode& n, const tir::Stmt&) {
+      const auto* pairs = n.then_case.as<tir::ForNode>();
+      visit(n.then_case);
+      if (n.else_case.defined() && (pairs == nullptr || !pairs->var.name().ends_with(".pair")))
+        visit(n.else_case);
     }
     void visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt&) {
       const auto* call = n.value.as<te::CallNode>();
@@ -1194,6 +1205,22 @@ struct ProductReads {
   bool found = false;
   int dram = 0, not_affine = 0, elsewhere = 0, unknown = 0;
 };
+// The variable of the loop of `body` named `name`, if there is one.
+std::optional<ne::Var> loop_var(const dlavm::tir::Stmt& body, const std::string& name) {
+  namespace tir = dlavm::tir;
+  struct Find : tir::StmtVisitor<Find> {
+    std::string name;
+    std::optional<ne::Var> found;
+    void visit_for(const tir::ForNode& n, const tir::Stmt&) {
+      if (n.var.name() == name) found = n.var;
+      visit(n.body);
+    }
+  } find;
+  find.name = name;
+  find.visit(body);
+  return find.found;
+}
+
 ProductReads product_reads(const dlavm::tir::Stmt& body, const ne::Var& p) {
   namespace tir = dlavm::tir;
   struct Reads : tir::StmtVisitor<Reads> {
@@ -1285,13 +1312,55 @@ TEST_CASE(
         const auto rewrite = kernel.skip_masked_work(s);
         const ne::Var product = s[kernel.args().back()].leaf_iter_vars()[0].var();
         const auto f = rewrite(vta::lower(s, kernel.args(), env, "sm"));
-        const auto reads = product_reads(f.body, product);
+        // (not in uniform tiles, the blocks are taken in pairs, graph::detail::pair_blocks: the
+        // product is read as its pair's loop variable)
+        const auto pair = loop_var(f.body, product.name() + ".pair");
+        CHECK(pair.has_value() == (most == 32));
+        const auto reads = product_reads(f.body, pair ? *pair : product);
         CHECK(reads.found);
         CHECK(reads.unknown == 0);
         CHECK(reads.not_affine == 0);
         CHECK(reads.dram > 0);
         CHECK((reads.elsewhere == 0) == (most == 16));
       }
+}
+
+TEST_CASE("integer softmax kernel: a causal prefill's blocks in pairs, p and p + ceil(P / 2)") {
+  // graph::detail::pair_blocks, read from the instantiated stream: the blocks in the order of
+  // their first STORE (the result's DRAM rows [P, N, tiles, 1, BLOCK_OUT], a block N x tiles
+  // rows), each block once. Not in uniform tiles (16 queries at most: the natural order), and
+  // one block alone in the loop as the lowering wrote it.
+  const vta::Env env;
+  for (const std::int64_t most : {16, 40})
+    for (const std::int64_t tokens : {1, 2, 9, 10, 16}) {
+      CAPTURE(most);
+      CAPTURE(tokens);
+      const auto m = ne::var("m", 1, most);
+      const auto last = ne::var("last", 0, 8);
+      const auto shape = one_batch(m, last, 8, 2, graph::IntegerSoftmaxPart::Exp);
+      const graph::IntegerSoftmaxKernel kernel(env, shape, 8, "sm");
+      REQUIRE(kernel.args().size() == 3);  // the scores, the masks, the exponentials
+      const std::vector<std::uint64_t> phys{0x100000, 0x200000, 0x300000};
+      const vta::Program prog = LaneGroupKernel::lower(env, kernel);
+      const std::int64_t before = 3, products = (tokens + 1) / 2, keys = before + tokens;
+      const ne::Binding at[] = {{"m", tokens}, {"last", before}};
+      const auto insns = vta::decode_all(env.config.layout(), prog.instantiate(at, phys).insns);
+      const std::uint64_t result = phys.back() / env.config.out_elem_bytes();
+      std::vector<std::int64_t> order;
+      for (const auto& i : insns) {
+        if (i.opcode != vta::Opcode::Store) continue;
+        const auto block = static_cast<std::int64_t>((i.dram_base - result) / keys);
+        if (std::ranges::find(order, block) == order.end()) order.push_back(block);
+      }
+      std::vector<std::int64_t> expected;
+      const std::int64_t half = (products + 1) / 2;
+      for (std::int64_t p = 0; p < half; ++p)
+        for (const std::int64_t b : {p, p + half})
+          if (b < products && (most > 16 || b == p)) expected.push_back(b);
+      if (most <= 16)
+        for (std::int64_t p = half; p < products; ++p) expected.push_back(p);
+      CHECK(order == expected);
+    }
 }
 
 // A measure of the estimate, not of memory safety: the normal build runs it (17 s of the

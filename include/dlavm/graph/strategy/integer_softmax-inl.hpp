@@ -522,6 +522,40 @@ inline bool softmax_skips(const IntegerSoftmaxShape& shape) {
   return softmax_causal(shape) && !softmax_uniform(shape);
 }
 
+// The loop over the products `product` of `body` taking its blocks in pairs, p and
+// p + ceil(P / 2) (P its extent), for skip_masked_work where block p computes the chunks it
+// sees but stores all N keys (softmax_skips): otherwise the first blocks store more than they
+// compute, the store module (in order) falls behind, and the compute module waits for it at
+// every write to a buffer a store has yet to read. A pair stores 2 N keys and computes at
+// least half as many chunks as the last block. Where P is symbolic, only where it is at least
+// 2 (the loop as it was in an else branch: a decode step's single block pays for no pair's
+// index). (The lowering's loop rewritten, not the schedule's axis split: a split's index
+// reaches the loads' padding conditions, which VTA's DMA takes only as bounds on one loop.)
+inline tir::Stmt pair_blocks(const tir::Stmt& body, const ne::Var& product) {
+  struct Pairs : tir::StmtMutator<Pairs> {
+    explicit Pairs(ne::Var p) : product(std::move(p)) {}
+    ne::Var product;
+    tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
+      if (n.var.id() != product.id()) return tir::StmtMutator<Pairs>::visit_for(n, s);
+      const auto most = ne::bounds(n.extent).max;
+      if (most < 2) return s;
+      const ne::Expr half = ne::simplify(ne::ceildiv(n.extent, 2));
+      const ne::Var pair = ne::var(product.name() + ".pair", 0, (most + 1) / 2 - 1);
+      const ne::Var side = ne::var(product.name() + ".side", 0, 1);
+      const ne::Expr p = ne::simplify(n.min + side * half + pair);
+      const std::vector<ne::Substitution> to{{product, p}};
+      tir::Stmt inner = tir::rewrite(n.body, to, {});
+      if (!ne::can_prove(ne::simplify(half * 2 - n.extent) == 0))
+        inner = tir::make_if(p < n.min + n.extent, inner);
+      const tir::Stmt pairs =
+          tir::make_for(pair, 0, half, n.for_kind, tir::make_for(side, 0, 2, n.for_kind, inner));
+      const ne::Expr several = ne::simplify(n.extent >= 2);
+      return ne::can_prove(several) ? pairs : tir::make_if(several, pairs, s);
+    }
+  } pairs(product);
+  return pairs.visit(body);
+}
+
 // Whether the kernel adds masks from its constant: a causal softmax with lane groups, or in
 // uniform tiles.
 inline bool softmax_lane_masks(const IntegerSoftmaxShape& shape) {
@@ -841,7 +875,9 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
   const auto& leaf = s[res_].leaf_iter_vars();  // product, tile, chunk, key, batch, lane
   chunks.push_back(leaf[2].var());
   return [kernel = *this, product = leaf[0].var(), chunks](const tir::PrimFunc& f) {
-    return kernel.skip_masked(f, product, chunks);
+    tir::PrimFunc out = kernel.skip_masked(f, product, chunks);
+    if (detail::softmax_skips(kernel.shape_)) out.body = detail::pair_blocks(out.body, product);
+    return out;
   };
 }
 
