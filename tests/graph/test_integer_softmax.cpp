@@ -1327,9 +1327,9 @@ TEST_CASE(
 
 TEST_CASE("integer softmax kernel: a causal prefill's blocks in pairs, p and p + ceil(P / 2)") {
   // graph::detail::pair_blocks, read from the instantiated stream: the blocks in the order of
-  // their first STORE (the result's DRAM rows [P, N, tiles, 1, BLOCK_OUT], a block N x tiles
-  // rows), each block once. Not in uniform tiles (16 queries at most: the natural order), and
-  // one block alone in the loop as the lowering wrote it.
+  // their first STORE (the result's DRAM rows [P, N, tiles, 1, BLOCK_OUT], a block N rows of
+  // its one tile of two queries of 8 lanes), each block once. Not in uniform tiles (16 queries at
+  // most: the natural order), and one block alone in the loop as the lowering wrote it.
   const vta::Env env;
   for (const std::int64_t most : {16, 40})
     for (const std::int64_t tokens : {1, 2, 9, 10, 16}) {
