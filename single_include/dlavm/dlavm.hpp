@@ -41058,6 +41058,45 @@ inline BlockTensor reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& s
   return w.row("reciprocal", [&](V l) { return q(0, l) + c((std::int64_t{1} << (top + 1)) - 1); });
 }
 
+// Whether a normalization of at most `keys` keys (each exponential at most 127: a sum of at
+// most 2^19) takes packed_reciprocal_stages.
+inline bool packed_reciprocal_fits(std::int64_t keys) { return 127 * keys <= (1 << 19); }
+
+// R = floor(127 * 2^11 / sum) as reciprocal_stages(w, sum, 11) computes it, for a sum of at
+// most 2^19 (packed_reciprocal_fits), in one row: the partial remainder P and the quotient
+// bits found so far Q held together as U = P 2^11 + Q, below 2^31 (P < 2 sum, and even after
+// the first bit, so that P 2^11 leaves Q's 12 bits alone). A bit: 2 U compared with sum 2^12 is
+// P with sum (2 Q < 2^12), and the next U is 2 U - sum 2^12 + 1 where the bit is 1, else 2 U.
+// That is the lesser of the two as unsigned 32-bit numbers (the first wraps above 2^31 where
+// the bit is 0), which is the signed MIN of both plus B = -2^31 (the ALU's 32-bit arithmetic
+// wraps): U is held as U + B, doubled (which wraps B away), B added back from a row (the
+// immediates have 16 bits), the difference's addend 1 - sum 2^12 added to a copy, and the MIN.
+// Six ALU instructions a bit (a reset and an ADD of them the copy), where reciprocal_stages
+// takes twelve; then R = U mod 2^12, U less its bits from 12 up.
+inline BlockTensor packed_reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& sum) {
+  const auto c = SoftmaxStageWriter::c;
+  constexpr std::int64_t top = 11, bits = top + 1;
+  constexpr std::int64_t bias = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int64_t dividend = std::int64_t{127} << top;  // U before the top bit: P 2^11
+  const auto biases = w.row("bias", [&](V) { return c(bias); });
+  const auto neg_sum = w.row("neg_sum", [&](V l) { return sum(0, l) * c(-1); });
+  const auto neg_scaled = w.row("neg_sum_up", [&](V l) { return neg_sum(0, l) << c(bits); });
+  const auto addend = w.row("addend", [&](V l) { return neg_scaled(0, l) + c(1); });
+  auto held = w.row("rem", [&](V) { return c(dividend + bias); });
+  for (std::int64_t b = top; b >= 0; --b) {
+    const auto tag = [&](const char* what) { return fmt::format("{}{}", what, b); };
+    const auto twice = w.row(tag("twice"), [&](V l) { return held(0, l) << c(1); });
+    const auto up = w.row(tag("up"), [&](V l) { return twice(0, l) + biases(0, l); });
+    const auto diff = w.row(tag("diff"), [&](V l) { return up(0, l) + addend(0, l); });
+    held = w.row(tag("rem"), [&](V l) { return te::min(up(0, l), diff(0, l)); });
+  }
+  const auto whole = w.row("unbiased", [&](V l) { return held(0, l) + biases(0, l); });
+  const auto high = w.row("high", [&](V l) { return whole(0, l) >> c(bits); });
+  const auto high_up = w.row("high_up", [&](V l) { return high(0, l) << c(bits); });
+  const auto neg_high = w.row("neg_high", [&](V l) { return high_up(0, l) * c(-1); });
+  return w.row("reciprocal", [&](V l) { return whole(0, l) + neg_high(0, l); });
+}
+
 // R's two 6-bit halves (high, low), each a multiplier VTA's ALU takes.
 inline std::pair<BlockTensor, BlockTensor> split_reciprocal(SoftmaxStageWriter& w,
                                                             const BlockTensor& q) {
@@ -41101,7 +41140,8 @@ inline BlockTensor normalized_stages(SoftmaxStageWriter& w, const BlockTensor& e
 // probabilities of scores `s`, the exponentials of an Exp, or the probabilities of the int8
 // exponentials `s` of a Normalize. Its result.
 inline BlockTensor part_stages(SoftmaxStageWriter& w, const BlockTensor& s, IntegerSoftmaxPart part,
-                               runtime::IntegerExp fixed) {
+                               runtime::IntegerExp fixed,
+                               std::int64_t most_keys = runtime::kIntegerSoftmaxMaxExtent) {
   switch (part) {
     case IntegerSoftmaxPart::Exp:
       return exponential8_stages(
@@ -41112,7 +41152,10 @@ inline BlockTensor part_stages(SoftmaxStageWriter& w, const BlockTensor& s, Inte
       const auto floor = w.row("sum_floor", [&](const ne::Var& l) {
         return te::max(sum(0, l), SoftmaxStageWriter::c(127));
       });
-      return normalized_stages(w, s, reciprocal_stages(w, floor, 11));
+      return normalized_stages(w, s,
+                               packed_reciprocal_fits(most_keys)
+                                   ? packed_reciprocal_stages(w, floor)
+                                   : reciprocal_stages(w, floor, 11));
     }
     case IntegerSoftmaxPart::Whole:
       break;
@@ -41530,7 +41573,9 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
         return te::max(sum(0, l), SoftmaxStageWriter::c(127));
       });
     }
-    reciprocal = detail::reciprocal_stages(rows, total, normalize ? 11 : 23);
+    reciprocal = normalize && detail::packed_reciprocal_fits(ne::bounds(keys).max)
+                     ? detail::packed_reciprocal_stages(rows, total)
+                     : detail::reciprocal_stages(rows, total, normalize ? 11 : 23);
     if (!normalize) halves = detail::split_reciprocal(rows, *reciprocal);
   }
 
@@ -43418,8 +43463,10 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
       f.acc = 3 + 3 * chunk;
       break;
     case IntegerSoftmaxPart::Normalize:
-      // (not in uniform tiles, the stored buffer's second, skip_masked's stored_by_turns)
-      f.acc = 4 + (softmax_uniform(shape) || softmax_chunks(shape, chunk) <= 1 ? 2 : 3) * chunk;
+      // (not in uniform tiles, the stored buffer's second, skip_masked's stored_by_turns; the
+      // packed division's copy of each bit but the last in a row of its own)
+      f.acc = (packed_reciprocal_fits(ne::bounds(shape.keys).max) ? 15 : 4) +
+              (softmax_uniform(shape) || softmax_chunks(shape, chunk) <= 1 ? 2 : 3) * chunk;
       break;
   }
   f.acc += softmax_mask_entries(shape, chunk);
@@ -43541,7 +43588,7 @@ DLAVM_INLINE SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart p
   std::vector<te::Tensor> stages;
   detail::SoftmaxStageWriter w("floor", stages);
   w.blocks({}, n, env.block_out);
-  detail::part_stages(w, w.wrap(scores), part, fixed);
+  detail::part_stages(w, w.wrap(scores), part, fixed, keys);
   std::int64_t per_key = 0, reductions = 0, per_block = 0;
   for (const auto& t : stages) {
     if (!t.op()->reduce_axis.empty())

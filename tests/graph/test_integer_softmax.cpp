@@ -1011,6 +1011,46 @@ TEST_CASE("integer softmax kernel: a sum past 2^30 divides as the host does") {
   check_static_kernel(env, kernel, a);
 }
 
+TEST_CASE("integer softmax normalization: the packed division up to its largest sum") {
+  // A normalization of 4,128 keys, the most whose sum of int8 exponentials stays at most 2^19
+  // (past it the floor test below sees the division change): the division in one row of
+  // U = P 2^11 + Q. Lanes of every exponential 127 (the largest sum, 524,256: R = 0), 0 (the sum's
+  // floor, 127: R = 2,048), one 127 among zeros, random in [0, 127], and random int8 (negative ones
+  // lower the sum), each probability the host kernel's (runtime::integer_softmax_normalize). Past
+  // 4,128 keys the bit-serial division (the floor test below).
+  const vta::Env env;
+  constexpr std::int64_t keys = 4128;
+  const graph::IntegerSoftmaxShape shape{.products = 2,
+                                         .keys = keys,
+                                         .lanes = 16,
+                                         .fixed = host::integer_exp_for(0.125),
+                                         .part = graph::IntegerSoftmaxPart::Normalize};
+  const graph::IntegerSoftmaxKernel kernel(env, shape, 128, "sm");
+  te::NDArray a(DType::int8(), {2, keys, 1, 1, 16});
+  std::mt19937 rng(4128);
+  std::uniform_int_distribution<int> positive(0, 127), any(-128, 127);
+  auto* v = a.data().data();
+  for (std::int64_t p = 0; p < 2; ++p)
+    for (std::int64_t k = 0; k < keys; ++k)
+      for (std::int64_t l = 0; l < 16; ++l) {
+        const int kind = static_cast<int>((p * 16 + l) % 5);
+        v[(p * keys + k) * 16 + l] = kind == 0   ? 127
+                                     : kind == 1 ? 0
+                                     : kind == 2 ? (k == l * 100 ? 127 : 0)
+                                     : kind == 3 ? positive(rng)
+                                                 : any(rng);
+      }
+  vta::SimDevice dev(env.config);
+  te::NDArray r(DType::int8(), a.shape());
+  te::NDArray* arrays[] = {&a, &r};
+  REQUIRE(LaneGroupKernel::lower(env, kernel)
+              .run(dev, arrays, std::span<const ne::Binding>{})
+              .result.finished);
+  te::NDArray want(DType::int8(), a.shape());
+  runtime::integer_softmax_normalize(v, want.data().data(), 2, keys, 16);
+  CHECK(r == want);
+}
+
 TEST_CASE("integer softmax: the multiplier's factors of two leave the exponent's bits") {
   // Every fixed point host::integer_exp_for gives, over every x = s - max of int8 scores: the
   // device's fixed point (graph::fewest_fraction_bits) gives the same z and r, so the
@@ -1546,7 +1586,10 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
   // sum to add back in four: the sign shifted up twice, its max with -sum, negated; added back,
   // the remainder shifted) and 11 of one more (after the first, the minimum of the difference
   // and the bit before's sum added back, where the sign starts), the ones added to q (140), and
-  // its halves (4); a normalization's floor of the sum (1). A reduction over k keys: k - 1.
+  // its halves (4); a normalization's floor of the sum (1), and of at most 4,128 keys (a sum
+  // of at most 2^19) the packed division: the row of B, -sum, shifted, plus one, U (5), 12 bits of
+  // 4 (U doubled, B added, the difference, the MIN), U unbiased, its bits from 12 up shifted down
+  // and up, negated and added (5): 58. A reduction over k keys: k - 1.
   const auto fixed = host::integer_exp_for(0.125);
   REQUIRE(graph::fewest_fraction_bits(fixed).frac_bits == 7);
   for (const std::int64_t k : {1, 2, 64, 1000}) {
@@ -1557,8 +1600,13 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
     CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Exp, fixed, k).alu_uops ==
           14 * k + (k - 1) + 4);
     CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, k).alu_uops ==
-          3 * k + (k - 1) + 141);
+          3 * k + (k - 1) + 59);
   }
+  // past 4,128 keys the sum may pass 2^19: the bit-serial division
+  CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 4128).alu_uops ==
+        3 * 4128 + 4127 + 59);
+  CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 4129).alu_uops ==
+        3 * 4129 + 4128 + 141);
   // a multiplier with fraction bits left past 7 shifts t first: one stage more a key
   const auto odd = host::integer_exp_for(0.3);
   REQUIRE(graph::fewest_fraction_bits(odd).frac_bits > 7);
