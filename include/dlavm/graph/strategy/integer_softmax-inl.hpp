@@ -316,6 +316,12 @@ inline BlockTensor reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& s
 // Whether a normalization of at most `keys` keys (each exponential at most 127: a sum of at
 // most 2^19) takes packed_reciprocal_stages.
 inline bool packed_reciprocal_fits(std::int64_t keys) { return 127 * keys <= (1 << 19); }
+// Whether the kernel of `shape` divides so: a normalization whose key count's bound fits (what
+// its stages and its footprint both follow).
+inline bool softmax_packed_division(const IntegerSoftmaxShape& shape) {
+  return shape.part == IntegerSoftmaxPart::Normalize &&
+         packed_reciprocal_fits(ne::bounds(shape.keys).max);
+}
 
 // R = floor(127 * 2^11 / sum) as reciprocal_stages(w, sum, 11) computes it, for a sum of at
 // most 2^19 (packed_reciprocal_fits), in one row: the partial remainder P and the quotient
@@ -326,7 +332,7 @@ inline bool packed_reciprocal_fits(std::int64_t keys) { return 127 * keys <= (1 
 // the bit is 0), which is the signed MIN of both plus B = -2^31 (the ALU's 32-bit arithmetic
 // wraps): U is held as U + B, doubled (which wraps B away), B added back from a row (the
 // immediates have 16 bits), the difference's addend 1 - sum 2^12 added to a copy, and the MIN.
-// Six ALU instructions a bit (a reset and an ADD of them the copy), where reciprocal_stages
+// Six ALU instructions a bit (two of them, a reset and an ADD, the copy), where reciprocal_stages
 // takes twelve; then R = U mod 2^12, U less its bits from 12 up.
 inline BlockTensor packed_reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& sum) {
   const auto c = SoftmaxStageWriter::c;
@@ -828,7 +834,7 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
         return te::max(sum(0, l), SoftmaxStageWriter::c(127));
       });
     }
-    reciprocal = normalize && detail::packed_reciprocal_fits(ne::bounds(keys).max)
+    reciprocal = detail::softmax_packed_division(shape)
                      ? detail::packed_reciprocal_stages(rows, total)
                      : detail::reciprocal_stages(rows, total, normalize ? 11 : 23);
     if (!normalize) halves = detail::split_reciprocal(rows, *reciprocal);
@@ -2720,7 +2726,7 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
     case IntegerSoftmaxPart::Normalize:
       // (not in uniform tiles, the stored buffer's second, skip_masked's stored_by_turns; the
       // packed division's copy of each bit but the last in a row of its own)
-      f.acc = (packed_reciprocal_fits(ne::bounds(shape.keys).max) ? 15 : 4) +
+      f.acc = (softmax_packed_division(shape) ? 15 : 4) +
               (softmax_uniform(shape) || softmax_chunks(shape, chunk) <= 1 ? 2 : 3) * chunk;
       break;
   }
