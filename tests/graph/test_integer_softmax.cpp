@@ -758,8 +758,9 @@ struct KernelCall {
   std::string name;
   std::vector<std::string> buffers;
   int loops = 0;
-  std::int64_t alu_op = -1;  // an ALU call's operation, and whether it takes an immediate
+  std::int64_t alu_op = -1;  // an ALU call's operation, whether it takes an immediate, which
   bool immediate = false;
+  std::int64_t imm = 0;
 };
 std::vector<KernelCall> kernel_calls(const dlavm::tir::Stmt& body) {
   namespace tir = dlavm::tir;
@@ -789,6 +790,7 @@ std::vector<KernelCall> kernel_calls(const dlavm::tir::Stmt& body) {
       if (call->name == vta::intrin::alu) {
         k.alu_op = vta::detail::constant_index(call->args[0]).value_or(-1);
         k.immediate = vta::detail::constant_index(call->args[1]).value_or(0) != 0;
+        k.imm = vta::detail::constant_index(call->args[2]).value_or(0);
       }
       calls.push_back(std::move(k));
     }
@@ -875,6 +877,36 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
     // (each in the chain of the last chunk a block sees, trimmed to its keys, and the others')
     CHECK(count(calls, r_out_of_kept) == (prefill ? 2 : 0));
     CHECK(count(calls, by_r) == (prefill ? 2 : 0));
+    // passes 2 and 3 take z_down = -128 z as a MIN by -128 and a multiply by z
+    // (z_down_by_multiply), not as a copy of z (a reset and an ADD), z_down reset once a block,
+    // outside the chunk loops (within them only the fill of a trimmed chain's end, and of a
+    // chunk no query sees): u clipped to 3,071 first (z at most 23, whose shift leaves 0 of
+    // the quadratic's v < 2^23), so that the second shift amount, max(z - 15, 0), needs no MIN
+    // by 15
+    const auto alu = [&](runtime::AluOp op, bool immediate, std::int64_t imm,
+                         std::string_view dst) {
+      return count(calls, [&, op, immediate, imm, dst](const KernelCall& k) {
+        return k.alu_op == static_cast<std::int64_t>(op) && k.immediate == immediate &&
+               (!immediate || k.imm == imm) && ends(k.buffers[0], dst);
+      });
+    };
+    const auto down_reset = [&](const KernelCall& k) {
+      return k.name == vta::intrin::gemm_reset && ends(k.buffers[0], ".z_down");
+    };
+    CHECK(count(calls, [&](const KernelCall& k) { return down_reset(k) && k.loops == 1; }) == 2);
+    CHECK(count(calls, [&](const KernelCall& k) {
+            return k.alu_op == static_cast<std::int64_t>(runtime::AluOp::Add) && !k.immediate &&
+                   ends(k.buffers[0], ".z_down") && ends(k.buffers[1], ".z");
+          }) == 0);
+    CHECK(alu(runtime::AluOp::Min, true, -128, ".z_down") > 0);
+    CHECK(alu(runtime::AluOp::Mul, true, -128, ".z_down") == 0);
+    CHECK(count(calls, [&](const KernelCall& k) {
+            return k.alu_op == static_cast<std::int64_t>(runtime::AluOp::Mul) && !k.immediate &&
+                   ends(k.buffers[0], ".z_down") && ends(k.buffers[1], ".z");
+          }) == alu(runtime::AluOp::Min, true, -128, ".z_down"));
+    CHECK(alu(runtime::AluOp::Min, true, 3071, "") == alu(runtime::AluOp::Min, true, -128, ""));
+    CHECK(alu(runtime::AluOp::Min, true, 15, ".z1") == 0);
+    CHECK(alu(runtime::AluOp::Min, true, 15, ".z") > 0);
   }
   // a normalization's pass 3 copies the reciprocal by a MAX, its buffer reset once a block,
   // outside the chunk loop (tests above hold it bit-exact)

@@ -1404,8 +1404,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                          seq[2]}));
     }
     // A copy of the chain's rows of chunk buffer `from` to `to`, row `to_row` on: a reset and
-    // an ADD, the chain's own first looped reset and copying ADD moved there. Nullopt where the
-    // chain has neither.
+    // an ADD, the chain's own first looped reset and copying ADD moved there (where the chain
+    // has no reset left, z_down_by_multiply's having gone, one over the ADD's rows). Nullopt
+    // where the chain has no such ADD.
     static std::optional<std::vector<tir::Stmt>> copy_rows(const std::vector<tir::Stmt>& parts,
                                                            const Chain& ch, const te::Buffer& from,
                                                            const te::Buffer& to,
@@ -1419,10 +1420,32 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
             l.op->buffers.size() == 2 && steps(l, 1, 1))
           add = k;
       }
-      if (!reset || !add) return std::nullopt;
+      if (!add) return std::nullopt;
+      const tir::Stmt& adding = parts[ch.first + *add];
       return std::vector<tir::Stmt>{
-          moved(parts[ch.first + *reset], ch.links[*reset], {to}, {to_row}),
-          moved(parts[ch.first + *add], ch.links[*add], {to, from}, {to_row, 0})};
+          reset ? moved(parts[ch.first + *reset], ch.links[*reset], {to}, {to_row})
+                : reset_over(adding, to, to_row),
+          moved(adding, ch.links[*add], {to, from}, {to_row, 0})};
+    }
+    // A reset of `buffer`'s rows from `row` on, over the rows of looped kernel `kernel` (its
+    // loop's extent), as the lowering writes one.
+    static tir::Stmt reset_over(const tir::Stmt& kernel, const te::Buffer& buffer,
+                                const ne::Expr& row) {
+      const auto* attr = kernel.as<tir::AttrNode>();
+      const auto& seq = attr->body.as<tir::SeqNode>()->seq;
+      const auto* begin = seq[0].as<tir::EvaluateNode>()->value.as<te::CallNode>();
+      auto args = begin->args;
+      args[1] = te::index_value(ne::Expr(1));
+      args[2] = te::index_value(ne::Expr(0));
+      args[3] = te::index_value(ne::Expr(0));
+      return tir::make_attr(
+          attr->key, std::string(vta::intrin::gemm_reset).substr(4), attr->value,
+          tir::make_seq(
+              {tir::make_evaluate(
+                   te::call(begin->name, begin->dtype(), std::move(args), begin->buffers)),
+               tir::make_evaluate(te::call(std::string(vta::intrin::gemm_reset), DType::int32(),
+                                           {te::index_value(ne::simplify(row))}, {buffer})),
+               seq[2]}));
     }
     // Kernel `kernel` (one loop level) with its loop's extent set to `extent`.
     static tir::Stmt with_extent(const tir::Stmt& kernel, const ne::Expr& extent) {
@@ -2137,17 +2160,27 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     }
     // The exponentials' z_down = -2^k z (k the shift that makes z of u) as a MIN and a multiply
     // where the lowering wrote a reset, an ADD of z and a MUL by -2^k: z_down's MIN with -2^k
-    // gives -2^k in every row, as each holds at least that (an int8 exponential of the chunk
-    // before, 0 from a trimmed chain's fill or from the reset once before the chunk loop,
-    // appended to `hoisted`; no epilogue), and z_down times z gives -2^k z where z fits the 8
-    // bits VTA's multiplier takes from a tile: u clipped first to ((m + 1) << k) - 1 by a MIN
-    // (m the MIN that clips z for the shift of v, which the clip makes redundant: dropped), so
-    // that z <= m. A clipped key's exponential is 0 as its own is: its z above m, it gets z = m
-    // and r = 2^k - 1, and the chain's tail after the shift by z (an ADD of a, a shift right by
-    // b) leaves 0 of any v < 2^23 shifted right by m: ((2^23 - 1) >> m) + a < 2^b. z still ends
-    // each chunk at most m, below u, as z_by_max's copy by a MAX needs (the MIN it checked is
-    // gone). A MIN and a reset a chunk fewer, and a MIN for an ADD. `parts` rewritten; false,
-    // and `parts` as they were, where the chain is not that.
+    // gives -2^k in every row, as each holds at least that (the kernel has no epilogue: below;
+    // 0 from the reset once before the chunk loop, appended to `hoisted`), and z_down times z
+    // gives -2^k z where z fits the 8 bits VTA's multiplier takes from a tile: u clipped first
+    // to ((M + 1) << k) - 1 by a MIN, so that z <= M, M a z whose shift leaves 0 of any
+    // v < 2^23 (the quadratic's values). A clipped key's exponential is 0 as its own is: its z
+    // above M, it gets z = M and r = 2^k - 1, which the shifts take to 0. The two exponentials:
+    //   - an int8 one (Exp): the MIN by m that clips z for the shift of v, then the shift of
+    //     z_down by z, an ADD of a and a shift right by b, the chain's end: M = m, since
+    //     ((2^23 - 1) >> m) + a < 2^b, and the MIN by m dropped (the clip makes it redundant).
+    //     z_down ends each chunk's chain an int8 exponential (or a trimmed chain's fill of 0);
+    //   - the whole softmax's v >> z as (v >> min(z, m)) >> min(max(z - m, 0), m2) in z_down
+    //     (shift_by_max's form: z1 takes z by a MAX before z's MIN by m, then an ADD of -m, a
+    //     MAX with 0 and a MIN by m2 in place, the second shift): M = 23, which the two shifts
+    //     still shift by (M <= m + m2), and the MIN by m2 dropped (max(z - m, 0) <= M - m <=
+    //     m2). z_down ends each chunk's chain an exponential, a sum of them (pass 2's halving,
+    //     after the chain) or a probability (pass 3), or r where the kept chunks compute the
+    //     exponential in their own rows (keep, read_kept: r = u + z_down, then the MAX of z_down
+    //     with r, the copy the quadratic multiplies by): each at least 0.
+    // z still ends each chunk at most m, below u, as z_by_max's copy by a MAX needs. A reset a
+    // chunk fewer, a MIN for the ADD, and the clip for the MIN dropped. `parts` rewritten;
+    // false, and `parts` as they were, where the chain is neither.
     bool z_down_by_multiply(const detail::ChunkBody& body, std::vector<tir::Stmt>& parts,
                             const ne::Expr& c, std::vector<tir::Stmt>& hoisted) const {
       if (!plain) return false;
@@ -2160,6 +2193,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         return l[k].loop != nullptr && f[0] == 1 && f[1] == static_cast<std::int64_t>(op) &&
                f[2] == (immediate ? 1 : 0) && l[k].op->buffers.size() == 2 && steps(l[k], 1, 1);
       };
+      const auto on = [&](std::size_t k, const te::Buffer& dst, const te::Buffer& src) {
+        return l[k].op->buffers[0].same_as(dst) && l[k].op->buffers[1].same_as(src);
+      };
       std::size_t at = 0;  // the copy of u into z
       while (at < l.size() && !(is(at, Max, false) && l[at].op->buffers[1].same_as(u) &&
                                 l[at].op->buffers[0].name().ends_with(".z")))
@@ -2170,36 +2206,63 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (!is(at + 1, Shr, true) || !l[at + 1].op->buffers[0].same_as(z) || k < 1 || k > 7 ||
           l[at + 2].loop == nullptr || l[at + 2].op->name != vta::intrin::gemm_reset ||
           !steps(l[at + 2], 1, 0) || !down.name().ends_with(".z_down") ||
-          !among(body.allocated, down) || !is(at + 3, Add, false) ||
-          !l[at + 3].op->buffers[0].same_as(down) || !l[at + 3].op->buffers[1].same_as(z) ||
+          !among(body.allocated, down) || !is(at + 3, Add, false) || !on(at + 3, down, z) ||
           !is(at + 4, Mul, true) || !l[at + 4].op->buffers[0].same_as(down) ||
           form(l[at + 4])[3] != -(std::int64_t{1} << k))
         return false;
-      // z's one write after its shift, a MIN by m, then the shift of z_down by z and the tail
-      std::optional<std::size_t> clip, by_z;
+      // z's reads and writes after: the second amount's copy (the whole softmax's), its MIN by
+      // m, then the shift of v by z
+      std::optional<std::size_t> copy, clip, by_z;
       for (std::size_t j = at + 5; j < l.size(); ++j) {
         const bool writes_z = l[j].op->buffers[0].same_as(z);
         const bool reads_z = l[j].op->buffers.size() == 2 && l[j].op->buffers[1].same_as(z);
-        if (writes_z && !clip && is(j, Min, true)) {
+        if (reads_z && !writes_z && !copy && !clip && is(j, Max, false) &&
+            l[j].op->buffers[0].name().ends_with(".z1")) {
+          copy = j;
+        } else if (writes_z && !clip && is(j, Min, true)) {
           clip = j;
-        } else if (reads_z && clip && !by_z && is(j, Shr, false) &&
-                   l[j].op->buffers[0].same_as(down)) {
+        } else if (reads_z && clip && !by_z && is(j, Shr, false)) {
           by_z = j;
         } else if (writes_z || reads_z) {
           return false;
         }
       }
-      if (!clip || !by_z || *by_z + 3 != l.size() || !is(*by_z + 1, Add, true) ||
-          !is(*by_z + 2, Shr, true) || !l[*by_z + 1].op->buffers[0].same_as(down) ||
-          !l[*by_z + 2].op->buffers[0].same_as(down))
+      if (!clip || !by_z || !l[*by_z].op->buffers[0].same_as(down)) return false;
+      constexpr std::int64_t v_bits = 23;  // v < 2^23: v >> 23 is 0
+      const std::int64_t m = form(l[*clip])[3];
+      if (m < 0 || m > 15) return false;
+      std::int64_t most = m;        // M
+      std::size_t dropped = *clip;  // the MIN the clip makes redundant
+      if (!copy) {
+        if (*by_z + 3 != l.size() || !is(*by_z + 1, Add, true) || !is(*by_z + 2, Shr, true) ||
+            !l[*by_z + 1].op->buffers[0].same_as(down) ||
+            !l[*by_z + 2].op->buffers[0].same_as(down))
+          return false;
+        const std::int64_t a = form(l[*by_z + 1])[3], b = form(l[*by_z + 2])[3];
+        if (a < 0 || b < 1 || b > 30 || ((((1 << v_bits) - 1) >> m) + a) >= (1 << b)) return false;
+      } else {
+        const te::Buffer z1 = l[*copy].op->buffers[0];
+        if (*by_z + 5 > l.size() || !is(*by_z + 1, Add, true) || !on(*by_z + 1, z1, z1) ||
+            form(l[*by_z + 1])[3] != -m || !is(*by_z + 2, Max, true) || !on(*by_z + 2, z1, z1) ||
+            form(l[*by_z + 2])[3] != 0 || !is(*by_z + 3, Min, true) || !on(*by_z + 3, z1, z1) ||
+            !is(*by_z + 4, Shr, false) || !on(*by_z + 4, down, z1))
+          return false;
+        const std::int64_t m2 = form(l[*by_z + 3])[3];
+        most = v_bits;
+        if (m2 < 0 || m2 > 15 || most > m + m2) return false;
+        dropped = *by_z + 3;
+        // z1 written and read by these links alone
+        for (std::size_t j = 0; j < l.size(); ++j)
+          if (j != *copy && (j < *by_z + 1 || j > *by_z + 4) &&
+              std::ranges::any_of(l[j].op->buffers,
+                                  [&](const te::Buffer& b) { return b.same_as(z1); }))
+            return false;
+        if (written_outside(parts, ch, {z1})) return false;
+      }
+      const std::int64_t top = ((most + 1) << k) - 1;
+      if (top > 32767 || written_outside(parts, ch, {z}) ||
+          (!copy && written_outside(parts, ch, {down})))
         return false;
-      const std::int64_t m = form(l[*clip])[3], a = form(l[*by_z + 1])[3],
-                         b = form(l[*by_z + 2])[3];
-      const std::int64_t top = ((m + 1) << k) - 1;
-      if (m < 0 || m > 15 || a < 0 || b < 1 || b > 30 || ((((1 << 23) - 1) >> m) + a) >= (1 << b) ||
-          top > 32767)
-        return false;
-      if (written_outside(parts, ch, {z, down})) return false;
       const auto row = [&](std::size_t j, std::size_t arg) {
         return vta::detail::index_arg(l[j].op->args[arg]);
       };
@@ -2218,7 +2281,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       for (std::size_t j = 0; j < l.size(); ++j) {
         const tir::Stmt& st = parts[first + j];
         if (j == at) out.push_back(clip_u);
-        if (j == at + 2 || j == *clip) continue;
+        if (j == at + 2 || j == dropped) continue;
         out.push_back(j == at + 3 ? fill_down : j == at + 4 ? times_z : st);
       }
       out.insert(out.end(), parts.begin() + static_cast<std::ptrdiff_t>(ch.end), parts.end());
@@ -2479,8 +2542,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // resets before the loop in place of one a chunk (its buffers then allocated around it)
       std::vector<tir::Stmt> hoisted;
       shift_by_max(*body, parts, c, hoisted);
-      if (z_by_max(*body, parts, c, hoisted) && !normalize && chunks.size() == 2 &&
-          pass + 1 == chunks.size())
+      if (z_by_max(*body, parts, c, hoisted) && !normalize)
         z_down_by_multiply(*body, parts, c, hoisted);
       if (normalize && pass + 1 == chunks.size()) r_by_max(*body, parts, c, hoisted);
       const std::vector<tir::Stmt> guarded = parts;

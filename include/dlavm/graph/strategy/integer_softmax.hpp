@@ -231,12 +231,14 @@ class IntegerSoftmaxKernel {
   //     MAX, the first in place; each buffer reset once before the chunk loop. What a chunk's
   //     chain leaves in them (shift amounts, at most 15) is below u (at least 128), and does not
   //     change the second amount (max(z - 15, 0) for any value up to 15 is 0);
-  //   - the exponentials' (IntegerSoftmaxPart::Exp, no epilogue) z_down = -128 z as a MIN of
-  //     z_down by -128 and a multiply by z, in place of a reset, a copy of z and a multiply by
-  //     -128: u clipped first to 2^11 - 1 by a MIN (a key past it has the exponential 0 either
-  //     way), so that z <= 15 fits the multiplier's 8 bits and the shift needs no MIN by 15;
-  //     z_down reset once a block, before the chunk loop (every value a chunk leaves in it is
-  //     at least -128);
+  //   - with no epilogue, the exponent's z_down = -128 z as a MIN of z_down by -128 and a
+  //     multiply by z, in place of a reset, a copy of z and a multiply by -128: u clipped first
+  //     by a MIN (a key past it has the exponential 0 either way), so that z fits the
+  //     multiplier's 8 bits: the exponentials' (IntegerSoftmaxPart::Exp) to 2^11 - 1, z <= 15,
+  //     so that the shift needs no MIN by 15; the whole softmax's, in passes 2 and 3, to
+  //     24 x 2^7 - 1, z <= 23 (v >> 23 is 0), so that its second shift amount, max(z - 15, 0),
+  //     needs no MIN by 15; z_down reset once a block, before the chunk loop (every value a
+  //     chunk leaves in it is at least -128);
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
