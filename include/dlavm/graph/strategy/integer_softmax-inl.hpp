@@ -1428,16 +1428,14 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           moved(adding, ch.links[*add], {to, from}, {to_row, 0})};
     }
     // A reset of `buffer`'s rows from `row` on, over the rows of looped kernel `kernel` (its
-    // loop's extent), as the lowering writes one.
+    // loop's extent and destination step), as the lowering writes one.
     static tir::Stmt reset_over(const tir::Stmt& kernel, const te::Buffer& buffer,
                                 const ne::Expr& row) {
       const auto* attr = kernel.as<tir::AttrNode>();
       const auto& seq = attr->body.as<tir::SeqNode>()->seq;
       const auto* begin = seq[0].as<tir::EvaluateNode>()->value.as<te::CallNode>();
       auto args = begin->args;
-      args[1] = te::index_value(ne::Expr(1));
-      args[2] = te::index_value(ne::Expr(0));
-      args[3] = te::index_value(ne::Expr(0));
+      args[2] = te::make_const(0, args[2].dtype());  // (a reset reads no source)
       return tir::make_attr(
           attr->key, std::string(vta::intrin::gemm_reset).substr(4), attr->value,
           tir::make_seq(
@@ -1886,23 +1884,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const tir::Stmt start =
           with_extent(moved(parts[first], level, {running, running}, {ne::Expr(0), ne::Expr(0)}),
                       ne::Expr(chunk));
-      const auto* start_attr = start.as<tir::AttrNode>();
-      if (normalize) {
-        const auto& nest = start_attr->body.as<tir::SeqNode>()->seq;
-        auto loop = level.loop->args;
-        loop[0] = te::index_value(ne::Expr(chunk));
-        loop[2] = te::make_const(0, loop[2].dtype());  // (a reset reads no source)
-        before = {tir::make_attr(
-            start_attr->key, std::string("gemm_reset"), start_attr->value,
-            tir::make_seq({tir::make_evaluate(te::call(level.loop->name, level.loop->dtype(),
-                                                       std::move(loop), level.loop->buffers)),
-                           tir::make_evaluate(te::call(std::string(vta::intrin::gemm_reset),
-                                                       level.op->dtype(),
-                                                       {te::index_value(ne::Expr(0))}, {running})),
-                           nest[2]}))};
-      } else {
-        before = {with_alu(start, runtime::AluOp::Min, true, -32768)};
-      }
+      before = {normalize ? reset_over(start, running, ne::Expr(0))
+                          : with_alu(start, runtime::AluOp::Min, true, -32768)};
       after.clear();
       for (std::size_t k = first; k < parts.size(); ++k)
         after.push_back(tir::rewrite(parts[k], {}, to_rows));
