@@ -122,7 +122,8 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
       resets += std::uint64_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
   // the floor (graph::softmax_floor) of each block, in cycles of the compute module: its ALU
   // micro-ops at the model's cycles a micro-op (the lesser of its register and immediate
-  // figures), its accumulator loads at the bus's bytes a cycle
+  // figures), its GEMM micro-ops at the model's, its accumulator loads at the bus's bytes a
+  // cycle
   const auto params = vta::CycleParams::for_config(env.config);
   std::int64_t entries = 0;
   double floor_cycles = 0;
@@ -134,7 +135,9 @@ void BM_IntegerSoftmaxKernel(benchmark::State& state) {
         static_cast<double>(floor.alu_uops) *
             static_cast<double>(
                 std::min(params.alu_cycles_per_uop, params.alu_imm_cycles_per_uop)) +
-        static_cast<double>(floor.acc_load_bytes) / static_cast<double>(params.bus_bytes_per_cycle);
+        static_cast<double>(floor.acc_load_bytes) /
+            static_cast<double>(params.bus_bytes_per_cycle) +
+        static_cast<double>(floor.gemm_uops) / static_cast<double>(params.gemm_uops_per_cycle);
   }
   const auto per_entry = [&](std::uint64_t v) {
     return static_cast<double>(v) / static_cast<double>(entries);

@@ -40438,7 +40438,9 @@ DLAVM_INLINE std::vector<std::pair<std::string, EpilogueRule>> default_epilogue_
 //                                       .queries = token, .fixed = host::integer_exp_for(0.125)},
 //                                 256, "sm");
 //   auto s = k.schedule();
-//   auto prog = vta::build(s, k.args(), env, "sm");
+//   auto rewrite = k.skip_masked_work(s);  // the function the kernel's arguments compute
+//   graph::VtaKernel declared{std::move(s), k.args(), "", 0, 0, rewrite, k.constants()};
+//   vta::Program prog(env, graph::lower_kernel(declared, env, "sm"));  // run with constants()
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -40572,18 +40574,28 @@ class IntegerSoftmaxKernel {
   // ValueError for an operand step or an int32 result.
   IntegerSoftmaxKernel(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk,
                        const std::string& name, const Epilogue& epilogue = {});
-  // The scores, the masks of a causal softmax with lane groups or in uniform tiles
-  // (constants() holds them), and the probabilities, int8 in the packed layout.
+  // The scores, the masks of a causal softmax with lane groups or in uniform tiles and the
+  // weight tile where the GEMM core forms t0 (constants() holds them), and the probabilities,
+  // int8 in the packed layout.
   std::vector<te::Tensor> args() const {
-    if (masks_.defined()) return {data_, masks_, res_};
-    return {data_, res_};
+    std::vector<te::Tensor> a{data_};
+    for (const auto& t : {masks_, weights_})
+      if (t.defined()) a.push_back(t);
+    a.push_back(res_);
+    return a;
   }
   // The data of the kernel's constant parameters (VtaKernel::constants): the masks' first rows
   // leave a key as it is (0; a normalization's 1), G - 1 of them with lane groups, 2 (M - 1) in
   // uniform tiles; then the row of a key d after the first group's last seen (d from 0 to G - 2,
   // or M - 2) is -32768 in the lanes of groups 0 to min(d, G - 1) (those that do not see it), 0
-  // elsewhere; a normalization's 0 there and 1 elsewhere.
+  // elsewhere; a normalization's 0 there and 1 elsewhere. Then, where the GEMM core forms t0,
+  // the weight tile diag(-multiplier), int8 [BLOCK_OUT, BLOCK_IN].
   std::vector<te::NDArray> constants() const;
+  // Whether the GEMM core forms t0 = -s * multiplier (detail::softmax_scores_by_gemm; not the
+  // normalization's, which has no exponent). Then only the function skip_masked_work rewrites
+  // takes the weight tile (no stage reads it: graph::lower_kernel lowers the schedule without
+  // it), and only that function computes the softmax.
+  bool scores_by_gemm() const { return weights_.defined(); }
   te::Schedule schedule() const;
   // For the function lowered from schedule() `s`, the work on keys no query sees skipped,
   // which te stages cannot say:
@@ -40653,6 +40665,15 @@ class IntegerSoftmaxKernel {
   //     24 x 2^7 - 1, z <= 23 (v >> 23 is 0), so that its second shift amount, max(z - 15, 0),
   //     needs no MIN by 15; z_down reset once a block, before the chunk loop (every value a
   //     chunk leaves in it is at least -128);
+  //   - where scores_by_gemm() (not in uniform tiles), t0 = -s * multiplier by the GEMM core
+  //     (detail::scores_by_gemm): each load of the scores into the accumulator (ACC_8BIT,
+  //     through the compute module's port) a load of the same rows into the input buffer (on
+  //     the load module) and a reset and a GEMM of them by the weight tile, so that the chain's
+  //     multiply goes (2 cycles a key in place of 4); pass 1 the min of t0 where it was the max
+  //     of the scores, a masked key's t0 32,767 (a fill) or 32,768 more than its own (the
+  //     masks, negated where loaded), whose exponential is 0 either way (the gallery's
+  //     2,048-token prefill: the exponentials 41.13 -> 38.80 M cycles, the whole softmax
+  //     73.29 -> 70.63 M);
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
@@ -40665,12 +40686,16 @@ class IntegerSoftmaxKernel {
  private:
   tir::PrimFunc skip_masked(const tir::PrimFunc& f, const ne::Var& product,
                             const std::vector<ne::Var>& chunks) const;
+  te::NDArray mask_data() const;  // constants()'s masks
 
   vta::Env env_;
   IntegerSoftmaxShape shape_;
   Epilogue epilogue_;
   std::int64_t chunk_;
   te::Tensor data_, masks_, res_;
+  // where the GEMM core forms t0 (detail::softmax_scores_by_gemm): the weight tile
+  // diag(-multiplier)
+  te::Tensor weights_;
   // the stages of pass 1 and 2 computed per chunk (the load first, the chunk's max or sum
   // last), the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk; a
   // part's absent pass has no stages and no total
@@ -40694,7 +40719,8 @@ std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmax
 // IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least a chunk (the
 // lowering then allocates these entries); above it where fewer keys leave the chunk's buffers
 // smaller, or where a kernel with lane groups, not in uniform tiles, has one chunk (its mask
-// rows 2 (G - 1), not a chunk's).
+// rows 2 (G - 1), not a chunk's). Where the GEMM core forms t0, a chunk's rows of the input
+// buffer and one weight tile.
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
 // The estimate is cycles per key a block's queries see, per key of the chunks that hold them
@@ -40715,14 +40741,18 @@ ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // (every exponential once), a stage one ALU micro-op a key (the ALU has no fused operation:
 // t = -s * multiplier + bias is two), a reduction over k keys k - 1 micro-ops, the block's rows
 // once; and the part's int8 input loaded into the accumulator once, which VTA loads through its
-// compute module (BATCH x BLOCK_OUT bytes a key). It counts no copy but the one the stages write
-// (the quadratic's r_copy), no fill, mask or padded key and no instruction's overhead: a lower
-// bound of every kernel's work (tests/graph), whose distance from it is what chunks, masks and
-// the accumulator's size cost. At the cycle model's 2 cycles an ALU micro-op and 8 bytes a cycle
-// it is the floor docs/performance.md holds the LLM layer's integer prefill to.
+// compute module (BATCH x BLOCK_OUT bytes a key). Where the GEMM core may form t0 = -s *
+// multiplier (detail::softmax_scores_by_gemm), that stage is a GEMM micro-op a key (its rows
+// started by no reset: a fill of the bias could do it) and the input loads through the load
+// module, no accumulator load. It counts no copy but the one the stages write (the quadratic's
+// r_copy), no fill, mask or padded key and no instruction's overhead: a lower bound of every
+// kernel's work (tests/graph), whose distance from it is what chunks, masks and the
+// accumulator's size cost. At the cycle model's 2 cycles an ALU micro-op, 1 a GEMM micro-op and
+// 8 bytes a cycle it is the floor docs/performance.md holds the LLM layer's integer prefill to.
 struct SoftmaxWork {
   std::int64_t alu_uops = 0;
   std::int64_t acc_load_bytes = 0;
+  std::int64_t gemm_uops = 0;
 };
 SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart part, runtime::IntegerExp fixed,
                           std::int64_t keys);
@@ -41464,6 +41494,240 @@ inline void check_softmax_kernel(const vta::Env& env, const IntegerSoftmaxShape&
         name, shape.keys, shape.queries);
 }
 
+// An ALU kernel with its argument `arg` set to `value` (0 its operation, 2 its immediate).
+inline tir::Stmt with_alu_arg(const tir::Stmt& kernel, std::size_t arg, std::int64_t value) {
+  struct Arg : tir::StmtMutator<Arg> {
+    std::size_t arg = 0;
+    std::int64_t value = 0;
+    tir::Stmt visit_evaluate(const tir::EvaluateNode& e, const tir::Stmt& st) {
+      const auto* call = e.value.as<te::CallNode>();
+      if (call == nullptr || call->name != vta::intrin::alu) return st;
+      auto args = call->args;
+      args[arg] = te::make_const(value, args[arg].dtype());
+      return tir::make_evaluate(
+          te::call(call->name, call->dtype(), std::move(args), call->buffers));
+    }
+  } set;
+  set.arg = arg;
+  set.value = value;
+  return set.visit(kernel);
+}
+// An ALU kernel with its operation, immediate use and immediate set, and named for them
+// (vta::detail::alu_kernel_name, as the lowering names a kernel).
+inline tir::Stmt with_alu(const tir::Stmt& kernel, runtime::AluOp op, bool use_imm,
+                          std::int64_t imm) {
+  const auto* attr = kernel.as<tir::AttrNode>();
+  const tir::Stmt named =
+      tir::make_attr(attr->key, vta::detail::alu_kernel_name(op, use_imm), attr->value, attr->body);
+  return with_alu_arg(
+      with_alu_arg(with_alu_arg(named, 0, static_cast<std::int64_t>(op)), 1, use_imm ? 1 : 0), 2,
+      imm);
+}
+
+// A masked key's t0 where the GEMM core forms t0 = -s * multiplier (scores_by_gemm): the
+// largest ADD immediate, where -32768 (the masked score) times the multiplier is none. What
+// follows t0 tells the two apart only where softmax_scores_by_gemm would not take it.
+inline constexpr std::int64_t kMaskedT0 = 32767;
+
+// Whether the kernel forms t0 by the GEMM core (scores_by_gemm): a part with an exponent, not
+// in uniform tiles (a decode step's: its stream, loads on two modules with tokens between
+// them, took a replay 23% longer, 12.4 -> 15.2 us at (1, 2,047), and 17.5 -> 20.5 us at
+// (16, 2,032), past the firmware's 20, for 5% of its cycles); an input entry as large as an
+// accumulator row's int8 (BATCH x BLOCK_IN int8, the ACC_8BIT rows the scores load as), so
+// that the scores' rows load into the input buffer at the same DRAM rows; a chunk that buffer
+// and a GEMM loop hold; a multiplier from 2 to 127, an int8 weight (pass 1's MUL of its min by
+// -1 then stands where its max's was, which a multiplier of 1 would not write); and every
+// masked key's exponential still 0 with its t0 at kMaskedT0, or a lane mask of -32768 negated
+// and added to a score up to 127: t at least kMaskedT0 - 255 multiplier + shift x
+// 2^frac_bits (a max of -128) gives z of 30 or more, past both exponentials' shifts.
+inline bool softmax_scores_by_gemm(const vta::Env& env, const IntegerSoftmaxShape& shape,
+                                   std::int64_t chunk) {
+  const auto& c = env.config;
+  if (shape.part == IntegerSoftmaxPart::Normalize || softmax_uniform(shape) ||
+      env.block_in != env.block_out || env.inp_dtype != DType::int8() ||
+      env.wgt_dtype != DType::int8() || chunk > static_cast<std::int64_t>(c.inp_depth()) ||
+      chunk >
+          runtime::field_limit(c.layout().pos(runtime::Form::Gemm, runtime::Field::iter_out).width))
+    return false;
+  const auto fixed = fewest_fraction_bits(shape.fixed);
+  if (fixed.multiplier < 2 || fixed.multiplier > 127 || fixed.frac_bits < 7) return false;
+  const auto q = shape.part == IntegerSoftmaxPart::Exp ? runtime::kIntegerExp8Quadratic
+                                                       : runtime::kIntegerExpQuadratic;
+  const std::int64_t t =
+      kMaskedT0 - 255 * fixed.multiplier + (std::int64_t{q.shift} << fixed.frac_bits);
+  const auto fits = [&](runtime::AluOp op, std::int64_t v) {
+    const auto [lo, hi] = vta::alu_imm_range(op, c);
+    return v >= lo && v <= hi;
+  };
+  return ((t >> (fixed.frac_bits - 7)) >> 7) >= 30 && fits(runtime::AluOp::Add, kMaskedT0) &&
+         fits(runtime::AluOp::Max, kMaskedT0) && fits(runtime::AluOp::Mul, -1);
+}
+
+// The lowered function `f` with t0 = -s * multiplier formed by the GEMM core, where
+// softmax_scores_by_gemm takes it: each LOAD of the scores (`scores`, ACC_8BIT into an
+// accumulator buffer) becomes a LOAD of the same DRAM rows into the input buffer, on the load
+// module, and a reset and a GEMM of those rows by the weight tile diag(-multiplier)
+// (`weights`, loaded once), on the compute module: 2 cycles a key where the ACC_8BIT load
+// moved 16 bytes through the compute module's port (2 cycles) and the ALU multiplied each by
+// -multiplier (2 more). So every buffer the scores load into holds t0 and the chain's first
+// multiply of it goes; its fill of -32768 (a masked score) is one of kMaskedT0, and each load
+// of the lane masks (`masks`, -32768 where a key is masked: the constant te::evaluate reads
+// too) is negated by a MUL by -1, 32768 added to a masked key's t0. Pass 1 (from the
+// allocation of the max, `max_name`, to its MUL by the multiplier) takes the min of t0 where
+// it took the max of s: every MAX a MIN and the reverse, its fills of -32768 those of
+// kMaskedT0 (a MIN by -32768 a MAX by it), and its MUL by the multiplier one by -1, which
+// gives the same max_t = multiplier x max. ScheduleError where `f` is not what the lowering
+// writes (a pass-1 immediate other than -32768, a load of the scores not as ACC_8BIT, no max,
+// no load).
+inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
+                                    const te::Buffer& scores, const te::Buffer& masks,
+                                    const te::Buffer& weights, const std::string& max_name,
+                                    std::int64_t multiplier, std::int64_t chunk) {
+  struct Rewrite : tir::StmtMutator<Rewrite> {
+    te::Buffer scores, masks, weights, inp, wgt;
+    std::string max_name;
+    std::int64_t multiplier = 0;
+    bool in_max = false;
+    int blocks = 0, scaled = 0, loads = 0;
+    std::vector<const te::BufferNode*> loaded;  // the accumulator buffers the scores load into
+
+    [[noreturn]] void unexpected(const std::string& what) const {
+      raise<ScheduleError>(
+          "integer softmax: the lowered function of scores '{}' is not as the lowering writes "
+          "it: {}",
+          scores.name(), what);
+    }
+    // A GEMM kernel of one loop level over `rows` rows: `call` at its first, the destination
+    // one row on each step, the source `src_step` rows.
+    static tir::Stmt looped(std::string_view what, const te::Expr& rows, std::int64_t src_step,
+                            te::Expr call) {
+      const auto i32 = [](std::int64_t v) { return te::make_const(v, DType::int32()); };
+      return tir::make_attr(
+          std::string(vta::intrin::uop_kernel), std::string(what), 1,
+          tir::make_seq(
+              {tir::make_evaluate(te::call(std::string(vta::intrin::uop_loop_begin), DType::int32(),
+                                           {rows, i32(1), i32(src_step), i32(0)})),
+               tir::make_evaluate(std::move(call)),
+               tir::make_evaluate(te::call(std::string(vta::intrin::uop_loop_end), DType::int32(),
+                                           std::vector<te::Expr>{}))}));
+    }
+    tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
+      if (n.buffer.name() != max_name) return tir::StmtMutator<Rewrite>::visit_allocate(n, s);
+      if (in_max) unexpected(fmt::format("'{}' allocated before its MUL", max_name));
+      in_max = true;
+      ++blocks;
+      return tir::StmtMutator<Rewrite>::visit_allocate(n, s);
+    }
+    tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& s) {
+      const auto* call = n.value.as<te::CallNode>();
+      if (call == nullptr || call->name != vta::intrin::load ||
+          !(call->buffers[1].same_as(scores) || call->buffers[1].same_as(masks)))
+        return s;
+      const auto& a = call->args;
+      const te::Buffer& acc = call->buffers[0];
+      // (mem, sram, dram, y size, x size, x stride, y pads, x pads)
+      std::vector<ne::Expr> field;
+      for (const auto& e : a)
+        if (const auto i = vta::detail::index_arg(e)) field.push_back(*i);
+      const auto memory = vta::detail::constant_index(a[0]);
+      const bool of_scores = call->buffers[1].same_as(scores);
+      if (field.size() != 10 ||
+          memory !=
+              static_cast<std::int64_t>(of_scores ? runtime::MemId::Acc8 : runtime::MemId::Acc))
+        unexpected(fmt::format("a load of '{}' into '{}' not as {}", call->buffers[1].name(),
+                               acc.name(), of_scores ? "ACC_8BIT" : "ACC"));
+      // the rows it writes, padded ones too (zeros: INP's pads as ACC_8BIT's)
+      const te::Expr rows = te::index_value(
+          ne::simplify((field[6] + field[3] + field[7]) * (field[8] + field[4] + field[9])));
+      if (!of_scores) {
+        // the masks, -32768 where a key is masked, added to t0: 32768
+        const auto i32 = [](std::int64_t v) { return te::make_const(v, DType::int32()); };
+        return tir::make_seq(
+            {s, looped(vta::detail::alu_kernel_name(runtime::AluOp::Mul, true), rows, 1,
+                       te::call(std::string(vta::intrin::alu), DType::int32(),
+                                {i32(static_cast<std::int64_t>(runtime::AluOp::Mul)), i32(1),
+                                 i32(-1), a[1], a[1]},
+                                {acc, acc}))});
+      }
+      ++loads;
+      auto args = a;
+      args[0] = te::make_const(static_cast<std::int64_t>(runtime::MemId::Inp), a[0].dtype());
+      args[1] = te::make_const(0, a[1].dtype());
+      const auto zero = te::make_const(0, DType::int32());
+      return tir::make_seq(
+          {tir::make_evaluate(te::call(call->name, call->dtype(), std::move(args), {inp, scores})),
+           looped("gemm_reset", rows, 0,
+                  te::call(std::string(vta::intrin::gemm_reset), DType::int32(), {a[1]}, {acc})),
+           looped("gemm", rows, 1,
+                  te::call(std::string(vta::intrin::gemm), DType::int32(), {a[1], zero, zero},
+                           {acc, inp, wgt}))});
+    }
+    tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+      if (n.key != vta::intrin::uop_kernel) return tir::StmtMutator<Rewrite>::visit_attr(n, s);
+      const auto* alu = vta::detail::first_call(s, vta::intrin::alu);
+      if (alu == nullptr) return s;
+      using enum runtime::AluOp;
+      const auto code = vta::detail::constant_index(alu->args[0]);
+      if (!code)
+        unexpected(
+            fmt::format("an ALU call into '{}' of no constant operation", alu->buffers[0].name()));
+      const auto op = static_cast<runtime::AluOp>(*code);
+      const bool imm = vta::detail::constant_index(alu->args[1]) == 1;
+      const auto value = vta::detail::constant_index(alu->args[2]);
+      const te::Buffer& dst = alu->buffers[0];
+      if (in_max) {
+        if (op == Mul && imm && value == multiplier && dst.name() == max_name) {
+          in_max = false;
+          ++scaled;
+          return detail::with_alu(s, Mul, true, -1);
+        }
+        if (op == Shr || (op == Add && !imm)) return s;  // the init's shift, the lane masks
+        if (imm && value != -32768)
+          unexpected(fmt::format("{} by {} into '{}' in the max's pass", runtime::alu_name(op),
+                                 value.value_or(0), dst.name()));
+        if (op == Add) return detail::with_alu(s, Add, true, kMaskedT0);
+        if (op == Max || op == Min)
+          return detail::with_alu(s, op == Max ? Min : Max, imm, imm ? kMaskedT0 : 0);
+        unexpected(
+            fmt::format("{} into '{}' in the max's pass", runtime::alu_name(op), dst.name()));
+      }
+      if (!imm || std::ranges::find(loaded, dst.get()) == loaded.end()) return s;
+      if (op == Mul && value == -multiplier) return tir::make_seq({});
+      if (op == Add && value == -32768) return detail::with_alu(s, Add, true, kMaskedT0);
+      return s;
+    }
+  } rewrite;
+  rewrite.scores = scores;
+  rewrite.masks = masks;
+  rewrite.weights = weights;
+  rewrite.inp = te::make_buffer(scores.name() + ".inp", env.inp_dtype,
+                                {ne::Expr(chunk * env.inp_tile())}, env.inp_scope);
+  rewrite.wgt = te::make_buffer(weights.name() + ".tile", env.wgt_dtype, {ne::Expr(env.wgt_tile())},
+                                env.wgt_scope);
+  rewrite.max_name = max_name;
+  rewrite.multiplier = multiplier;
+  // (a chunk's fill comes before its load)
+  for (const auto* call : vta::detail::calls_in(f.body))
+    if (call->name == vta::intrin::load && call->buffers[1].same_as(scores) &&
+        std::ranges::find(rewrite.loaded, call->buffers[0].get()) == rewrite.loaded.end())
+      rewrite.loaded.push_back(call->buffers[0].get());
+  tir::PrimFunc out = f;
+  const tir::Stmt body = rewrite.visit(f.body);
+  if (rewrite.blocks == 0 || rewrite.scaled != rewrite.blocks || rewrite.loads == 0)
+    rewrite.unexpected(fmt::format("{} allocations of '{}', {} MULs of it by {}, {} loads",
+                                   rewrite.blocks, max_name, rewrite.scaled, multiplier,
+                                   rewrite.loads));
+  const auto i32 = [](std::int64_t v) { return te::make_const(v, DType::int32()); };
+  std::vector<te::Expr> args{
+      i32(static_cast<std::int64_t>(runtime::MemId::Wgt)), i32(0), i32(0), i32(1), i32(1), i32(1)};
+  for (int k = 0; k < 4; ++k) args.push_back(i32(0));
+  const tir::Stmt load = tir::make_evaluate(te::call(std::string(vta::intrin::load), DType::int32(),
+                                                     std::move(args), {rewrite.wgt, weights}));
+  out.body =
+      tir::make_allocate(rewrite.wgt, tir::make_allocate(rewrite.inp, tir::make_seq({load, body})));
+  return out;
+}
+
 }  // namespace detail
 
 DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
@@ -41485,6 +41749,8 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     masks_ = te::placeholder({rows.neutral + rows.masks, env.batch, env.block_out}, env.acc_dtype,
                              name + "_masks");
   }
+  if (detail::softmax_scores_by_gemm(env, shape, chunk))
+    weights_ = te::placeholder({env.block_out, env.block_in}, env.wgt_dtype, name + "_w");
   const auto visible = [&](const ne::Var& p) { return detail::softmax_visible(shape, p); };
   const bool normalize = shape.part == IntegerSoftmaxPart::Normalize;
   // the scores of key `key` of block (p, t) as int32, a masked key -32768 (the padded copy); the
@@ -41675,7 +41941,13 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
   return [kernel = *this, product = leaf[0].var(), chunks](const tir::PrimFunc& f) {
     tir::PrimFunc out = kernel.skip_masked(f, product, chunks);
     if (detail::softmax_skips(kernel.shape_)) out.body = detail::pair_blocks(out.body, product);
-    return out;
+    if (!kernel.weights_.defined()) return out;
+    // (the parameters in args()'s order: the scores first, the weights before the result)
+    const auto& params = out.flat_params;
+    return detail::scores_by_gemm(
+        out, kernel.env_, params.front(), kernel.masks_.defined() ? params[1] : te::Buffer(),
+        params.end()[-2], kernel.max_total_.name(),
+        fewest_fraction_bits(kernel.shape_.fixed).multiplier, kernel.chunk_);
   };
 }
 
@@ -42632,7 +42904,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           with_extent(moved(parts[first], level, {running, running}, {ne::Expr(0), ne::Expr(0)}),
                       ne::Expr(chunk));
       before = {normalize ? reset_over(start, running, ne::Expr(0))
-                          : with_alu(start, runtime::AluOp::Min, true, -32768)};
+                          : detail::with_alu(start, runtime::AluOp::Min, true, -32768)};
       after.clear();
       for (std::size_t k = first; k < parts.size(); ++k)
         after.push_back(tir::rewrite(parts[k], {}, to_rows));
@@ -42870,7 +43142,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (written_outside(parts, ch, {z})) return false;
       const std::size_t at = ch.first + reset;
       hoisted.push_back(with_extent(parts[at], block_rows()));
-      parts[ch.first + *copy] = with_alu(parts[ch.first + *copy], runtime::AluOp::Max, false, 0);
+      parts[ch.first + *copy] =
+          detail::with_alu(parts[ch.first + *copy], runtime::AluOp::Max, false, 0);
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
       return true;
     }
@@ -42999,12 +43272,12 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const auto u_row = row(at, 4), z_row = row(at + 3, 4), down_row = row(at + 3, 3);
       if (!u_row || !z_row || !down_row) return false;
       const std::size_t first = ch.first;
-      const tir::Stmt clip_u = with_alu(
+      const tir::Stmt clip_u = detail::with_alu(
           moved(parts[first + at + 1], l[at + 1], {u, u}, {*u_row, *u_row}), Min, true, top);
-      const tir::Stmt fill_down =
-          with_alu(moved(parts[first + at + 3], l[at + 3], {down, down}, {*down_row, *down_row}),
-                   Min, true, -(std::int64_t{1} << k));
-      const tir::Stmt times_z = with_alu(
+      const tir::Stmt fill_down = detail::with_alu(
+          moved(parts[first + at + 3], l[at + 3], {down, down}, {*down_row, *down_row}), Min, true,
+          -(std::int64_t{1} << k));
+      const tir::Stmt times_z = detail::with_alu(
           moved(parts[first + at + 4], l[at + 4], {down, z}, {*down_row, *z_row}), Mul, false, 0);
       hoisted.push_back(with_extent(parts[first + at + 2], block_rows()));
       std::vector<tir::Stmt> out(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(first));
@@ -43053,7 +43326,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (written_outside(parts, ch, {x})) return false;
       const std::size_t at = ch.first;
       hoisted.push_back(with_extent(parts[at], block_rows()));
-      parts[at + 1] = with_alu(parts[at + 1], Max, false, 0);
+      parts[at + 1] = detail::with_alu(parts[at + 1], Max, false, 0);
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
       return true;
     }
@@ -43138,7 +43411,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         for (const auto* call : vta::detail::calls_in(parts[j]))
           if (among(call->buffers, z) || among(call->buffers, z1)) return false;
       hoisted.push_back(with_extent(parts[at], block_rows()));
-      parts[at + 1] = with_alu(parts[at + 1], Max, false, 0);
+      parts[at + 1] = detail::with_alu(parts[at + 1], Max, false, 0);
       const tir::BufferMap swap{{z.get(), z1}, {z1.get(), z}};
       for (std::size_t j = at + 2; j < at + 8; ++j) parts[j] = tir::rewrite(parts[j], {}, swap);
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
@@ -43217,37 +43490,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (body.fill == 0 || (add && body.fill != 2)) return std::nullopt;
       const tir::BufferMap to{{body.load->buffers[0].get(), buffer}};
       std::vector<tir::Stmt> fill{tir::rewrite(body.parts[0], {}, to)};
-      if (add) fill.push_back(with_alu_arg(tir::rewrite(body.parts[1], {}, to), 2, value));
+      if (add) fill.push_back(detail::with_alu_arg(tir::rewrite(body.parts[1], {}, to), 2, value));
       return fill;
-    }
-    // An ALU kernel with its argument `arg` set to `value` (0 its operation, 2 its immediate).
-    static tir::Stmt with_alu_arg(const tir::Stmt& kernel, std::size_t arg, std::int64_t value) {
-      struct Arg : tir::StmtMutator<Arg> {
-        std::size_t arg = 0;
-        std::int64_t value = 0;
-        tir::Stmt visit_evaluate(const tir::EvaluateNode& e, const tir::Stmt& st) {
-          const auto* call = e.value.as<te::CallNode>();
-          if (call == nullptr || call->name != vta::intrin::alu) return st;
-          auto args = call->args;
-          args[arg] = te::make_const(value, args[arg].dtype());
-          return tir::make_evaluate(
-              te::call(call->name, call->dtype(), std::move(args), call->buffers));
-        }
-      } set;
-      set.arg = arg;
-      set.value = value;
-      return set.visit(kernel);
-    }
-    // An ALU kernel with its operation, immediate use and immediate set, and named for them
-    // (vta::detail::alu_kernel_name, as the lowering names a kernel).
-    static tir::Stmt with_alu(const tir::Stmt& kernel, runtime::AluOp op, bool use_imm,
-                              std::int64_t imm) {
-      const auto* attr = kernel.as<tir::AttrNode>();
-      const tir::Stmt named = tir::make_attr(attr->key, vta::detail::alu_kernel_name(op, use_imm),
-                                             attr->value, attr->body);
-      return with_alu_arg(
-          with_alu_arg(with_alu_arg(named, 0, static_cast<std::int64_t>(op)), 1, use_imm ? 1 : 0),
-          2, imm);
     }
     // A pass whose keys fit one chunk has no chunk loop (the lowering drops a loop of one
     // iteration): its body, chunk 0, gets the lane masks alone.
@@ -43442,7 +43686,20 @@ DLAVM_INLINE std::int64_t IntegerSoftmaxKernel::kept_chunks() const {
 }
 
 DLAVM_INLINE std::vector<te::NDArray> IntegerSoftmaxKernel::constants() const {
-  if (!masks_.defined()) return {};
+  std::vector<te::NDArray> out;
+  if (masks_.defined()) out.push_back(mask_data());
+  if (weights_.defined()) {
+    // diag(-multiplier): acc[o] += inp[i] x w[o][i]
+    te::NDArray w(env_.wgt_dtype, {env_.block_out, env_.block_in});
+    const std::int64_t multiplier = fewest_fraction_bits(shape_.fixed).multiplier;
+    for (std::int64_t o = 0; o < env_.block_out; ++o)
+      w.data()[static_cast<std::size_t>(o * env_.block_in + o)] = -multiplier;
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+DLAVM_INLINE te::NDArray IntegerSoftmaxKernel::mask_data() const {
   // rows that leave a key as it is, then row neutral + d for a key d after the last its first
   // group sees: the lanes of the groups that do not see it (0 to min(d, G - 1)) masked
   // (detail::softmax_mask_rows)
@@ -43458,7 +43715,7 @@ DLAVM_INLINE std::vector<te::NDArray> IntegerSoftmaxKernel::constants() const {
       d[static_cast<std::size_t>(i * env_.batch * env_.block_out + l)] =
           l < groups * shape_.lanes ? (normalize ? 0 : -32768) : as_is;
   }
-  return {m};
+  return m;
 }
 
 DLAVM_INLINE std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue) {
@@ -43493,6 +43750,10 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxSh
                                      std::int64_t chunk) {
   SramFootprint f = detail::pass_footprint(shape, chunk);
   f.acc += detail::kept_chunks(env, shape, chunk) * chunk;
+  if (detail::softmax_scores_by_gemm(env, shape, chunk)) {
+    f.inp = chunk;
+    f.wgt = 1;
+  }
   return f;
 }
 
@@ -43642,17 +43903,23 @@ DLAVM_INLINE SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart p
   detail::SoftmaxStageWriter w("floor", stages);
   w.blocks({}, n, env.block_out);
   detail::part_stages(w, w.wrap(scores), part, fixed, keys);
-  std::int64_t per_key = 0, reductions = 0, per_block = 0;
+  // (where the GEMM core may form t0 = -s * multiplier, a GEMM micro-op a key in place of an
+  // ALU one, its input loaded by the load module: the least chunk's kernel does)
+  const bool by_gemm = detail::softmax_scores_by_gemm(env, {.fixed = fixed, .part = part}, 2);
+  std::int64_t per_key = 0, reductions = 0, per_block = 0, t0 = 0;
   for (const auto& t : stages) {
     if (!t.op()->reduce_axis.empty())
       ++reductions;
     else if (t.shape().front().as_int() == 1)
       ++per_block;
+    else if (by_gemm && t.name().ends_with(".t0"))
+      ++t0;
     else
       ++per_key;
   }
   return {.alu_uops = (per_key * keys) + (reductions * (keys - 1)) + per_block,
-          .acc_load_bytes = keys * env.batch * env.block_out};
+          .acc_load_bytes = by_gemm ? 0 : keys * env.batch * env.block_out,
+          .gemm_uops = t0 * keys};
 }
 
 }  // namespace dlavm::graph
@@ -44088,7 +44355,8 @@ struct VtaKernel {
 };
 
 // The kernel lowered for VTA (vta::lower), then its rewrite applied: what graph::build and the
-// tuner both build a program from.
+// tuner both build a program from. An argument no stage reads, which the rewrite alone does
+// (the integer softmax's weight tile), is a parameter in its place all the same.
 tir::PrimFunc lower_kernel(VtaKernel& kernel, const vta::Env& env, const std::string& name);
 
 // What a strategy's support rule sees of the anchor call: its type rule's view (argument types
@@ -44676,7 +44944,24 @@ inline AnchorStrategy integer_softmax_strategy(const char* op, IntegerSoftmaxPar
 
 DLAVM_INLINE tir::PrimFunc lower_kernel(VtaKernel& kernel, const vta::Env& env,
                                         const std::string& name) {
-  tir::PrimFunc f = vta::lower(kernel.schedule, kernel.args, env, name);
+  // arguments no stage reads (the rewrite's alone: the integer softmax's weight tile) lowered
+  // without, then parameters in their places
+  std::vector<te::Tensor> staged;
+  std::vector<std::size_t> unstaged;
+  for (std::size_t k = 0; k < kernel.args.size(); ++k) {
+    if (kernel.schedule.stage_of(kernel.args[k].op().get()) != nullptr)
+      staged.push_back(kernel.args[k]);
+    else
+      unstaged.push_back(k);
+  }
+  tir::PrimFunc f = vta::lower(kernel.schedule, staged, env, name);
+  for (const std::size_t k : unstaged) {
+    const te::Tensor& t = kernel.args[k];
+    const auto at = static_cast<std::ptrdiff_t>(k);
+    f.params.insert(f.params.begin() + at, te::make_buffer(t.name(), t.dtype(), t.shape()));
+    f.flat_params.insert(f.flat_params.begin() + at,
+                         te::make_buffer(t.name(), t.dtype(), {f.params[k].size()}));
+  }
   return kernel.rewrite ? kernel.rewrite(f) : f;
 }
 

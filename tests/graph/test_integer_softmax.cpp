@@ -96,7 +96,7 @@ graph::IntegerSoftmaxShape two_queries_a_tile(const ne::Var& m, const ne::Var& b
 // kernel's constants and unpacks the result.
 struct LaneGroupKernel {
   graph::IntegerSoftmaxKernel kernel;
-  std::size_t constants;
+  std::size_t masks;  // the kernel's mask constants (0 or 1; its weight tile aside)
   vta::Program program;
   mutable vta::SimDevice dev;
   graph::Layout layout{graph::Layout::Kind::BatchedMatrix, 1, 16};
@@ -125,7 +125,7 @@ struct LaneGroupKernel {
                   graph::IntegerSoftmaxPart part, const graph::Epilogue& epilogue = {},
                   double scale = 0.25)
       : kernel(env, shape_of(batches, lanes, groups, causal, part, scale), chunk, "sm", epilogue),
-        constants(kernel.constants().size()),
+        masks(kernel.constants().size() - (kernel.scores_by_gemm() ? 1 : 0)),
         program(lower(env, kernel)),
         dev(env.config) {
     layout.groups = groups;
@@ -134,7 +134,7 @@ struct LaneGroupKernel {
   // `shape` over symbolic m and last (named so)
   LaneGroupKernel(const vta::Env& env, const graph::IntegerSoftmaxShape& shape, std::int64_t chunk)
       : kernel(env, shape, chunk, "sm"),
-        constants(kernel.constants().size()),
+        masks(kernel.constants().size() - (kernel.scores_by_gemm() ? 1 : 0)),
         program(lower(env, kernel)),
         dev(env.config) {
     layout.groups = shape.groups;
@@ -152,6 +152,17 @@ struct LaneGroupKernel {
     return graph::unpack(r, layout, logical.shape());
   }
 };
+
+// The arrays of `kernel`'s program: the scores `a`, the kernel's constants (kept in
+// `constants`: the masks, the GEMM core's weight tile), the result `r`.
+std::vector<te::NDArray*> kernel_arrays(const graph::IntegerSoftmaxKernel& kernel, te::NDArray& a,
+                                        te::NDArray& r, std::vector<te::NDArray>& constants) {
+  constants = kernel.constants();
+  std::vector<te::NDArray*> arrays{&a};
+  for (auto& c : constants) arrays.push_back(&c);
+  arrays.push_back(&r);
+  return arrays;
+}
 
 }  // namespace integer_softmax_test
 
@@ -261,8 +272,7 @@ TEST_CASE("integer softmax kernel: chunked passes equal the host reference, dims
                                                .queries = causal ? ne::Expr(products) : 0,
                                                .fixed = fixed};
         const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
-        auto s = kernel.schedule();
-        const auto prog = vta::build(s, kernel.args(), env, "sm");
+        const auto prog = LaneGroupKernel::lower(env, kernel);
         vta::SimDevice dev(env.config);
         const std::int64_t tiles = (lanes + 15) / 16;
         for (const auto& pk : {std::pair{1, 0}, {3, 61}, {6, 128 - 6}, {2, 195}}) {
@@ -275,7 +285,10 @@ TEST_CASE("integer softmax kernel: chunked passes equal the host reference, dims
           const ne::Binding bindings[] = {{"products", p}, {"keys", k}};
           std::vector<te::NDArray*> arrays{&a};
           auto constants = kernel.constants();
-          CHECK(constants.size() == (causal ? 1u : 0u));
+          // the masks of a causal softmax (in uniform tiles: at most 6 queries, one a
+          // product), the weight tile where the GEMM core forms t0 (the others: scale 1/8)
+          CHECK(kernel.scores_by_gemm() == !causal);
+          CHECK(constants.size() == 1u);
           for (auto& c : constants) arrays.push_back(&c);
           arrays.push_back(&r);
           const auto run = prog.run(dev, arrays, bindings);
@@ -350,7 +363,7 @@ TEST_CASE("integer softmax kernel: lane groups, bit-exact with the host referenc
   // the keys only some of a block's queries see fall in two chunks (random_whole_shapes)
   const int runs = random_whole_shapes(vta::Env{}, 31, 2, 4,
                                        [](const LaneGroupKernel& k, std::int64_t, bool causal) {
-                                         CHECK(k.constants == (causal ? 1u : 0u));
+                                         CHECK(k.masks == (causal ? 1u : 0u));
                                        });
   CHECK(runs == 3 * (DLAVM_TEST_SANITIZED ? 8 : 24));
 }
@@ -510,8 +523,7 @@ TEST_CASE("integer softmax kernel: causal blocks of several query rows each") {
                                          .queries = m,
                                          .fixed = fixed};
   const graph::IntegerSoftmaxKernel kernel(env, shape, 8, "sm");
-  auto s = kernel.schedule();
-  const auto prog = vta::build(s, kernel.args(), env, "sm");
+  const auto prog = LaneGroupKernel::lower(env, kernel);
   vta::SimDevice dev(env.config);
   std::uint64_t seed = 70;
   for (const auto& ql : {std::pair{1, 0}, {3, 5}, {5, 30}, {4, 12}}) {
@@ -521,7 +533,8 @@ TEST_CASE("integer softmax kernel: causal blocks of several query rows each") {
     const std::int64_t n = l + q;
     auto a = te::NDArray::random(DType::int8(), {2 * q, n, 1, 1, 16}, seed++);
     te::NDArray r(DType::int8(), {2 * q, n, 1, 1, 16});
-    te::NDArray* arrays[] = {&a, &r};
+    std::vector<te::NDArray> constants;
+    const auto arrays = kernel_arrays(kernel, a, r, constants);
     const ne::Binding bindings[] = {{"m", q}, {"last", l}};
     CHECK(prog.run(dev, arrays, bindings).result.finished);
     te::NDArray want(DType::int8(), {2 * q, n, 1, 1, 16});
@@ -539,13 +552,15 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
   // with -32768 only the last chunk a query sees, causal or not: a softmax of 64 keys that is not
   // causal fills 1 of its 4 chunks. (An accumulator of 128 entries, which the passes all but
   // fill: rewritten, pass 3 keeps two chunks' exponentials from pass 2, the next test's rewrite,
-  // a block's first.)
+  // a block's first.) At the scale of 0.3 (111 with 8 fraction bits), where the ALU forms
+  // t0 = -s * 111 (the GEMM core does not: detail::softmax_scores_by_gemm), so that the
+  // function as lowered runs as it is.
   vta::Config full;
   full.log_acc_buff_size = 13;
   const vta::Env env(full);
   const auto products = ne::var("products", 1, 64);
   const auto last = ne::var("last", 0, 64);
-  const auto fixed = host::integer_exp_for(0.125);
+  const auto fixed = host::integer_exp_for(0.3);
   graph::Epilogue plus3;
   plus3.steps = {{graph::EpilogueStep::Kind::Add, 3}, {graph::EpilogueStep::Kind::Min, 120}};
   for (const auto& epilogue : {graph::Epilogue{}, plus3}) {
@@ -563,6 +578,7 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
                                              .fixed = fixed};
       const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "sm", epilogue);
       REQUIRE(kernel.kept_chunks() == 2);
+      REQUIRE(!kernel.scores_by_gemm());
       auto s = kernel.schedule();
       const auto rewrite = kernel.skip_masked_work(s);
       auto f = vta::lower(s, kernel.args(), env, "sm");
@@ -571,7 +587,8 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
       vta::SimDevice dev(env.config);
       auto a = te::NDArray::random(DType::int8(), {64, 64, 1, 1, 16}, 81);
       te::NDArray r(DType::int8(), {64, 64, 1, 1, 16});
-      te::NDArray* arrays[] = {&a, &r};
+      std::vector<te::NDArray> constants;
+      const auto arrays = kernel_arrays(kernel, a, r, constants);
       const ne::Binding bindings[] = {{"products", 64}, {"last", 0}};
       const auto run = prog.run(dev, arrays, bindings);
       CHECK(run.result.finished);
@@ -590,8 +607,8 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
         restored +=
             stream[i].opcode == vta::Opcode::Store && stream[i - 1].opcode == vta::Opcode::Store;
       CHECK(restored == (k == 2 ? 48u : 0u));
-      // t = s * -multiplier, the exponent's first ALU pass, once a key in passes 2 and 3 (92
-      // with 9 fraction bits is 23 with 7: no shift of t follows it), and the reciprocal's
+      // t = s * -multiplier, the exponent's first ALU pass, once a key in passes 2 and 3, and
+      // the reciprocal's
       // quotient bits (a MAX with -1 each, 12 a block). As lowered, a causal pass
       // 2 computes each chunk a query sees whole (16 queries see 1, 2, 3 and 4 chunks), pass 3
       // every chunk; rewritten, both the keys a query sees alone (query p: p + 1 of them), the
@@ -602,7 +619,7 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
         const auto micro_ops = std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
         if (i.opcode != vta::Opcode::Alu || !i.use_imm) continue;
         if (i.alu_opcode == runtime::AluOp::Add && i.imm == -32768) ++fills[k];
-        if (i.alu_opcode == runtime::AluOp::Mul && i.imm == -23) exponent_rows += micro_ops;
+        if (i.alu_opcode == runtime::AluOp::Mul && i.imm == -111) exponent_rows += micro_ops;
         if (i.alu_opcode == runtime::AluOp::Max && i.imm == -1) quotient_bits += micro_ops;
       }
       const std::size_t want_rows[] = {2 * 64 * 64, 16 * (1 + 2 + 3 + 4) * 16 + 64 * 64,
@@ -633,7 +650,8 @@ void check_static_kernel(const vta::Env& env, const graph::IntegerSoftmaxKernel&
   vta::SimDevice dev(env.config);
   te::NDArray a = scores;
   te::NDArray r(DType::int8(), shape);
-  te::NDArray* arrays[] = {&a, &r};
+  std::vector<te::NDArray> constants;
+  const auto arrays = kernel_arrays(kernel, a, r, constants);
   CHECK(LaneGroupKernel::lower(env, kernel)
             .run(dev, arrays, std::span<const ne::Binding>{})
             .result.finished);
@@ -662,8 +680,9 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
   const vta::Env env(small);
   std::uint64_t seed = 900;
   // 80 queries after no keys in chunks of 8 in 128 entries, 9 of the 10 kept (keys 0 to 71): the
-  // exponent's first ALU pass (t = s * -23) runs once for each key a query sees in pass 2, and in
-  // pass 3 only for keys 72 on: 3,240 + 36 micro-ops (6,480 with no chunk kept)
+  // exponent's first stage (t0 = s * -23, a GEMM of the scores by the GEMM core, no ALU pass)
+  // runs once for each key a query sees in pass 1, and in passes 2 and 3 only for keys 72 on:
+  // 3,240 + 2 x 36 micro-ops (3 x 3,240 with no chunk kept)
   const auto products = ne::var("products", 1, 80);
   const graph::IntegerSoftmaxShape shape{.products = products,
                                          .keys = products,
@@ -677,19 +696,25 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
   vta::SimDevice dev(env.config);
   auto a = te::NDArray::random(DType::int8(), {80, 80, 1, 1, 16}, 83);
   te::NDArray r(DType::int8(), {80, 80, 1, 1, 16});
-  te::NDArray* arrays[] = {&a, &r};
+  std::vector<te::NDArray> constants;
+  const auto arrays = kernel_arrays(kernel, a, r, constants);
   CHECK(prog.run(dev, arrays, bindings).result.finished);
   te::NDArray want(DType::int8(), {80, 80, 1, 1, 16});
   runtime::integer_softmax(a.data().data(), want.data().data(), 80, 80, 16,
                            host::integer_exp_for(0.125), 80, false);
   CHECK(r == want);
-  const std::vector<std::uint64_t> phys{0x100000, 0x200000};
-  std::size_t exponent_rows = 0;
-  for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
+  const std::vector<std::uint64_t> phys{0x100000, 0x200000, 0x300000};
+  std::size_t exponent_rows = 0, alu_t0 = 0;
+  for (const auto& i :
+       vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns)) {
+    const auto micro_ops = std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
+    if (i.opcode == vta::Opcode::Gemm && !i.reset_reg) exponent_rows += micro_ops;
     if (i.opcode == vta::Opcode::Alu && i.use_imm && i.alu_opcode == runtime::AluOp::Mul &&
         i.imm == -23)
-      exponent_rows += std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
-  CHECK(exponent_rows == 3240 + 36);
+      alu_t0 += micro_ops;
+  }
+  CHECK(exponent_rows == 3240 + 2 * 36);
+  CHECK(alu_t0 == 0);
   // pass 3 computes the kept chunks a query sees in spans of five (its five chunk buffers,
   // 40 keys): query p sees s = ceil((p + 1) / 8) chunks, min(s, 9) of them kept, each span
   // stored after it (where pass 1 keeps the scores: a STORE of all of them after the spans
@@ -707,10 +732,17 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
   // pass 1 loads the kept chunks' scores into their kept rows, and pass 2 computes them there:
   // each query's scores loaded once for each chunk it sees, and again in pass 2 past the 9 kept
   // (query p: s chunks, s - 9 of them where that is more than 0) and in pass 3 past its kept
-  // ones (10 - min(s, 9): a chunk it does not see loads nothing, but stores the epilogue of 0)
-  std::size_t score_loads = 0, want_loads = 0;
-  for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
-    score_loads += i.opcode == vta::Opcode::Load && i.memory_type == vta::MemId::Acc8;
+  // ones (10 - min(s, 9): a chunk it does not see loads nothing, but stores the epilogue of 0);
+  // into the input buffer, for the GEMM core's t0 (none as ACC_8BIT)
+  std::size_t score_loads = 0, want_loads = 0, acc8_loads = 0;
+  for (const auto& i :
+       vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns)) {
+    // (not the load module's empty LOAD that ends the stream)
+    score_loads +=
+        i.opcode == vta::Opcode::Load && i.memory_type == vta::MemId::Inp && i.x_size > 0;
+    acc8_loads += i.opcode == vta::Opcode::Load && i.memory_type == vta::MemId::Acc8;
+  }
+  CHECK(acc8_loads == 0);
   for (std::size_t p = 0; p < 80; ++p) {
     const std::size_t s = (p + 8) / 8;
     want_loads += s + 2 * (s > 9 ? s - 9 : 0);
@@ -859,9 +891,11 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
     // a prefill's pass 1 loads its kept chunks into the kept rows, and pass 2 loads past them
     // alone: the kept rows' scores are its chain's first buffer, r copied out of them (a MAX
     // into z_down), the quadratic computed in them
+    // (or form their t0 there, by the GEMM core)
     const auto loads_to = [&](std::string_view buffer) {
       return count(calls, [&](const KernelCall& k) {
-        return k.name == vta::intrin::load && ends(k.buffers[0], buffer);
+        return (k.name == vta::intrin::load || k.name == vta::intrin::gemm) &&
+               ends(k.buffers[0], buffer);
       });
     };
     CHECK((loads_to(".max.s.kept") == 1) == prefill);
@@ -980,13 +1014,18 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
                                 .fixed = host::integer_exp_for(0.125),
                                 .part = part},
                                8);
-    CHECK((count(calls, [&](const KernelCall& k) {
-             return k.name == vta::intrin::gemm_reset && ends(k.buffers[0], ".kept");
-           }) > 0) == (part == graph::IntegerSoftmaxPart::Whole));
-    // (each keeps its chunks: the first pass loads them into the kept rows)
-    CHECK(count(calls, [&](const KernelCall& k) {
-            return k.name == vta::intrin::load && ends(k.buffers[0], ".kept");
-          }) == 1);
+    // (the scores' t0 a reset and a GEMM of the kept rows, where the GEMM core forms it: the
+    // whole softmax resets them for more)
+    const auto into_kept = [&](std::string_view name) {
+      return count(calls, [&](const KernelCall& k) {
+        return k.name == name && ends(k.buffers[0], ".kept");
+      });
+    };
+    CHECK((into_kept(vta::intrin::gemm_reset) > into_kept(vta::intrin::gemm)) ==
+          (part == graph::IntegerSoftmaxPart::Whole));
+    // (each keeps its chunks: the first pass loads them into the kept rows, or its GEMM forms
+    // their t0 there)
+    CHECK(into_kept(vta::intrin::load) + into_kept(vta::intrin::gemm) == 1);
     // the exponentials' z_down = -128 z as a MIN by -128 and a multiply by z (z_down_by_multiply),
     // its reset once a block, outside the chunk loop; u clipped to 2,047 first, so that z needs
     // no MIN by 15 for the shift (in the kept chunks and the others, each trimmed in the last
@@ -1010,17 +1049,17 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
                    k.loops == 1;
           }) == 1);
   }
-  // not causal, in whole chunks (no fill, no trimmed chain): pass 1 keeps the scores as well,
-  // its running rows started by a MIN with -32768 (which a fill of -32768 gives causal kernels
-  // no more: every lane sees a score)
+  // not causal, in whole chunks (no fill, no trimmed chain): pass 1 keeps the scores' t0 as
+  // well (the GEMM core's), its running rows of their min started by a MAX with 32767 (which a
+  // fill gives causal kernels no more: every lane sees a score)
   const auto plain =
       lowered({.products = 3, .keys = 80, .lanes = 16, .fixed = host::integer_exp_for(0.125)}, 8);
   CHECK(count(plain, [&](const KernelCall& k) {
-          return k.name == vta::intrin::load && ends(k.buffers[0], ".max.s.kept");
+          return k.name == vta::intrin::gemm && ends(k.buffers[0], ".max.s.kept");
         }) == 1);
   CHECK(count(plain, [&](const KernelCall& k) {
-          return k.alu_op == static_cast<std::int64_t>(runtime::AluOp::Min) && k.immediate &&
-                 ends(k.buffers[0], ".max.s.rows") && k.loops == 1;
+          return k.alu_op == static_cast<std::int64_t>(runtime::AluOp::Max) && k.immediate &&
+                 k.imm == 32767 && ends(k.buffers[0], ".max.s.rows") && k.loops == 1;
         }) == 1);
   CHECK(count(plain, [&](const KernelCall& k) {
           return k.alu_op == static_cast<std::int64_t>(runtime::AluOp::Max) && !k.immediate &&
@@ -1120,8 +1159,10 @@ TEST_CASE("integer softmax kernel: the lane masks touch only the keys some queri
                           graph::IntegerSoftmaxPart::Normalize}) {
     CAPTURE(static_cast<int>(part));
     const graph::IntegerSoftmaxKernel kernel(env, two_queries_a_tile(m, last, part), 16, "sm");
-    REQUIRE(kernel.args().size() == 3);  // the scores, the masks, the probabilities
-    const std::vector<std::uint64_t> phys{0x100000, 0x200000, 0x300000};
+    // the scores, the masks, the GEMM core's weight tile (not the normalization's), the result
+    REQUIRE(kernel.args().size() == (part == graph::IntegerSoftmaxPart::Normalize ? 3u : 4u));
+    std::vector<std::uint64_t> phys;
+    for (std::size_t a = 0; a < kernel.args().size(); ++a) phys.push_back((a + 1) << 20);
     const ne::Binding bindings[] = {{"m", 32}, {"last", 8}};
     const auto stream = vta::decode_all(
         env.config.layout(), LaneGroupKernel::lower(env, kernel).instantiate(bindings, phys).insns);
@@ -1184,7 +1225,8 @@ te::NDArray host_part(graph::IntegerSoftmaxPart part, te::NDArray& logical, doub
 std::pair<std::size_t, std::size_t> mask_loads(const vta::Env& env, const vta::Program& prog,
                                                std::span<const ne::Binding> bindings,
                                                std::int64_t rows) {
-  const std::vector<std::uint64_t> phys{0x100000, 0x200000, 0x300000};
+  std::vector<std::uint64_t> phys;
+  for (std::size_t a = 0; a < prog.func().params.size(); ++a) phys.push_back((a + 1) << 20);
   const std::size_t masks_at = 0x200000 / env.config.acc_elem_bytes();
   std::size_t one = 0, two = 0;
   for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
@@ -1192,6 +1234,51 @@ std::pair<std::size_t, std::size_t> mask_loads(const vta::Env& env, const vta::P
         i.dram_base >= masks_at && i.dram_base < masks_at + static_cast<std::size_t>(rows))
       (i.y_size == 2 ? two : one) += 1;
   return {one, two};
+}
+
+TEST_CASE(
+    "integer softmax kernel: t0 by the GEMM core only where a masked key's exponential is 0") {
+  // Where the GEMM core forms t0 = -s * multiplier (IntegerSoftmaxKernel::scores_by_gemm), a
+  // masked key's t0 is 32,767 (a fill) or its own plus 32,768 (a lane mask), where the ALU's was
+  // -32,768 times the multiplier: its exponential must still be 0. The hardest scores for that:
+  // every key a query sees -128 (the least max, whose bias is least) and every other 127 (the
+  // least t0 a lane mask leaves). Two batches of two queries of 8 lanes a tile (not in uniform
+  // tiles), causal, in chunks of 4: the whole softmax and the exponentials equal the host
+  // kernels at scales the GEMM core takes (the least z of such a key 38 at 0.6, 111 with 7
+  // fraction bits) and at those it does not (0.3, 111 with 8 bits: 21; 0.69, 127 with 7: 6;
+  // 0.01, 59 with 12: its shift leaves 1).
+  const vta::Env env;
+  const auto m = ne::var("m", 1, 11);
+  const auto last = ne::var("last", 0, 40);
+  for (const auto& [scale, by_gemm] : {std::pair{0.125, true},
+                                       {0.05, true},
+                                       {0.6, true},
+                                       {0.3, false},
+                                       {0.69, false},
+                                       {0.01, false}})
+    for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp}) {
+      const double s = scale;  // (not a binding: Clang 14's CAPTURE)
+      CAPTURE(s);
+      CAPTURE(static_cast<int>(part));
+      auto shape = one_batch(m, last, 8, 2, part);
+      shape.products = ne::simplify(2 * ne::ceildiv(m, 2));
+      shape.fixed = host::integer_exp_for(scale);
+      const LaneGroupKernel k(env, shape, 4);
+      CHECK(k.kernel.scores_by_gemm() == by_gemm);
+      for (const auto& [q, l] : {std::pair<std::int64_t, std::int64_t>{5, 3}, {11, 40}}) {
+        te::NDArray logical(DType::int8(), {2, q, q + l, 8});
+        for (std::int64_t b = 0; b < 2; ++b)
+          for (std::int64_t i = 0; i < q; ++i)
+            for (std::int64_t j = 0; j < q + l; ++j)
+              for (std::int64_t c = 0; c < 8; ++c)
+                logical.set({b, i, j, c}, j <= l + i ? -128 : 127);
+        const host::IntegerSoftmaxParams p{
+            .axis = -2, .scale = scale, .causal = true, .queries = host::CausalQueries::Before};
+        CHECK(k.run(logical, q, l) == (part == graph::IntegerSoftmaxPart::Exp
+                                           ? host::integer_softmax_exp(logical, p)
+                                           : host::integer_softmax(logical, p)));
+      }
+    }
 }
 
 TEST_CASE("integer softmax kernel: uniform tiles, bit-exact with the host reference") {
@@ -1231,7 +1318,8 @@ TEST_CASE("integer softmax kernel: uniform tiles, bit-exact with the host refere
         const LaneGroupKernel k(
             env, one_batch(m, ne::var("last", 0, mode.most_last), lanes, groups, part), mode.chunk);
         const auto constants = k.kernel.constants();
-        REQUIRE(constants.size() == 1);
+        REQUIRE(constants.size() == k.masks + (k.kernel.scores_by_gemm() ? 1 : 0));
+        REQUIRE(k.masks == 1);
         CHECK(constants[0].shape() == std::vector<std::int64_t>{21, 1, 16});
         for (const auto& [q, l] : mode.runs) {
           const int queries = q, before = l;  // (not bindings: Clang 14's CAPTURE)
@@ -1383,7 +1471,9 @@ TEST_CASE(
         auto s = kernel.schedule();
         const auto rewrite = kernel.skip_masked_work(s);
         const ne::Var product = s[kernel.args().back()].leaf_iter_vars()[0].var();
-        const auto f = rewrite(vta::lower(s, kernel.args(), env, "sm"));
+        graph::VtaKernel declared{std::move(s), kernel.args(),     "", 0, 0,
+                                  rewrite,      kernel.constants()};
+        const auto f = graph::lower_kernel(declared, env, "sm");
         // (not in uniform tiles, the blocks are taken in pairs, graph::detail::pair_blocks: the
         // product is read as its pair's loop variable)
         const auto pair = loop_var(f.body, product.name() + ".pair");
@@ -1411,8 +1501,12 @@ TEST_CASE("integer softmax kernel: a causal prefill's blocks in pairs, p and p +
       const auto last = ne::var("last", 0, 8);
       const auto shape = one_batch(m, last, 8, 2, graph::IntegerSoftmaxPart::Exp);
       const graph::IntegerSoftmaxKernel kernel(env, shape, 8, "sm");
-      REQUIRE(kernel.args().size() == 3);  // the scores, the masks, the exponentials
-      const std::vector<std::uint64_t> phys{0x100000, 0x200000, 0x300000};
+      // the scores, the masks, the weight tile (not in uniform tiles: at most 40 queries), the
+      // result
+      REQUIRE(kernel.scores_by_gemm() == (most == 40));
+      REQUIRE(kernel.args().size() == (most == 40 ? 4u : 3u));
+      std::vector<std::uint64_t> phys;
+      for (std::size_t a = 0; a < kernel.args().size(); ++a) phys.push_back((a + 1) << 20);
       const vta::Program prog = LaneGroupKernel::lower(env, kernel);
       const std::int64_t before = 3, products = (tokens + 1) / 2, keys = before + tokens;
       const ne::Binding at[] = {{"m", tokens}, {"last", before}};
@@ -1626,11 +1720,18 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
   REQUIRE(graph::fewest_fraction_bits(fixed).frac_bits == 7);
   for (const std::int64_t k : {1, 2, 64, 1000}) {
     CAPTURE(k);
+    // (t0 a GEMM micro-op, the scores loaded into the input buffer: the GEMM core forms it)
     const auto whole = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, fixed, k);
-    CHECK(whole.alu_uops == 23 * k + 2 * (k - 1) + 148);
-    CHECK(whole.acc_load_bytes == 16 * k);
-    CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Exp, fixed, k).alu_uops ==
-          14 * k + (k - 1) + 4);
+    CHECK(whole.alu_uops == 22 * k + 2 * (k - 1) + 148);
+    CHECK(whole.gemm_uops == k);
+    CHECK(whole.acc_load_bytes == 0);
+    const auto exp = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Exp, fixed, k);
+    CHECK(exp.alu_uops == 13 * k + (k - 1) + 4);
+    CHECK(exp.gemm_uops == k);
+    const auto normalize =
+        graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, k);
+    CHECK(normalize.gemm_uops == 0);
+    CHECK(normalize.acc_load_bytes == 16 * k);
     CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, k).alu_uops ==
           3 * k + (k - 1) + 59);
   }
@@ -1639,11 +1740,15 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
         3 * 4128 + 4127 + 59);
   CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 4129).alu_uops ==
         3 * 4129 + 4128 + 141);
-  // a multiplier with fraction bits left past 7 shifts t first: one stage more a key
+  // a multiplier with fraction bits left past 7 shifts t first: one stage more a key (and 111
+  // with 8 bits leaves a masked key's exponential above 0 with t0 at 32,767: the ALU forms t0,
+  // from the scores loaded into the accumulator)
   const auto odd = host::integer_exp_for(0.3);
   REQUIRE(graph::fewest_fraction_bits(odd).frac_bits > 7);
-  CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, odd, 10).alu_uops ==
-        24 * 10 + 2 * 9 + 148);
+  const auto whole_odd = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, odd, 10);
+  CHECK(whole_odd.alu_uops == 24 * 10 + 2 * 9 + 148);
+  CHECK(whole_odd.gemm_uops == 0);
+  CHECK(whole_odd.acc_load_bytes == 160);
   CHECK_THROWS_WITH_AS(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, fixed, 0),
                        "softmax_floor: a block of 0 keys; it needs 1 at least", dlavm::ValueError);
 
@@ -1678,15 +1783,20 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
       vta::Counters did;
       for (const auto& f : vta::decode_all(env.config.layout(), stream.insns))
         did.count(env.config, f);
-      std::int64_t uops = 0, bytes = 0;
+      std::int64_t uops = 0, bytes = 0, gemm = 0;
       for (std::int64_t q0 = 0; q0 < m; q0 += groups) {
         const std::int64_t seen = causal ? last + std::min(q0 + groups, m) : last + m;
         const auto floor = graph::softmax_floor(env, part, host::integer_exp_for(scale), seen);
         uops += batches * floor.alu_uops;
         bytes += batches * floor.acc_load_bytes;
+        gemm += batches * floor.gemm_uops;
       }
+      // (t0 a GEMM micro-op where the floor's kernel forms it by the GEMM core, an ALU one
+      // where this kernel does not: in uniform tiles)
       CHECK(static_cast<std::int64_t>(did.alu_uops) >= uops);
       CHECK(static_cast<std::int64_t>(did.acc_load_bytes) >= bytes);
+      CHECK(static_cast<std::int64_t>(did.alu_uops + did.gemm_uops) >= uops + gemm);
+      if (k.kernel.scores_by_gemm()) CHECK(static_cast<std::int64_t>(did.gemm_uops) >= gemm);
     }
   }
 }

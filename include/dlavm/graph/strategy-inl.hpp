@@ -495,7 +495,24 @@ inline AnchorStrategy integer_softmax_strategy(const char* op, IntegerSoftmaxPar
 
 DLAVM_INLINE tir::PrimFunc lower_kernel(VtaKernel& kernel, const vta::Env& env,
                                         const std::string& name) {
-  tir::PrimFunc f = vta::lower(kernel.schedule, kernel.args, env, name);
+  // arguments no stage reads (the rewrite's alone: the integer softmax's weight tile) lowered
+  // without, then parameters in their places
+  std::vector<te::Tensor> staged;
+  std::vector<std::size_t> unstaged;
+  for (std::size_t k = 0; k < kernel.args.size(); ++k) {
+    if (kernel.schedule.stage_of(kernel.args[k].op().get()) != nullptr)
+      staged.push_back(kernel.args[k]);
+    else
+      unstaged.push_back(k);
+  }
+  tir::PrimFunc f = vta::lower(kernel.schedule, staged, env, name);
+  for (const std::size_t k : unstaged) {
+    const te::Tensor& t = kernel.args[k];
+    const auto at = static_cast<std::ptrdiff_t>(k);
+    f.params.insert(f.params.begin() + at, te::make_buffer(t.name(), t.dtype(), t.shape()));
+    f.flat_params.insert(f.flat_params.begin() + at,
+                         te::make_buffer(t.name(), t.dtype(), {f.params[k].size()}));
+  }
   return kernel.rewrite ? kernel.rewrite(f) : f;
 }
 

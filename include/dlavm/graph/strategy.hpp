@@ -66,7 +66,8 @@ struct VtaKernel {
 };
 
 // The kernel lowered for VTA (vta::lower), then its rewrite applied: what graph::build and the
-// tuner both build a program from.
+// tuner both build a program from. An argument no stage reads, which the rewrite alone does
+// (the integer softmax's weight tile), is a parameter in its place all the same.
 tir::PrimFunc lower_kernel(VtaKernel& kernel, const vta::Env& env, const std::string& name);
 
 // What a strategy's support rule sees of the anchor call: its type rule's view (argument types

@@ -33,7 +33,9 @@
 //                                       .queries = token, .fixed = host::integer_exp_for(0.125)},
 //                                 256, "sm");
 //   auto s = k.schedule();
-//   auto prog = vta::build(s, k.args(), env, "sm");
+//   auto rewrite = k.skip_masked_work(s);  // the function the kernel's arguments compute
+//   graph::VtaKernel declared{std::move(s), k.args(), "", 0, 0, rewrite, k.constants()};
+//   vta::Program prog(env, graph::lower_kernel(declared, env, "sm"));  // run with constants()
 #pragma once
 
 #include <dlavm/core/api.hpp>
@@ -158,18 +160,28 @@ class IntegerSoftmaxKernel {
   // ValueError for an operand step or an int32 result.
   IntegerSoftmaxKernel(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk,
                        const std::string& name, const Epilogue& epilogue = {});
-  // The scores, the masks of a causal softmax with lane groups or in uniform tiles
-  // (constants() holds them), and the probabilities, int8 in the packed layout.
+  // The scores, the masks of a causal softmax with lane groups or in uniform tiles and the
+  // weight tile where the GEMM core forms t0 (constants() holds them), and the probabilities,
+  // int8 in the packed layout.
   std::vector<te::Tensor> args() const {
-    if (masks_.defined()) return {data_, masks_, res_};
-    return {data_, res_};
+    std::vector<te::Tensor> a{data_};
+    for (const auto& t : {masks_, weights_})
+      if (t.defined()) a.push_back(t);
+    a.push_back(res_);
+    return a;
   }
   // The data of the kernel's constant parameters (VtaKernel::constants): the masks' first rows
   // leave a key as it is (0; a normalization's 1), G - 1 of them with lane groups, 2 (M - 1) in
   // uniform tiles; then the row of a key d after the first group's last seen (d from 0 to G - 2,
   // or M - 2) is -32768 in the lanes of groups 0 to min(d, G - 1) (those that do not see it), 0
-  // elsewhere; a normalization's 0 there and 1 elsewhere.
+  // elsewhere; a normalization's 0 there and 1 elsewhere. Then, where the GEMM core forms t0,
+  // the weight tile diag(-multiplier), int8 [BLOCK_OUT, BLOCK_IN].
   std::vector<te::NDArray> constants() const;
+  // Whether the GEMM core forms t0 = -s * multiplier (detail::softmax_scores_by_gemm; not the
+  // normalization's, which has no exponent). Then only the function skip_masked_work rewrites
+  // takes the weight tile (no stage reads it: graph::lower_kernel lowers the schedule without
+  // it), and only that function computes the softmax.
+  bool scores_by_gemm() const { return weights_.defined(); }
   te::Schedule schedule() const;
   // For the function lowered from schedule() `s`, the work on keys no query sees skipped,
   // which te stages cannot say:
@@ -239,6 +251,15 @@ class IntegerSoftmaxKernel {
   //     24 x 2^7 - 1, z <= 23 (v >> 23 is 0), so that its second shift amount, max(z - 15, 0),
   //     needs no MIN by 15; z_down reset once a block, before the chunk loop (every value a
   //     chunk leaves in it is at least -128);
+  //   - where scores_by_gemm() (not in uniform tiles), t0 = -s * multiplier by the GEMM core
+  //     (detail::scores_by_gemm): each load of the scores into the accumulator (ACC_8BIT,
+  //     through the compute module's port) a load of the same rows into the input buffer (on
+  //     the load module) and a reset and a GEMM of them by the weight tile, so that the chain's
+  //     multiply goes (2 cycles a key in place of 4); pass 1 the min of t0 where it was the max
+  //     of the scores, a masked key's t0 32,767 (a fill) or 32,768 more than its own (the
+  //     masks, negated where loaded), whose exponential is 0 either way (the gallery's
+  //     2,048-token prefill: the exponentials 41.13 -> 38.80 M cycles, the whole softmax
+  //     73.29 -> 70.63 M);
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
@@ -251,12 +272,16 @@ class IntegerSoftmaxKernel {
  private:
   tir::PrimFunc skip_masked(const tir::PrimFunc& f, const ne::Var& product,
                             const std::vector<ne::Var>& chunks) const;
+  te::NDArray mask_data() const;  // constants()'s masks
 
   vta::Env env_;
   IntegerSoftmaxShape shape_;
   Epilogue epilogue_;
   std::int64_t chunk_;
   te::Tensor data_, masks_, res_;
+  // where the GEMM core forms t0 (detail::softmax_scores_by_gemm): the weight tile
+  // diag(-multiplier)
+  te::Tensor weights_;
   // the stages of pass 1 and 2 computed per chunk (the load first, the chunk's max or sum
   // last), the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk; a
   // part's absent pass has no stages and no total
@@ -280,7 +305,8 @@ std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmax
 // IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least a chunk (the
 // lowering then allocates these entries); above it where fewer keys leave the chunk's buffers
 // smaller, or where a kernel with lane groups, not in uniform tiles, has one chunk (its mask
-// rows 2 (G - 1), not a chunk's).
+// rows 2 (G - 1), not a chunk's). Where the GEMM core forms t0, a chunk's rows of the input
+// buffer and one weight tile.
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
 // The estimate is cycles per key a block's queries see, per key of the chunks that hold them
@@ -301,14 +327,18 @@ ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // (every exponential once), a stage one ALU micro-op a key (the ALU has no fused operation:
 // t = -s * multiplier + bias is two), a reduction over k keys k - 1 micro-ops, the block's rows
 // once; and the part's int8 input loaded into the accumulator once, which VTA loads through its
-// compute module (BATCH x BLOCK_OUT bytes a key). It counts no copy but the one the stages write
-// (the quadratic's r_copy), no fill, mask or padded key and no instruction's overhead: a lower
-// bound of every kernel's work (tests/graph), whose distance from it is what chunks, masks and
-// the accumulator's size cost. At the cycle model's 2 cycles an ALU micro-op and 8 bytes a cycle
-// it is the floor docs/performance.md holds the LLM layer's integer prefill to.
+// compute module (BATCH x BLOCK_OUT bytes a key). Where the GEMM core may form t0 = -s *
+// multiplier (detail::softmax_scores_by_gemm), that stage is a GEMM micro-op a key (its rows
+// started by no reset: a fill of the bias could do it) and the input loads through the load
+// module, no accumulator load. It counts no copy but the one the stages write (the quadratic's
+// r_copy), no fill, mask or padded key and no instruction's overhead: a lower bound of every
+// kernel's work (tests/graph), whose distance from it is what chunks, masks and the
+// accumulator's size cost. At the cycle model's 2 cycles an ALU micro-op, 1 a GEMM micro-op and
+// 8 bytes a cycle it is the floor docs/performance.md holds the LLM layer's integer prefill to.
 struct SoftmaxWork {
   std::int64_t alu_uops = 0;
   std::int64_t acc_load_bytes = 0;
+  std::int64_t gemm_uops = 0;
 };
 SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart part, runtime::IntegerExp fixed,
                           std::int64_t keys);
