@@ -44460,11 +44460,14 @@ VtaStrategies default_vta_strategies();
 // end dlavm/ne/simplify.hpp
 // begin dlavm/vta/hw/config.hpp
 // end dlavm/vta/hw/config.hpp
+// begin dlavm/vta/lower/intrinsic_calls.hpp
+// end dlavm/vta/lower/intrinsic_calls.hpp
 // begin dlavm/vta/lower/passes.hpp
 // end dlavm/vta/lower/passes.hpp
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 
 namespace dlavm::graph {
@@ -44962,7 +44965,18 @@ DLAVM_INLINE tir::PrimFunc lower_kernel(VtaKernel& kernel, const vta::Env& env,
     f.flat_params.insert(f.flat_params.begin() + at,
                          te::make_buffer(t.name(), t.dtype(), {f.params[k].size()}));
   }
-  return kernel.rewrite ? kernel.rewrite(f) : f;
+  if (kernel.rewrite) f = kernel.rewrite(f);
+  // (an argument nothing reads is a mistake the lowering would have named)
+  for (const std::size_t k : unstaged) {
+    const bool read = std::ranges::any_of(vta::detail::calls_in(f.body), [&](const auto* c) {
+      return std::ranges::any_of(c->buffers,
+                                 [&](const te::Buffer& b) { return b.same_as(f.flat_params[k]); });
+    });
+    if (!read)
+      raise<ScheduleError>("kernel '{}': argument '{}' is read by no stage and not by the rewrite",
+                           name, kernel.args[k].name());
+  }
+  return f;
 }
 
 DLAVM_INLINE VtaStrategies default_vta_strategies() {

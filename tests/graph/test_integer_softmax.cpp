@@ -1265,6 +1265,10 @@ TEST_CASE(
       shape.fixed = host::integer_exp_for(scale);
       const LaneGroupKernel k(env, shape, 4);
       CHECK(k.kernel.scores_by_gemm() == by_gemm);
+      // (the input buffer a chunk's rows and a weight tile beside the accumulator's)
+      const auto sram = graph::footprint(env, shape, 4);
+      CHECK(sram.inp == (by_gemm ? 4 : 0));
+      CHECK(sram.wgt == (by_gemm ? 1 : 0));
       for (const auto& [q, l] : {std::pair<std::int64_t, std::int64_t>{5, 3}, {11, 40}}) {
         te::NDArray logical(DType::int8(), {2, q, q + l, 8});
         for (std::int64_t b = 0; b < 2; ++b)
@@ -1279,6 +1283,15 @@ TEST_CASE(
                                            : host::integer_softmax(logical, p)));
       }
     }
+  // the weight tile is read by the rewrite alone: a kernel lowered without it names it
+  const graph::IntegerSoftmaxKernel kernel(
+      env, {.products = 4, .keys = 16, .lanes = 16, .fixed = host::integer_exp_for(0.125)}, 4,
+      "sm");
+  REQUIRE(kernel.scores_by_gemm());
+  graph::VtaKernel unrewritten{kernel.schedule(), kernel.args(), "", 0, 0, {}, kernel.constants()};
+  CHECK_THROWS_WITH_AS(graph::lower_kernel(unrewritten, env, "sm"),
+                       "kernel 'sm': argument 'sm_w' is read by no stage and not by the rewrite",
+                       dlavm::ScheduleError);
 }
 
 TEST_CASE("integer softmax kernel: uniform tiles, bit-exact with the host reference") {

@@ -59,9 +59,8 @@ bool check_pair(const vta::Program& p, std::span<const ne::Binding> from,
 }
 
 // The chunked integer softmax of a causal attention (graph::IntegerSoftmaxKernel) over
-// `products` queries after `last` keys, in chunks of 16 keys, rewritten as the graph's kernel
-// is (skip_masked_work): its kernels read no dims, its transfers and the passes' chunk counts
-// do.
+// `products` queries after `last` keys, in chunks of 16 keys: its kernels read no dims, its
+// transfers and the passes' chunk counts do.
 deploy_cases::Case softmax_case() {
   namespace graph = dlavm::graph;
   const vta::Env env;
@@ -74,11 +73,8 @@ deploy_cases::Case softmax_case() {
                                          .fixed = dlavm::host::integer_exp_for(0.125)};
   const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "sm");
   auto s = kernel.schedule();
-  auto rewrite = kernel.skip_masked_work(s);
-  graph::VtaKernel declared{std::move(s),       kernel.args(),     "", 0, 0,
-                            std::move(rewrite), kernel.constants()};
   return {"softmax",
-          std::make_shared<vta::Program>(env, graph::lower_kernel(declared, env, "sm")),
+          std::make_shared<vta::Program>(vta::build(s, kernel.args(), env, "sm")),
           {"products", "last"},
           deploy_cases::grid({1, 0}, {4, 120}, {1, 1})};
 }
