@@ -90,6 +90,17 @@ graph::IntegerSoftmaxShape two_queries_a_tile(const ne::Var& m, const ne::Var& b
   return queries_a_tile(m, before, part, 2, 0.125);
 }
 
+// The arrays of `kernel`'s program: the scores `a`, the kernel's constants (kept in
+// `constants`: the masks, the GEMM core's weight tile), the result `r`.
+std::vector<te::NDArray*> kernel_arrays(const graph::IntegerSoftmaxKernel& kernel, te::NDArray& a,
+                                        te::NDArray& r, std::vector<te::NDArray>& constants) {
+  constants = kernel.constants();
+  std::vector<te::NDArray*> arrays{&a};
+  for (auto& c : constants) arrays.push_back(&c);
+  arrays.push_back(&r);
+  return arrays;
+}
+
 // The strategy's kernel over scores [batches, m, last + m, lanes] of symbolic m (1 to 11
 // queries) and last (0 to 40 cached positions), `groups` queries a tile, lowered with the keys
 // no query sees skipped; run() packs a logical array, runs it on the simulator with the
@@ -143,26 +154,13 @@ struct LaneGroupKernel {
   te::NDArray run(const te::NDArray& logical, std::int64_t q, std::int64_t l) const {
     auto a = graph::pack(logical, layout);
     te::NDArray r(DType::int8(), a.shape());
-    std::vector<te::NDArray*> arrays{&a};
-    auto constants = kernel.constants();
-    for (auto& c : constants) arrays.push_back(&c);
-    arrays.push_back(&r);
+    std::vector<te::NDArray> constants;
+    const auto arrays = kernel_arrays(kernel, a, r, constants);
     const ne::Binding bindings[] = {{"m", q}, {"last", l}};
     CHECK(program.run(dev, arrays, bindings).result.finished);
     return graph::unpack(r, layout, logical.shape());
   }
 };
-
-// The arrays of `kernel`'s program: the scores `a`, the kernel's constants (kept in
-// `constants`: the masks, the GEMM core's weight tile), the result `r`.
-std::vector<te::NDArray*> kernel_arrays(const graph::IntegerSoftmaxKernel& kernel, te::NDArray& a,
-                                        te::NDArray& r, std::vector<te::NDArray>& constants) {
-  constants = kernel.constants();
-  std::vector<te::NDArray*> arrays{&a};
-  for (auto& c : constants) arrays.push_back(&c);
-  arrays.push_back(&r);
-  return arrays;
-}
 
 }  // namespace integer_softmax_test
 

@@ -517,8 +517,10 @@ DLAVM_INLINE tir::PrimFunc lower_kernel(VtaKernel& kernel, const vta::Env& env,
   }
   if (kernel.rewrite) f = kernel.rewrite(f);
   // (an argument nothing reads is a mistake the lowering would have named)
+  const auto calls =
+      unstaged.empty() ? std::vector<const te::CallNode*>{} : vta::detail::calls_in(f.body);
   for (const std::size_t k : unstaged) {
-    const bool read = std::ranges::any_of(vta::detail::calls_in(f.body), [&](const auto* c) {
+    const bool read = std::ranges::any_of(calls, [&](const auto* c) {
       return std::ranges::any_of(c->buffers,
                                  [&](const te::Buffer& b) { return b.same_as(f.flat_params[k]); });
     });

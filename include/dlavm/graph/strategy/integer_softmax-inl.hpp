@@ -807,13 +807,14 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
                                     const te::Buffer& weights, const std::string& max_name,
                                     std::int64_t multiplier, std::int64_t chunk) {
   struct Rewrite : tir::StmtMutator<Rewrite> {
-    te::Buffer scores, masks, weights, inp, wgt;
+    te::Buffer scores, masks, inp, wgt;
     std::string max_name;
     std::int64_t multiplier = 0;
     bool in_max = false;
     int blocks = 0, scaled = 0, loads = 0;
     std::vector<const te::BufferNode*> loaded;  // the accumulator buffers the scores load into
 
+    static te::Expr i32(std::int64_t v) { return te::make_const(v, DType::int32()); }
     [[noreturn]] void unexpected(const std::string& what) const {
       raise<ScheduleError>(
           "integer softmax: the lowered function of scores '{}' is not as the lowering writes "
@@ -824,7 +825,6 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
     // one row on each step, the source `src_step` rows.
     static tir::Stmt looped(std::string_view what, const te::Expr& rows, std::int64_t src_step,
                             te::Expr call) {
-      const auto i32 = [](std::int64_t v) { return te::make_const(v, DType::int32()); };
       return tir::make_attr(
           std::string(vta::intrin::uop_kernel), std::string(what), 1,
           tir::make_seq(
@@ -864,7 +864,6 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
           ne::simplify((field[6] + field[3] + field[7]) * (field[8] + field[4] + field[9])));
       if (!of_scores) {
         // the masks, -32768 where a key is masked, added to t0: 32768
-        const auto i32 = [](std::int64_t v) { return te::make_const(v, DType::int32()); };
         return tir::make_seq(
             {s, looped(vta::detail::alu_kernel_name(runtime::AluOp::Mul, true), rows, 1,
                        te::call(std::string(vta::intrin::alu), DType::int32(),
@@ -922,7 +921,6 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
   } rewrite;
   rewrite.scores = scores;
   rewrite.masks = masks;
-  rewrite.weights = weights;
   rewrite.inp = te::make_buffer(scores.name() + ".inp", env.inp_dtype,
                                 {ne::Expr(chunk * env.inp_tile())}, env.inp_scope);
   rewrite.wgt = te::make_buffer(weights.name() + ".tile", env.wgt_dtype, {ne::Expr(env.wgt_tile())},
@@ -940,7 +938,7 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
     rewrite.unexpected(fmt::format("{} allocations of '{}', {} MULs of it by {}, {} loads",
                                    rewrite.blocks, max_name, rewrite.scaled, multiplier,
                                    rewrite.loads));
-  const auto i32 = [](std::int64_t v) { return te::make_const(v, DType::int32()); };
+  const auto i32 = Rewrite::i32;
   std::vector<te::Expr> args{
       i32(static_cast<std::int64_t>(runtime::MemId::Wgt)), i32(0), i32(0), i32(1), i32(1), i32(1)};
   for (int k = 0; k < 4; ++k) args.push_back(i32(0));
