@@ -136,7 +136,8 @@ struct LaneGroupKernel {
                   graph::IntegerSoftmaxPart part, const graph::Epilogue& epilogue = {},
                   double scale = 0.25)
       : kernel(env, shape_of(batches, lanes, groups, causal, part, scale), chunk, "sm", epilogue),
-        masks(kernel.constants().size() - (kernel.scores_by_gemm() ? 1 : 0)),
+        masks(kernel.constants().size() -
+              (kernel.scores_by_gemm() || kernel.sums_by_gemm() ? 1 : 0)),
         program(lower(env, kernel)),
         dev(env.config) {
     layout.groups = groups;
@@ -145,7 +146,8 @@ struct LaneGroupKernel {
   // `shape` over symbolic m and last (named so)
   LaneGroupKernel(const vta::Env& env, const graph::IntegerSoftmaxShape& shape, std::int64_t chunk)
       : kernel(env, shape, chunk, "sm"),
-        masks(kernel.constants().size() - (kernel.scores_by_gemm() ? 1 : 0)),
+        masks(kernel.constants().size() -
+              (kernel.scores_by_gemm() || kernel.sums_by_gemm() ? 1 : 0)),
         program(lower(env, kernel)),
         dev(env.config) {
     layout.groups = shape.groups;
@@ -1111,7 +1113,10 @@ TEST_CASE("integer softmax normalization: the packed division up to its largest 
       }
   vta::SimDevice dev(env.config);
   te::NDArray r(DType::int8(), a.shape());
-  te::NDArray* arrays[] = {&a, &r};
+  // (the scores, the identity the GEMM core sums them by, the probabilities)
+  REQUIRE(kernel.sums_by_gemm());
+  auto identity = kernel.constants().at(0);
+  te::NDArray* arrays[] = {&a, &identity, &r};
   REQUIRE(LaneGroupKernel::lower(env, kernel)
               .run(dev, arrays, std::span<const ne::Binding>{})
               .result.finished);
@@ -1157,8 +1162,11 @@ TEST_CASE("integer softmax kernel: the lane masks touch only the keys some queri
                           graph::IntegerSoftmaxPart::Normalize}) {
     CAPTURE(static_cast<int>(part));
     const graph::IntegerSoftmaxKernel kernel(env, two_queries_a_tile(m, last, part), 16, "sm");
-    // the scores, the masks, the GEMM core's weight tile (not the normalization's), the result
-    REQUIRE(kernel.args().size() == (part == graph::IntegerSoftmaxPart::Normalize ? 3u : 4u));
+    // the scores, the masks, the GEMM core's weight tile (t0's, or the identity the
+    // normalization's sum takes), the result
+    REQUIRE(kernel.args().size() == 4u);
+    CHECK((part == graph::IntegerSoftmaxPart::Normalize ? kernel.sums_by_gemm()
+                                                        : kernel.scores_by_gemm()));
     std::vector<std::uint64_t> phys;
     for (std::size_t a = 0; a < kernel.args().size(); ++a) phys.push_back((a + 1) << 20);
     const ne::Binding bindings[] = {{"m", 32}, {"last", 8}};
@@ -1292,6 +1300,85 @@ TEST_CASE(
                        dlavm::ScheduleError);
 }
 
+TEST_CASE("integer softmax normalization: the sum by the GEMM core, the masks' chunk by the ALU") {
+  // Where the GEMM core sums the int8 exponentials (IntegerSoftmaxKernel::sums_by_gemm), each
+  // chunk of pass 2 loads them into the input buffer too, and a GEMM by the identity adds them
+  // to the sum's running rows; the chunk whose keys the lane masks apply to keeps the ALU's ADD
+  // of the masked rows, and a chunk past the kept ones loads into the accumulator only there.
+  // Two batches of two queries of 8 lanes a tile (not in uniform tiles), causal, in chunks of
+  // 128 (12 kept): the probabilities equal the host kernel's where every chunk is kept (11
+  // queries after 40 keys) and where the masks' chunk is past them (5 after 1,700, 3 after
+  // 1,530: its chunk the twelfth); nearly every key summed by the GEMM core (all but those of
+  // the masks' chunks, a chunk a block at most), each loaded into the accumulator once but those
+  // chunks' (by pass 2 and again by pass 3).
+  const vta::Env env;
+  const auto m = ne::var("m", 1, 11);
+  const auto last = ne::var("last", 0, 2000);
+  auto shape = one_batch(m, last, 8, 2, graph::IntegerSoftmaxPart::Normalize);
+  shape.products = ne::simplify(2 * ne::ceildiv(m, 2));
+  const LaneGroupKernel k(env, shape, 128);
+  REQUIRE(k.kernel.sums_by_gemm());
+  CHECK(!k.kernel.scores_by_gemm());
+  CHECK(k.kernel.kept_chunks() == 12);
+  const auto sram = graph::footprint(env, shape, 128);
+  CHECK(sram.inp == 128);
+  CHECK(sram.wgt == 1);
+  const auto identity = k.kernel.constants().back();
+  for (std::int64_t o = 0; o < 16; ++o)
+    for (std::int64_t i = 0; i < 16; ++i) CHECK(identity.at({o, i}) == (o == i ? 1 : 0));
+  const host::IntegerSoftmaxParams p{
+      .axis = -2, .scale = 0.25, .causal = true, .queries = host::CausalQueries::Before};
+  std::uint64_t seed = 1700;
+  for (const auto& [q, l] : {std::pair<std::int64_t, std::int64_t>{11, 40}, {5, 1700}, {3, 1530}}) {
+    CAPTURE(q);
+    CAPTURE(l);
+    // (the exponentials of random scores, then random int8, whose keys a query does not see
+    // are not 0: only the masks leave them out of the sum)
+    auto logical = te::NDArray::random(DType::int8(), {2, q, q + l, 8}, seed++);
+    if (l == 40) logical = host::integer_softmax_exp(logical, p);
+    CHECK(k.run(logical, q, l) == host::integer_softmax_normalize(logical, p));
+    std::vector<std::uint64_t> phys;
+    for (std::size_t a = 0; a < k.kernel.args().size(); ++a) phys.push_back((a + 1) << 24);
+    const ne::Binding bindings[] = {{"m", q}, {"last", l}};
+    std::uint64_t gemm = 0, acc_rows = 0;
+    for (const auto& i :
+         vta::decode_all(env.config.layout(), k.program.instantiate(bindings, phys).insns)) {
+      if (i.opcode == vta::Opcode::Gemm && !i.reset_reg)
+        gemm += std::uint64_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
+      if (i.opcode == vta::Opcode::Load && i.memory_type == vta::MemId::Acc8)
+        acc_rows += std::uint64_t{i.y_size} * i.x_size;
+    }
+    // the keys each block's queries see, a block's two queries (the last block's one where q
+    // is odd) in each of 2 batches
+    std::uint64_t seen = 0, blocks = 0;
+    for (std::int64_t q0 = 0; q0 < q; q0 += 2, blocks += 2)
+      seen += 2 * static_cast<std::uint64_t>(l + std::min<std::int64_t>(q0 + 2, q));
+    CHECK(gemm <= seen);
+    CHECK(gemm + blocks * 128 >= seen);
+    CHECK(acc_rows >= seen);
+    CHECK(acc_rows <= seen + blocks * 128);
+  }
+  // not where the ALU sums: uniform tiles (one batch), a chunk of 2 (halved in place), keys
+  // that fit one chunk, the exponentials' kernel (no sum)
+  CHECK(!LaneGroupKernel(env, one_batch(m, last, 8, 2, graph::IntegerSoftmaxPart::Normalize), 128)
+             .kernel.sums_by_gemm());
+  CHECK(!graph::IntegerSoftmaxKernel(env, shape, 2, "sm").sums_by_gemm());
+  auto few = shape;
+  few.keys = 64;
+  few.queries = 0;
+  CHECK(!graph::IntegerSoftmaxKernel(env, few, 64, "sm").sums_by_gemm());
+  CHECK(graph::IntegerSoftmaxKernel(env, few, 32, "sm").sums_by_gemm());
+  auto exp = shape;
+  exp.part = graph::IntegerSoftmaxPart::Exp;
+  CHECK(!graph::IntegerSoftmaxKernel(env, exp, 128, "sm").sums_by_gemm());
+  // the identity is read by the rewrite alone: the kernel lowered without it names it
+  graph::VtaKernel unrewritten{k.kernel.schedule(), k.kernel.args(), "", 0, 0, {},
+                               k.kernel.constants()};
+  CHECK_THROWS_WITH_AS(graph::lower_kernel(unrewritten, env, "sm"),
+                       "kernel 'sm': argument 'sm_w' is read by no stage and not by the rewrite",
+                       dlavm::ScheduleError);
+}
+
 TEST_CASE("integer softmax kernel: uniform tiles, bit-exact with the host reference") {
   // At most 8 queries after `last` keys, one batch: every block computes all N keys, and the
   // keys N - M + 1 to N - 1, which some query of some block does not see, get the masks of the
@@ -1329,7 +1416,8 @@ TEST_CASE("integer softmax kernel: uniform tiles, bit-exact with the host refere
         const LaneGroupKernel k(
             env, one_batch(m, ne::var("last", 0, mode.most_last), lanes, groups, part), mode.chunk);
         const auto constants = k.kernel.constants();
-        REQUIRE(constants.size() == k.masks + (k.kernel.scores_by_gemm() ? 1 : 0));
+        REQUIRE(constants.size() ==
+                k.masks + (k.kernel.scores_by_gemm() || k.kernel.sums_by_gemm() ? 1 : 0));
         REQUIRE(k.masks == 1);
         CHECK(constants[0].shape() == std::vector<std::int64_t>{21, 1, 16});
         for (const auto& [q, l] : mode.runs) {
@@ -1668,15 +1756,24 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
               .part = part};
           const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
           const auto prog = LaneGroupKernel::lower(env, kernel);  // the chunks' exponentials kept
-          std::int64_t peak = 0;
-          for (const auto& [buffer, slot] : prog.sram())
-            peak = std::max(peak, slot.base + slot.entries);
+          std::int64_t peak = 0, inp = 0, wgt = 0;
+          for (const auto& [buffer, slot] : prog.sram()) {
+            auto& top = slot.memory == runtime::MemId::Inp   ? inp
+                        : slot.memory == runtime::MemId::Wgt ? wgt
+                                                             : peak;
+            top = std::max(top, slot.base + slot.entries);
+          }
+          const auto f = graph::footprint(env, shape, chunk);
           // (above it where the keys fit one chunk with lane groups, not in uniform tiles: the
           // mask rows counted a chunk's, which the pass with no chunk loop shrinks to 2 (G - 1))
           if (products == 4 && groups > 1 && keys <= chunk)
-            CHECK(graph::footprint(env, shape, chunk).acc >= peak);
+            CHECK(f.acc >= peak);
           else
-            CHECK(graph::footprint(env, shape, chunk).acc == peak);
+            CHECK(f.acc == peak);
+          // (the GEMM core's input: a chunk of scores for t0, the normalization's chunks apart)
+          CHECK(f.inp == inp);
+          CHECK(f.wgt == wgt);
+          CHECK(wgt == (kernel.scores_by_gemm() || kernel.sums_by_gemm() ? 1 : 0));
         }
   // the default chunk for 2048 keys, not causal: 32, whose chunk buffers leave room for 58 of
   // the 64 chunks' scores and exponentials kept (64 keeps 26 of 32, 128 10 of 16, 256 2 of 8;
@@ -1739,18 +1836,21 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
     const auto exp = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Exp, fixed, k);
     CHECK(exp.alu_uops == 13 * k + (k - 1) + 4);
     CHECK(exp.gemm_uops == k);
+    // (the sum a GEMM micro-op a key where the GEMM core forms it: more keys than a chunk of
+    // 4, the least with running rows)
+    const bool summed = k > 4;
     const auto normalize =
         graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, k);
-    CHECK(normalize.gemm_uops == 0);
+    CHECK(normalize.gemm_uops == (summed ? k : 0));
     CHECK(normalize.acc_load_bytes == 16 * k);
-    CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, k).alu_uops ==
-          3 * k + (k - 1) + 59);
+    CHECK(normalize.alu_uops == 3 * k + (summed ? 0 : k - 1) + 59);
   }
+  CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 5).gemm_uops == 5);
   // past 4,128 keys the sum may pass 2^19: the bit-serial division
   CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 4128).alu_uops ==
-        3 * 4128 + 4127 + 59);
+        3 * 4128 + 59);
   CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 4129).alu_uops ==
-        3 * 4129 + 4128 + 141);
+        3 * 4129 + 141);
   // a multiplier with fraction bits left past 7 shifts t first: one stage more a key (and 111
   // with 8 bits leaves a masked key's exponential above 0 with t0 at 32,767: the ALU forms t0,
   // from the scores loaded into the accumulator)

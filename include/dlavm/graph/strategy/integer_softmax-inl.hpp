@@ -752,25 +752,32 @@ inline tir::Stmt with_alu(const tir::Stmt& kernel, runtime::AluOp op, bool use_i
 // follows t0 tells the two apart only where softmax_scores_by_gemm would not take it.
 inline constexpr std::int64_t kMaskedT0 = 32767;
 
-// Whether the kernel forms t0 by the GEMM core (scores_by_gemm): a part with an exponent, not
-// in uniform tiles (a decode step's: its stream, loads on two modules with tokens between
-// them, took a replay 23% longer, 12.4 -> 15.2 us at (1, 2,047), and 17.5 -> 20.5 us at
-// (16, 2,032), past the firmware's 20, for 5% of its cycles); an input entry as large as an
-// accumulator row's int8 (BATCH x BLOCK_IN int8, the ACC_8BIT rows the scores load as), so
-// that the scores' rows load into the input buffer at the same DRAM rows; a chunk that buffer
-// and a GEMM loop hold; a multiplier from 2 to 127, an int8 weight (pass 1's MUL of its min by
-// -1 then stands where its max's was, which a multiplier of 1 would not write); and every
-// masked key's exponential still 0 with its t0 at kMaskedT0, or a lane mask of -32768 negated
-// and added to a score up to 127: t at least kMaskedT0 - 255 multiplier + shift x
+// Whether the GEMM core can take a kernel's rows of int8 input (scores_by_gemm, sums_by_gemm):
+// not in uniform tiles (a decode step's: its stream, loads on two modules with tokens between
+// them, took a replay 23% longer with t0 by the GEMM core, 12.4 -> 15.2 us at (1, 2,047), and
+// 17.5 -> 20.5 us at (16, 2,032), past the firmware's 20, for 5% of its cycles); an input entry
+// as large as an accumulator row's int8 (BATCH x BLOCK_IN int8, the ACC_8BIT rows the input
+// loads as), so that its rows load into the input buffer at the same DRAM rows; a chunk that
+// buffer and a GEMM loop hold.
+inline bool softmax_gemm_takes(const vta::Env& env, const IntegerSoftmaxShape& shape,
+                               std::int64_t chunk) {
+  const auto& c = env.config;
+  return !softmax_uniform(shape) && env.block_in == env.block_out &&
+         env.inp_dtype == DType::int8() && env.wgt_dtype == DType::int8() &&
+         chunk <= static_cast<std::int64_t>(c.inp_depth()) &&
+         chunk <= runtime::field_limit(
+                      c.layout().pos(runtime::Form::Gemm, runtime::Field::iter_out).width);
+}
+// Whether the kernel forms t0 by the GEMM core (scores_by_gemm): a part with an exponent where
+// softmax_gemm_takes its scores; a multiplier from 2 to 127, an int8 weight (pass 1's MUL of
+// its min by -1 then stands where its max's was, which a multiplier of 1 would not write); and
+// every masked key's exponential still 0 with its t0 at kMaskedT0, or a lane mask of -32768
+// negated and added to a score up to 127: t at least kMaskedT0 - 255 multiplier + shift x
 // 2^frac_bits (a max of -128) gives z of 30 or more, past both exponentials' shifts.
 inline bool softmax_scores_by_gemm(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                    std::int64_t chunk) {
   const auto& c = env.config;
-  if (shape.part == IntegerSoftmaxPart::Normalize || softmax_uniform(shape) ||
-      env.block_in != env.block_out || env.inp_dtype != DType::int8() ||
-      env.wgt_dtype != DType::int8() || chunk > static_cast<std::int64_t>(c.inp_depth()) ||
-      chunk >
-          runtime::field_limit(c.layout().pos(runtime::Form::Gemm, runtime::Field::iter_out).width))
+  if (shape.part == IntegerSoftmaxPart::Normalize || !softmax_gemm_takes(env, shape, chunk))
     return false;
   const auto fixed = fewest_fraction_bits(shape.fixed);
   if (fixed.multiplier < 2 || fixed.multiplier > 127 || fixed.frac_bits < 7) return false;
@@ -784,6 +791,29 @@ inline bool softmax_scores_by_gemm(const vta::Env& env, const IntegerSoftmaxShap
   };
   return ((t >> (fixed.frac_bits - 7)) >> 7) >= 30 && fits(runtime::AluOp::Add, kMaskedT0) &&
          fits(runtime::AluOp::Max, kMaskedT0) && fits(runtime::AluOp::Mul, -1);
+}
+
+// Whether the normalization sums its exponentials by the GEMM core (sums_by_gemm): where
+// softmax_gemm_takes them and its sum has running rows (skip_masked's scores_in_kept: kept
+// chunks, and a chunk's halving of a loop level, 4 keys or more), into which an ADD a chunk
+// adds the keys it loads; elsewhere a chunk's keys are halved in place, then added as one row.
+inline bool softmax_sums_by_gemm(const vta::Env& env, const IntegerSoftmaxShape& shape,
+                                 std::int64_t chunk) {
+  return shape.part == IntegerSoftmaxPart::Normalize && chunk >= 4 &&
+         softmax_gemm_takes(env, shape, chunk) && kept_chunks(env, shape, chunk) > 0;
+}
+// `body` with the weight tile `tile` (one entry of the weight buffer) allocated around it and
+// loaded from `weights` before it, once.
+inline tir::Stmt with_weight_tile(const te::Buffer& tile, const te::Buffer& weights,
+                                  const tir::Stmt& body) {
+  std::vector<te::Expr> args;
+  for (const int v : {static_cast<int>(runtime::MemId::Wgt), 0, 0, 1, 1, 1, 0, 0, 0, 0})
+    args.push_back(te::make_const(v, DType::int32()));
+  return tir::make_allocate(
+      tile,
+      tir::make_seq({tir::make_evaluate(te::call(std::string(vta::intrin::load), DType::int32(),
+                                                 std::move(args), {tile, weights})),
+                     body}));
 }
 
 // The lowered function `f` with t0 = -s * multiplier formed by the GEMM core, where
@@ -938,14 +968,157 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
     rewrite.unexpected(fmt::format("{} allocations of '{}', {} MULs of it by {}, {} loads",
                                    rewrite.blocks, max_name, rewrite.scaled, multiplier,
                                    rewrite.loads));
-  const auto i32 = Rewrite::i32;
-  std::vector<te::Expr> args{
-      i32(static_cast<std::int64_t>(runtime::MemId::Wgt)), i32(0), i32(0), i32(1), i32(1), i32(1)};
-  for (int k = 0; k < 4; ++k) args.push_back(i32(0));
-  const tir::Stmt load = tir::make_evaluate(te::call(std::string(vta::intrin::load), DType::int32(),
-                                                     std::move(args), {rewrite.wgt, weights}));
-  out.body =
-      tir::make_allocate(rewrite.wgt, tir::make_allocate(rewrite.inp, tir::make_seq({load, body})));
+  out.body = with_weight_tile(rewrite.wgt, weights, tir::make_allocate(rewrite.inp, body));
+  return out;
+}
+
+// The lowered normalization `f` with its sum formed by the GEMM core, where
+// softmax_sums_by_gemm takes it: in pass 2 (the sum's chunk loop, over `chunk_var`) each LOAD
+// of the exponentials (`exps`, ACC_8BIT into an accumulator buffer) gains a LOAD of the same
+// DRAM rows into an input buffer of a chunk, on the load module, and each ADD of that
+// accumulator buffer into the sum's running rows (2 cycles a key) becomes a GEMM of the input
+// rows by the weight tile, the identity (`weights`, loaded once): 1 cycle a key. In a chunk
+// where the lane masks (`masks`) apply, the ADD stays: they multiply the accumulator's rows,
+// not the input buffer's. The ACC_8BIT load stays where a call past the loop reads its buffer
+// (the kept chunks, which pass 3 computes from) and where the masks apply; elsewhere it goes.
+// ScheduleError where `f` is not what the lowering writes (a load of the exponentials not as
+// ACC_8BIT, an ADD of them not over one loop level, none).
+inline tir::PrimFunc sums_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
+                                  const te::Buffer& exps, const te::Buffer& masks,
+                                  const te::Buffer& weights, const ne::Var& chunk_var,
+                                  std::int64_t chunk) {
+  struct Rewrite : tir::StmtMutator<Rewrite> {
+    explicit Rewrite(ne::Var v) : chunk_var(std::move(v)) {}
+    te::Buffer exps, masks, inp, wgt;
+    ne::Var chunk_var;
+    bool in_loop = false;
+    std::optional<ne::Expr> masked;  // where the sequence being visited applies the masks
+    int sums = 0;
+    // the accumulator buffers the exponentials load into, each with its last load's entry
+    std::vector<std::pair<const te::BufferNode*, ne::Expr>> loaded;
+    // the buffers calls outside the chunk loop touch (the kept chunks', which pass 3 reads)
+    std::vector<const te::BufferNode*> outside;
+
+    [[noreturn]] void unexpected(const std::string& what) const {
+      raise<ScheduleError>(
+          "integer softmax: the lowered normalization of '{}' is not as the lowering writes it: "
+          "{}",
+          exps.name(), what);
+    }
+    static bool loads_masks(const tir::Stmt& st, const te::Buffer& masks) {
+      return masks.defined() && std::ranges::any_of(vta::detail::calls_in(st), [&](const auto* c) {
+               return c->name == vta::intrin::load && c->buffers[1].same_as(masks);
+             });
+    }
+    tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
+      if (!n.var.same_as(chunk_var)) return tir::StmtMutator<Rewrite>::visit_for(n, s);
+      in_loop = true;
+      auto out = tir::StmtMutator<Rewrite>::visit_for(n, s);
+      in_loop = false;
+      return out;
+    }
+    tir::Stmt visit_seq(const tir::SeqNode& n, const tir::Stmt& s) {
+      const auto outer = masked;
+      for (const auto& part : n.seq)
+        if (const auto* branch = part.as<tir::IfThenElseNode>();
+            branch != nullptr && loads_masks(branch->then_case, masks))
+          masked = branch->cond;
+      auto out = tir::StmtMutator<Rewrite>::visit_seq(n, s);
+      masked = outer;
+      return out;
+    }
+    tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& s) {
+      const auto* call = n.value.as<te::CallNode>();
+      if (!in_loop || call == nullptr || call->name != vta::intrin::load ||
+          !call->buffers[1].same_as(exps))
+        return s;
+      const auto& a = call->args;
+      const auto entry = vta::detail::index_arg(a[1]);
+      if (vta::detail::constant_index(a[0]) != static_cast<std::int64_t>(runtime::MemId::Acc8) ||
+          !entry)
+        unexpected(fmt::format("a load into '{}' not as ACC_8BIT", call->buffers[0].name()));
+      const auto* acc = call->buffers[0].get();
+      const auto known =
+          std::ranges::find(loaded, acc, &std::pair<const te::BufferNode*, ne::Expr>::first);
+      if (known == loaded.end())
+        loaded.emplace_back(acc, *entry);
+      else
+        known->second = *entry;
+      auto args = a;
+      args[0] = te::make_const(static_cast<std::int64_t>(runtime::MemId::Inp), a[0].dtype());
+      args[1] = te::make_const(0, a[1].dtype());
+      const tir::Stmt input =
+          tir::make_evaluate(te::call(call->name, call->dtype(), std::move(args), {inp, exps}));
+      // a chunk's buffer that only the sum reads: loaded where the masks apply alone (there
+      // the ADD stays)
+      if (std::ranges::find(outside, acc) == outside.end())
+        return masked ? tir::make_seq({tir::make_if(*masked, s), input}) : input;
+      return tir::make_seq({s, input});
+    }
+    tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+      if (n.key != vta::intrin::uop_kernel) return tir::StmtMutator<Rewrite>::visit_attr(n, s);
+      if (!in_loop) return s;
+      const auto calls = vta::detail::calls_in(s);
+      const auto alu = std::ranges::find(calls, vta::intrin::alu, &te::CallNode::name);
+      if (alu == calls.end()) return s;
+      const auto& a = (*alu)->args;
+      const auto& src = (*alu)->buffers[1];
+      const auto known =
+          std::ranges::find(loaded, src.get(), &std::pair<const te::BufferNode*, ne::Expr>::first);
+      if (vta::detail::constant_index(a[0]) != static_cast<std::int64_t>(runtime::AluOp::Add) ||
+          vta::detail::constant_index(a[1]) != 0 || known == loaded.end() ||
+          (*alu)->buffers[0].same_as(src))
+        return s;
+      // ADD rows[j] += loaded[e + j] for j below the loop's extent
+      const auto begin = std::ranges::find(calls, vta::intrin::uop_loop_begin, &te::CallNode::name);
+      const auto src_entry = vta::detail::index_arg(a[4]);
+      if (calls.size() != 3 || begin == calls.end() || !src_entry ||
+          vta::detail::constant_index((*begin)->args[1]) != 1 ||
+          vta::detail::constant_index((*begin)->args[2]) != 1)
+        unexpected(fmt::format("the sum's ADD of '{}' into '{}' not over one loop level",
+                               src.name(), (*alu)->buffers[0].name()));
+      ++sums;
+      const auto zero = te::make_const(0, DType::int32());
+      const tir::Stmt gemm = tir::make_attr(
+          std::string(vta::intrin::uop_kernel), std::string("gemm"), 1,
+          tir::make_seq(
+              {tir::make_evaluate(te::call(std::string(vta::intrin::uop_loop_begin), DType::int32(),
+                                           {(*begin)->args[0], te::make_const(1, DType::int32()),
+                                            te::make_const(1, DType::int32()), zero})),
+               tir::make_evaluate(
+                   te::call(std::string(vta::intrin::gemm), DType::int32(),
+                            {a[3], te::index_value(ne::simplify(*src_entry - known->second)), zero},
+                            {(*alu)->buffers[0], inp, wgt})),
+               tir::make_evaluate(te::call(std::string(vta::intrin::uop_loop_end), DType::int32(),
+                                           std::vector<te::Expr>{}))}));
+      return masked ? tir::make_if(*masked, s, gemm) : gemm;
+    }
+  } rewrite(chunk_var);
+  rewrite.exps = exps;
+  rewrite.masks = masks;
+  struct Loop : tir::StmtMutator<Loop> {
+    explicit Loop(ne::Var v) : var(std::move(v)) {}
+    ne::Var var;
+    std::vector<const te::CallNode*> calls;  // the chunk loop's
+    tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
+      if (!n.var.same_as(var)) return tir::StmtMutator<Loop>::visit_for(n, s);
+      calls = vta::detail::calls_in(n.body);
+      return s;
+    }
+  } loop(chunk_var);
+  loop.visit(f.body);
+  for (const auto* call : vta::detail::calls_in(f.body))
+    if (std::ranges::find(loop.calls, call) == loop.calls.end())
+      for (const auto& b : call->buffers) rewrite.outside.push_back(b.get());
+  rewrite.inp = te::make_buffer(exps.name() + ".inp", env.inp_dtype,
+                                {ne::Expr(chunk * env.inp_tile())}, env.inp_scope);
+  rewrite.wgt = te::make_buffer(weights.name() + ".tile", env.wgt_dtype, {ne::Expr(env.wgt_tile())},
+                                env.wgt_scope);
+  tir::PrimFunc out = f;
+  const tir::Stmt body = rewrite.visit(f.body);
+  if (rewrite.sums == 0)
+    rewrite.unexpected(fmt::format("no ADD of the exponentials into the sum's rows"));
+  out.body = with_weight_tile(rewrite.wgt, weights, tir::make_allocate(rewrite.inp, body));
   return out;
 }
 
@@ -970,7 +1143,8 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     masks_ = te::placeholder({rows.neutral + rows.masks, env.batch, env.block_out}, env.acc_dtype,
                              name + "_masks");
   }
-  if (detail::softmax_scores_by_gemm(env, shape, chunk))
+  if (detail::softmax_scores_by_gemm(env, shape, chunk) ||
+      detail::softmax_sums_by_gemm(env, shape, chunk))
     weights_ = te::placeholder({env.block_out, env.block_in}, env.wgt_dtype, name + "_w");
   const auto visible = [&](const ne::Var& p) { return detail::softmax_visible(shape, p); };
   const bool normalize = shape.part == IntegerSoftmaxPart::Normalize;
@@ -1165,6 +1339,10 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
     if (!kernel.weights_.defined()) return out;
     // (the parameters in args()'s order: the scores first, the weights before the result)
     const auto& params = out.flat_params;
+    if (kernel.sums_by_gemm())
+      return detail::sums_by_gemm(out, kernel.env_, params.front(),
+                                  kernel.masks_.defined() ? params[1] : te::Buffer(),
+                                  params.end()[-2], chunks.front(), kernel.chunk_);
     return detail::scores_by_gemm(
         out, kernel.env_, params.front(), kernel.masks_.defined() ? params[1] : te::Buffer(),
         params.end()[-2], kernel.max_total_.name(),
@@ -2910,11 +3088,12 @@ DLAVM_INLINE std::vector<te::NDArray> IntegerSoftmaxKernel::constants() const {
   std::vector<te::NDArray> out;
   if (masks_.defined()) out.push_back(mask_data());
   if (weights_.defined()) {
-    // diag(-multiplier): acc[o] += inp[i] x w[o][i]
+    // diag(-multiplier), or the identity for the sum: acc[o] += inp[i] x w[o][i]
     te::NDArray w(env_.wgt_dtype, {env_.block_out, env_.block_in});
-    const std::int64_t multiplier = fewest_fraction_bits(shape_.fixed).multiplier;
+    const std::int64_t diagonal =
+        sums_by_gemm() ? 1 : -fewest_fraction_bits(shape_.fixed).multiplier;
     for (std::int64_t o = 0; o < env_.block_out; ++o)
-      w.data()[static_cast<std::size_t>(o * env_.block_in + o)] = -multiplier;
+      w.data()[static_cast<std::size_t>(o * env_.block_in + o)] = diagonal;
     out.push_back(std::move(w));
   }
   return out;
@@ -2971,7 +3150,8 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxSh
                                      std::int64_t chunk) {
   SramFootprint f = detail::pass_footprint(shape, chunk);
   f.acc += detail::kept_chunks(env, shape, chunk) * chunk;
-  if (detail::softmax_scores_by_gemm(env, shape, chunk)) {
+  if (detail::softmax_scores_by_gemm(env, shape, chunk) ||
+      detail::softmax_sums_by_gemm(env, shape, chunk)) {
     f.inp = chunk;
     f.wgt = 1;
   }
@@ -3124,23 +3304,29 @@ DLAVM_INLINE SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart p
   detail::SoftmaxStageWriter w("floor", stages);
   w.blocks({}, n, env.block_out);
   detail::part_stages(w, w.wrap(scores), part, fixed, keys);
-  // (where the GEMM core may form t0 = -s * multiplier, a GEMM micro-op a key in place of an
-  // ALU one, its input loaded by the load module: the least chunk's kernel does)
+  // (where the GEMM core may form t0 = -s * multiplier, or sum the normalization's
+  // exponentials, a GEMM micro-op a key in place of an ALU one, the input loaded by the load
+  // module: the least chunk's kernel does; the exponentials still load into the accumulator,
+  // for the probabilities)
   const bool by_gemm = detail::softmax_scores_by_gemm(env, {.fixed = fixed, .part = part}, 2);
-  std::int64_t per_key = 0, reductions = 0, per_block = 0, t0 = 0;
+  const bool sums_by_gemm =
+      detail::softmax_sums_by_gemm(env, {.keys = keys, .fixed = fixed, .part = part}, 4);
+  std::int64_t per_key = 0, reductions = 0, per_block = 0, gemm = 0;
   for (const auto& t : stages) {
-    if (!t.op()->reduce_axis.empty())
+    if (!t.op()->reduce_axis.empty() && sums_by_gemm)
+      ++gemm;
+    else if (!t.op()->reduce_axis.empty())
       ++reductions;
     else if (t.shape().front().as_int() == 1)
       ++per_block;
     else if (by_gemm && t.name().ends_with(".t0"))
-      ++t0;
+      ++gemm;
     else
       ++per_key;
   }
   return {.alu_uops = (per_key * keys) + (reductions * (keys - 1)) + per_block,
           .acc_load_bytes = by_gemm ? 0 : keys * env.batch * env.block_out,
-          .gemm_uops = t0 * keys};
+          .gemm_uops = gemm * keys};
 }
 
 }  // namespace dlavm::graph

@@ -161,7 +161,8 @@ class IntegerSoftmaxKernel {
   IntegerSoftmaxKernel(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk,
                        const std::string& name, const Epilogue& epilogue = {});
   // The scores, the masks of a causal softmax with lane groups or in uniform tiles and the
-  // weight tile where the GEMM core forms t0 (constants() holds them), and the probabilities,
+  // weight tile where the GEMM core forms t0 or the sum (constants() holds them), and the
+  // probabilities,
   // int8 in the packed layout.
   std::vector<te::Tensor> args() const {
     std::vector<te::Tensor> a{data_};
@@ -174,14 +175,23 @@ class IntegerSoftmaxKernel {
   // leave a key as it is (0; a normalization's 1), G - 1 of them with lane groups, 2 (M - 1) in
   // uniform tiles; then the row of a key d after the first group's last seen (d from 0 to G - 2,
   // or M - 2) is -32768 in the lanes of groups 0 to min(d, G - 1) (those that do not see it), 0
-  // elsewhere; a normalization's 0 there and 1 elsewhere. Then, where the GEMM core forms t0,
-  // the weight tile diag(-multiplier), int8 [BLOCK_OUT, BLOCK_IN].
+  // elsewhere; a normalization's 0 there and 1 elsewhere. Then the weight tile, int8
+  // [BLOCK_OUT, BLOCK_IN]: diag(-multiplier) where the GEMM core forms t0, the identity where
+  // it sums the normalization's exponentials.
   std::vector<te::NDArray> constants() const;
   // Whether the GEMM core forms t0 = -s * multiplier (detail::softmax_scores_by_gemm; not the
   // normalization's, which has no exponent). Then only the function skip_masked_work rewrites
   // takes the weight tile (no stage reads it: graph::lower_kernel lowers the schedule without
   // it), and only that function computes the softmax.
-  bool scores_by_gemm() const { return weights_.defined(); }
+  bool scores_by_gemm() const {
+    return weights_.defined() && shape_.part != IntegerSoftmaxPart::Normalize;
+  }
+  // Whether the GEMM core sums the normalization's exponentials
+  // (detail::softmax_sums_by_gemm): then only the function skip_masked_work rewrites takes the
+  // weight tile, the identity.
+  bool sums_by_gemm() const {
+    return weights_.defined() && shape_.part == IntegerSoftmaxPart::Normalize;
+  }
   te::Schedule schedule() const;
   // For the function lowered from schedule() `s`, the work on keys no query sees skipped,
   // which te stages cannot say:
@@ -260,6 +270,13 @@ class IntegerSoftmaxKernel {
   //     masks, negated where loaded), whose exponential is 0 either way (the gallery's
   //     2,048-token prefill: the exponentials 41.13 -> 38.80 M cycles, the whole softmax
   //     73.29 -> 70.63 M);
+  //   - where sums_by_gemm() (not in uniform tiles, a sum in running rows), the
+  //     normalization's sum by the GEMM core (detail::sums_by_gemm): pass 2 loads each chunk
+  //     into the input buffer too (on the load module), and a GEMM of its rows by the identity
+  //     adds them to the running rows where an ALU ADD did (1 cycle a key in place of 2); a
+  //     chunk past the kept ones loads into the accumulator only where the lane masks apply to
+  //     its keys, whose ADD of the masked rows stays (the gallery's 2,048-token prefill: the
+  //     normalization 15.62 -> 14.64 M cycles);
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
@@ -279,7 +296,8 @@ class IntegerSoftmaxKernel {
   Epilogue epilogue_;
   std::int64_t chunk_;
   te::Tensor data_, masks_, res_;
-  // where the GEMM core forms t0 (detail::softmax_scores_by_gemm): the weight tile
+  // where the GEMM core forms t0 (detail::softmax_scores_by_gemm) or the normalization's sum
+  // (detail::softmax_sums_by_gemm): the weight tile
   // diag(-multiplier)
   te::Tensor weights_;
   // the stages of pass 1 and 2 computed per chunk (the load first, the chunk's max or sum
@@ -305,8 +323,8 @@ std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmax
 // IntegerSoftmaxKernel::kept_chunks). Exact where the keys' maximum is at least a chunk (the
 // lowering then allocates these entries); above it where fewer keys leave the chunk's buffers
 // smaller, or where a kernel with lane groups, not in uniform tiles, has one chunk (its mask
-// rows 2 (G - 1), not a chunk's). Where the GEMM core forms t0, a chunk's rows of the input
-// buffer and one weight tile.
+// rows 2 (G - 1), not a chunk's). Where the GEMM core forms t0 or the normalization's sum, a
+// chunk's rows of the input buffer and one weight tile.
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
 // The estimate is cycles per key a block's queries see, per key of the chunks that hold them
@@ -330,7 +348,10 @@ ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // compute module (BATCH x BLOCK_OUT bytes a key). Where the GEMM core may form t0 = -s *
 // multiplier (detail::softmax_scores_by_gemm), that stage is a GEMM micro-op a key (its rows
 // started by no reset: a fill of the bias could do it) and the input loads through the load
-// module, no accumulator load. It counts no copy but the one the stages write (the quadratic's
+// module, no accumulator load; where it may sum the normalization's exponentials
+// (detail::softmax_sums_by_gemm, of a least chunk of 4 keys: more keys than that), the sum is a
+// GEMM micro-op a key, the input still loaded into the accumulator once (for the
+// probabilities). It counts no copy but the one the stages write (the quadratic's
 // r_copy), no fill, mask or padded key and no instruction's overhead: a lower bound of every
 // kernel's work (tests/graph), whose distance from it is what chunks, masks and the
 // accumulator's size cost. At the cycle model's 2 cycles an ALU micro-op, 1 a GEMM micro-op and
