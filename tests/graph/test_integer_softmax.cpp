@@ -101,6 +101,28 @@ std::vector<te::NDArray*> kernel_arrays(const graph::IntegerSoftmaxKernel& kerne
   return arrays;
 }
 
+// The GEMM micro-ops (not resets) of `stream` by the weight entry each reads: the micro-ops
+// each LOAD UOP puts in the micro-op buffer, each GEMM's run over its loops.
+std::map<std::uint32_t, std::uint64_t> gemm_uops_by_weight(const vta::Config& config,
+                                                           const vta::Stream& stream) {
+  const auto layout = config.layout();
+  std::vector<dlavm::runtime::Uop> sram;
+  std::map<std::uint32_t, std::uint64_t> by;
+  for (const auto& f : vta::decode_all(layout, stream.insns)) {
+    if (f.opcode == vta::Opcode::Load && f.memory_type == vta::MemId::Uop) {
+      sram.resize(std::max<std::size_t>(sram.size(), std::size_t{f.sram_base} + f.x_size));
+      for (std::uint32_t k = 0; k < f.x_size; ++k)
+        sram[f.sram_base + k] = dlavm::runtime::unpack_uop(layout, stream.uops[f.dram_base + k]);
+    }
+    if (f.opcode != vta::Opcode::Gemm || f.reset_reg) continue;
+    for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u)
+      for (std::uint32_t o = 0; o < f.iter_out; ++o)
+        for (std::uint32_t i = 0; i < f.iter_in; ++i)
+          ++by[sram[u].wgt + o * f.wgt_factor_out + i * f.wgt_factor_in];
+  }
+  return by;
+}
+
 // The strategy's kernel over scores [batches, m, last + m, lanes] of symbolic m (1 to 11
 // queries) and last (0 to 40 cached positions), `groups` queries a tile, lowered with the keys
 // no query sees skipped; run() packs a logical array, runs it on the simulator with the
@@ -136,8 +158,7 @@ struct LaneGroupKernel {
                   graph::IntegerSoftmaxPart part, const graph::Epilogue& epilogue = {},
                   double scale = 0.25)
       : kernel(env, shape_of(batches, lanes, groups, causal, part, scale), chunk, "sm", epilogue),
-        masks(kernel.constants().size() -
-              (kernel.scores_by_gemm() || kernel.sums_by_gemm() ? 1 : 0)),
+        masks(kernel.constants().size() - (kernel.by_gemm() ? 1 : 0)),
         program(lower(env, kernel)),
         dev(env.config) {
     layout.groups = groups;
@@ -146,8 +167,7 @@ struct LaneGroupKernel {
   // `shape` over symbolic m and last (named so)
   LaneGroupKernel(const vta::Env& env, const graph::IntegerSoftmaxShape& shape, std::int64_t chunk)
       : kernel(env, shape, chunk, "sm"),
-        masks(kernel.constants().size() -
-              (kernel.scores_by_gemm() || kernel.sums_by_gemm() ? 1 : 0)),
+        masks(kernel.constants().size() - (kernel.by_gemm() ? 1 : 0)),
         program(lower(env, kernel)),
         dev(env.config) {
     layout.groups = shape.groups;
@@ -579,16 +599,20 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
       const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "sm", epilogue);
       REQUIRE(kernel.kept_chunks() == 2);
       REQUIRE(!kernel.scores_by_gemm());
+      // (as lowered, without the weight tiles of the constants the GEMM core adds: only the
+      // rewrite reads them)
+      REQUIRE(kernel.by_gemm());
       auto s = kernel.schedule();
-      const auto rewrite = kernel.skip_masked_work(s);
-      auto f = vta::lower(s, kernel.args(), env, "sm");
-      if (k >= 2) f = rewrite(f);
-      const vta::Program prog(env, f);
+      auto args = kernel.args();
+      args.erase(args.end() - 2);
+      const vta::Program prog = k >= 2 ? LaneGroupKernel::lower(env, kernel)
+                                       : vta::Program(env, vta::lower(s, args, env, "sm"));
       vta::SimDevice dev(env.config);
       auto a = te::NDArray::random(DType::int8(), {64, 64, 1, 1, 16}, 81);
       te::NDArray r(DType::int8(), {64, 64, 1, 1, 16});
       std::vector<te::NDArray> constants;
-      const auto arrays = kernel_arrays(kernel, a, r, constants);
+      auto arrays = kernel_arrays(kernel, a, r, constants);
+      if (k < 2) arrays.erase(arrays.end() - 2);
       const ne::Binding bindings[] = {{"products", 64}, {"last", 0}};
       const auto run = prog.run(dev, arrays, bindings);
       CHECK(run.result.finished);
@@ -599,7 +623,8 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
         for (auto& v : want.data()) v = std::min<std::int64_t>(v + 3, 120);
       CHECK(r == want);
       insns[k] = run.instructions;
-      const std::vector<std::uint64_t> phys{0x100000, 0x200000};
+      std::vector<std::uint64_t> phys;
+      for (std::size_t i = 0; i < arrays.size(); ++i) phys.push_back((i + 1) << 20);
       const auto stream =
           vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns);
       std::size_t restored = 0;  // STOREs right after a STORE
@@ -704,17 +729,25 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
                            host::integer_exp_for(0.125), 80, false);
   CHECK(r == want);
   const std::vector<std::uint64_t> phys{0x100000, 0x200000, 0x300000};
-  std::size_t exponent_rows = 0, alu_t0 = 0;
-  for (const auto& i :
-       vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns)) {
+  // (t0 by weight tile 0; the quadratic's -c1 and the probability's rounding added by the
+  // GEMM core against tiles 1 and 2, none by the ALU)
+  std::size_t alu_t0 = 0, alu_adds = 0;
+  const auto stream80 = prog.instantiate(bindings, phys);
+  for (const auto& i : vta::decode_all(env.config.layout(), stream80.insns)) {
     const auto micro_ops = std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
-    if (i.opcode == vta::Opcode::Gemm && !i.reset_reg) exponent_rows += micro_ops;
     if (i.opcode == vta::Opcode::Alu && i.use_imm && i.alu_opcode == runtime::AluOp::Mul &&
         i.imm == -23)
       alu_t0 += micro_ops;
+    if (i.opcode == vta::Opcode::Alu && i.use_imm && i.alu_opcode == runtime::AluOp::Add &&
+        std::ranges::find(kernel.gemm_adds(), i.imm) != kernel.gemm_adds().end())
+      alu_adds += micro_ops;
   }
-  CHECK(exponent_rows == 3240 + 2 * 36);
+  const auto by_weight = gemm_uops_by_weight(env.config, stream80);
+  CHECK(by_weight.at(0) == 3240 + 2 * 36);
+  CHECK(kernel.gemm_adds() == std::vector<std::int64_t>{-22120, 1 << 14});
+  CHECK(by_weight.size() == 3);
   CHECK(alu_t0 == 0);
+  CHECK(alu_adds == 0);
   // pass 3 computes the kept chunks a query sees in spans of five (its five chunk buffers,
   // 40 keys): query p sees s = ceil((p + 1) / 8) chunks, min(s, 9) of them kept, each span
   // stored after it (where pass 1 keeps the scores: a STORE of all of them after the spans
@@ -747,7 +780,8 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
     const std::size_t s = (p + 8) / 8;
     want_loads += s + 2 * (s > 9 ? s - 9 : 0);
   }
-  CHECK(score_loads == want_loads);
+  // (and the input row the GEMM core adds the constants against, once)
+  CHECK(score_loads == want_loads + 1);
   // no kernel runs over more rows than a span (40): the kept rows' reset once a block, before
   // pass 2's loop, is gone (the rows hold the scores then; pass 1 fills the last chunk a query
   // sees with 0 where it does not load them)
@@ -831,6 +865,13 @@ std::vector<KernelCall> kernel_calls(const dlavm::tir::Stmt& body) {
   return calls.calls;
 }
 
+// A GEMM call of a kernel's loaded rows (t0 of the scores, the sum of the exponentials), not of
+// the input row the GEMM core adds the kernel's constants against (IntegerSoftmaxKernel's
+// gemm_adds).
+bool rows_gemm(const KernelCall& k) {
+  return k.name == vta::intrin::gemm && !k.buffers[1].ends_with(".row");
+}
+
 TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' sums, rewritten") {
   // skip_masked_work's rewrites of the lowering's copies, read from the lowered function (the
   // tests above hold them bit-exact): the exponent's z and z1 reset once a block, outside the
@@ -894,8 +935,7 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
     // (or form their t0 there, by the GEMM core)
     const auto loads_to = [&](std::string_view buffer) {
       return count(calls, [&](const KernelCall& k) {
-        return (k.name == vta::intrin::load || k.name == vta::intrin::gemm) &&
-               ends(k.buffers[0], buffer);
+        return (k.name == vta::intrin::load || rows_gemm(k)) && ends(k.buffers[0], buffer);
       });
     };
     CHECK((loads_to(".max.s.kept") == 1) == prefill);
@@ -1018,7 +1058,8 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
     // whole softmax resets them for more)
     const auto into_kept = [&](std::string_view name) {
       return count(calls, [&](const KernelCall& k) {
-        return k.name == name && ends(k.buffers[0], ".kept");
+        return k.name == name && (k.name != vta::intrin::gemm || rows_gemm(k)) &&
+               ends(k.buffers[0], ".kept");
       });
     };
     CHECK((into_kept(vta::intrin::gemm_reset) > into_kept(vta::intrin::gemm)) ==
@@ -1055,7 +1096,7 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
   const auto plain =
       lowered({.products = 3, .keys = 80, .lanes = 16, .fixed = host::integer_exp_for(0.125)}, 8);
   CHECK(count(plain, [&](const KernelCall& k) {
-          return k.name == vta::intrin::gemm && ends(k.buffers[0], ".max.s.kept");
+          return rows_gemm(k) && ends(k.buffers[0], ".max.s.kept");
         }) == 1);
   CHECK(count(plain, [&](const KernelCall& k) {
           return k.alu_op == static_cast<std::int64_t>(runtime::AluOp::Max) && k.immediate &&
@@ -1271,10 +1312,13 @@ TEST_CASE(
       shape.fixed = host::integer_exp_for(scale);
       const LaneGroupKernel k(env, shape, 4);
       CHECK(k.kernel.scores_by_gemm() == by_gemm);
-      // (the input buffer a chunk's rows and a weight tile beside the accumulator's)
+      // (the input buffer a chunk's rows and a weight tile beside the accumulator's; and a
+      // row and a tile a constant the GEMM core adds: the quadratic's -c1, the exponential's
+      // or the probability's rounding)
       const auto sram = graph::footprint(env, shape, 4);
-      CHECK(sram.inp == (by_gemm ? 4 : 0));
-      CHECK(sram.wgt == (by_gemm ? 1 : 0));
+      CHECK(k.kernel.gemm_adds().size() == 2);
+      CHECK(sram.inp == (by_gemm ? 4 : 0) + 1);
+      CHECK(sram.wgt == (by_gemm ? 1 : 0) + 2);
       for (const auto& [q, l] : {std::pair<std::int64_t, std::int64_t>{5, 3}, {11, 40}}) {
         te::NDArray logical(DType::int8(), {2, q, q + l, 8});
         for (std::int64_t b = 0; b < 2; ++b)
@@ -1321,11 +1365,21 @@ TEST_CASE("integer softmax normalization: the sum by the GEMM core, the masks' c
   CHECK(!k.kernel.scores_by_gemm());
   CHECK(k.kernel.kept_chunks() == 12);
   const auto sram = graph::footprint(env, shape, 128);
-  CHECK(sram.inp == 128);
-  CHECK(sram.wgt == 1);
-  const auto identity = k.kernel.constants().back();
-  for (std::int64_t o = 0; o < 16; ++o)
-    for (std::int64_t i = 0; i < 16; ++i) CHECK(identity.at({o, i}) == (o == i ? 1 : 0));
+  // (and the probability's rounding, 1,024, added by the GEMM core: a tile and the input row)
+  CHECK(k.kernel.gemm_adds() == std::vector<std::int64_t>{1024});
+  CHECK(sram.inp == 128 + 1);
+  CHECK(sram.wgt == 2);
+  // (the identity; the tile whose rows add 1,024 against the input row after it)
+  const auto tiles = k.kernel.constants().back();
+  REQUIRE(tiles.shape() == std::vector<std::int64_t>{2 * 16 + 1, 16});
+  for (std::int64_t o = 0; o < 16; ++o) {
+    std::int64_t added = 0;
+    for (std::int64_t i = 0; i < 16; ++i) {
+      CHECK(tiles.at({o, i}) == (o == i ? 1 : 0));
+      added += tiles.at({16 + o, i}) * tiles.at({32, i});
+    }
+    CHECK(added == 1024);
+  }
   const host::IntegerSoftmaxParams p{
       .axis = -2, .scale = 0.25, .causal = true, .queries = host::CausalQueries::Before};
   std::uint64_t seed = 1700;
@@ -1340,19 +1394,20 @@ TEST_CASE("integer softmax normalization: the sum by the GEMM core, the masks' c
     std::vector<std::uint64_t> phys;
     for (std::size_t a = 0; a < k.kernel.args().size(); ++a) phys.push_back((a + 1) << 24);
     const ne::Binding bindings[] = {{"m", q}, {"last", l}};
-    std::uint64_t gemm = 0, acc_rows = 0;
-    for (const auto& i :
-         vta::decode_all(env.config.layout(), k.program.instantiate(bindings, phys).insns)) {
-      if (i.opcode == vta::Opcode::Gemm && !i.reset_reg)
-        gemm += std::uint64_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
+    std::uint64_t acc_rows = 0;
+    const auto stream = k.program.instantiate(bindings, phys);
+    for (const auto& i : vta::decode_all(env.config.layout(), stream.insns))
       if (i.opcode == vta::Opcode::Load && i.memory_type == vta::MemId::Acc8)
         acc_rows += std::uint64_t{i.y_size} * i.x_size;
-    }
+    // (the sum by the identity, tile 0; the rounding by tile 1)
+    const auto by_weight = gemm_uops_by_weight(env.config, stream);
+    const std::uint64_t gemm = by_weight.at(0);
     // the keys each block's queries see, a block's two queries (the last block's one where q
     // is odd) in each of 2 batches
     std::uint64_t seen = 0, blocks = 0;
     for (std::int64_t q0 = 0; q0 < q; q0 += 2, blocks += 2)
       seen += 2 * static_cast<std::uint64_t>(l + std::min<std::int64_t>(q0 + 2, q));
+    CHECK(by_weight.at(1) == seen);
     CHECK(gemm <= seen);
     CHECK(gemm + blocks * 128 >= seen);
     CHECK(acc_rows >= seen);
@@ -1377,6 +1432,37 @@ TEST_CASE("integer softmax normalization: the sum by the GEMM core, the masks' c
   CHECK_THROWS_WITH_AS(graph::lower_kernel(unrewritten, env, "sm"),
                        "kernel 'sm': argument 'sm_w' is read by no stage and not by the rewrite",
                        dlavm::ScheduleError);
+}
+
+TEST_CASE("integer softmax: a constant the GEMM core adds, as a row of int8 weights") {
+  // against the input row of 127 in 15 lanes and 1 in the last: every constant from the least
+  // to the most 15 weights of [-128, 127] and a remainder in [0, 126] reach, none past them
+  namespace detail = graph::detail;
+  const auto added = [](const std::vector<std::int64_t>& w) {
+    std::int64_t sum = w.back();
+    for (std::size_t i = 0; i + 1 < w.size(); ++i) sum += detail::kAddUnit * w[i];
+    return sum;
+  };
+  const std::int64_t most = 127 * 15 * 127 + 126, least = -128 * 15 * 127;
+  std::mt19937_64 rng(242061);
+  std::vector<std::int64_t> cs{0,    1,    126,   127,    128,    -1,   -127, -128,
+                               1024, 8192, 16384, -22120, -22296, most, least};
+  for (int i = 0; i < 200; ++i)
+    cs.push_back(std::uniform_int_distribution<std::int64_t>(least, most)(rng));
+  for (const auto c : cs) {
+    CAPTURE(c);
+    const auto w = detail::gemm_add_weights(c, 16);
+    REQUIRE(w.has_value());
+    CHECK(w->size() == 16);
+    CHECK(added(*w) == c);
+    for (std::size_t i = 0; i < w->size(); ++i) {
+      CHECK((*w)[i] >= (i + 1 < w->size() ? -128 : 0));
+      CHECK((*w)[i] <= (i + 1 < w->size() ? 127 : 126));
+    }
+  }
+  CHECK(!detail::gemm_add_weights(most + 1, 16));
+  CHECK(!detail::gemm_add_weights(least - 1, 16));
+  CHECK(!detail::gemm_add_weights(1 << 22, 16));  // the quadratic's top: the ALU adds its row
 }
 
 TEST_CASE("integer softmax kernel: uniform tiles, bit-exact with the host reference") {
@@ -1416,8 +1502,7 @@ TEST_CASE("integer softmax kernel: uniform tiles, bit-exact with the host refere
         const LaneGroupKernel k(
             env, one_batch(m, ne::var("last", 0, mode.most_last), lanes, groups, part), mode.chunk);
         const auto constants = k.kernel.constants();
-        REQUIRE(constants.size() ==
-                k.masks + (k.kernel.scores_by_gemm() || k.kernel.sums_by_gemm() ? 1 : 0));
+        REQUIRE(constants.size() == k.masks + (k.kernel.by_gemm() ? 1 : 0));
         REQUIRE(k.masks == 1);
         CHECK(constants[0].shape() == std::vector<std::int64_t>{21, 1, 16});
         for (const auto& [q, l] : mode.runs) {
@@ -1773,7 +1858,14 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
           // (the GEMM core's input: a chunk of scores for t0, the normalization's chunks apart)
           CHECK(f.inp == inp);
           CHECK(f.wgt == wgt);
-          CHECK(wgt == (kernel.scores_by_gemm() || kernel.sums_by_gemm() ? 1 : 0));
+          const bool rows = kernel.scores_by_gemm() || kernel.sums_by_gemm();
+          const auto adds = static_cast<std::int64_t>(kernel.gemm_adds().size());
+          CHECK(wgt == (rows ? 1 : 0) + adds);
+          CHECK(inp == (rows ? chunk : 0) + (adds > 0 ? 1 : 0));
+          // (none in uniform tiles: one batch, causal; two where the exponent's -c1 and a
+          // rounding are added, one where the normalization's rounding is)
+          const bool uniform = products == 2 && !(keys == 2048 && chunk == 128);
+          CHECK(adds == (uniform ? 0 : part == graph::IntegerSoftmaxPart::Normalize ? 1 : 2));
         }
   // the default chunk for 2048 keys, not causal: 32, whose chunk buffers leave room for 58 of
   // the 64 chunks' scores and exponentials kept (64 keeps 26 of 32, 128 10 of 16, 256 2 of 8;
@@ -1823,42 +1915,46 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
   // its halves (4); a normalization's floor of the sum (1), and of at most 4,128 keys (a sum
   // of at most 2^19) the packed division: the row of B, -sum, shifted, plus one, U (5), 12 bits of
   // 4 (U doubled, B added, the difference, the MIN), U unbiased, its bits from 12 up shifted down
-  // and up, negated and added (5): 58. A reduction over k keys: k - 1.
+  // and up, negated and added (5): 58. A reduction over k keys: k - 1. Of those a key's value
+  // plus a constant the GEMM core adds (v1's -c1, e2's, y1's and y0's roundings) are GEMM
+  // micro-ops, as t0 is.
   const auto fixed = host::integer_exp_for(0.125);
   REQUIRE(graph::fewest_fraction_bits(fixed).frac_bits == 7);
   for (const std::int64_t k : {1, 2, 64, 1000}) {
     CAPTURE(k);
-    // (t0 a GEMM micro-op, the scores loaded into the input buffer: the GEMM core forms it)
+    // (t0 a GEMM micro-op, the scores loaded into the input buffer: the GEMM core forms it;
+    // v1 and y1, or v1 and e2, too)
     const auto whole = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, fixed, k);
-    CHECK(whole.alu_uops == 22 * k + 2 * (k - 1) + 148);
-    CHECK(whole.gemm_uops == k);
+    CHECK(whole.alu_uops == 20 * k + 2 * (k - 1) + 148);
+    CHECK(whole.gemm_uops == 3 * k);
     CHECK(whole.acc_load_bytes == 0);
     const auto exp = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Exp, fixed, k);
-    CHECK(exp.alu_uops == 13 * k + (k - 1) + 4);
-    CHECK(exp.gemm_uops == k);
+    CHECK(exp.alu_uops == 11 * k + (k - 1) + 4);
+    CHECK(exp.gemm_uops == 3 * k);
     // (the sum a GEMM micro-op a key where the GEMM core forms it: more keys than a chunk of
-    // 4, the least with running rows)
+    // 4, the least with running rows; y0 one too)
     const bool summed = k > 4;
     const auto normalize =
         graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, k);
-    CHECK(normalize.gemm_uops == (summed ? k : 0));
+    CHECK(normalize.gemm_uops == (summed ? 2 * k : k));
     CHECK(normalize.acc_load_bytes == 16 * k);
-    CHECK(normalize.alu_uops == 3 * k + (summed ? 0 : k - 1) + 59);
+    CHECK(normalize.alu_uops == 2 * k + (summed ? 0 : k - 1) + 59);
   }
-  CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 5).gemm_uops == 5);
+  CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 5).gemm_uops == 10);
   // past 4,128 keys the sum may pass 2^19: the bit-serial division
   CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 4128).alu_uops ==
-        3 * 4128 + 59);
+        2 * 4128 + 59);
   CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 4129).alu_uops ==
-        3 * 4129 + 141);
+        2 * 4129 + 141);
   // a multiplier with fraction bits left past 7 shifts t first: one stage more a key (and 111
   // with 8 bits leaves a masked key's exponential above 0 with t0 at 32,767: the ALU forms t0,
   // from the scores loaded into the accumulator)
   const auto odd = host::integer_exp_for(0.3);
   REQUIRE(graph::fewest_fraction_bits(odd).frac_bits > 7);
   const auto whole_odd = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, odd, 10);
-  CHECK(whole_odd.alu_uops == 24 * 10 + 2 * 9 + 148);
-  CHECK(whole_odd.gemm_uops == 0);
+  // (its -c1 and rounding added by the GEMM core still)
+  CHECK(whole_odd.alu_uops == 22 * 10 + 2 * 9 + 148);
+  CHECK(whole_odd.gemm_uops == 2 * 10);
   CHECK(whole_odd.acc_load_bytes == 160);
   CHECK_THROWS_WITH_AS(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, fixed, 0),
                        "softmax_floor: a block of 0 keys; it needs 1 at least", dlavm::ValueError);

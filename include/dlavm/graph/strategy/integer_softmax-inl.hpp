@@ -802,25 +802,116 @@ inline bool softmax_sums_by_gemm(const vta::Env& env, const IntegerSoftmaxShape&
   return shape.part == IntegerSoftmaxPart::Normalize && chunk >= 4 &&
          softmax_gemm_takes(env, shape, chunk) && kept_chunks(env, shape, chunk) > 0;
 }
-// `body` with the weight tile `tile` (one entry of the weight buffer) allocated around it and
-// loaded from `weights` before it, once.
-inline tir::Stmt with_weight_tile(const te::Buffer& tile, const te::Buffer& weights,
-                                  const tir::Stmt& body) {
-  std::vector<te::Expr> args;
-  for (const int v : {static_cast<int>(runtime::MemId::Wgt), 0, 0, 1, 1, 1, 0, 0, 0, 0})
-    args.push_back(te::make_const(v, DType::int32()));
-  return tir::make_allocate(
-      tile,
-      tir::make_seq({tir::make_evaluate(te::call(std::string(vta::intrin::load), DType::int32(),
-                                                 std::move(args), {tile, weights})),
-                     body}));
+// Whether the GEMM core adds the kernel's constants to its keys' values (adds_by_gemm): where
+// softmax_gemm_takes its rows, an accumulator entry one row (BATCH 1: the input row the
+// constants are added against is one input entry).
+inline bool softmax_adds_by_gemm(const vta::Env& env, const IntegerSoftmaxShape& shape,
+                                 std::int64_t chunk) {
+  return env.batch == 1 && softmax_gemm_takes(env, shape, chunk);
+}
+DLAVM_INLINE std::optional<std::vector<std::int64_t>> gemm_add_weights(std::int64_t c,
+                                                                       std::int64_t lanes) {
+  std::vector<std::int64_t> w(static_cast<std::size_t>(lanes), 0);
+  const std::int64_t r = ((c % kAddUnit) + kAddUnit) % kAddUnit;
+  std::int64_t q = (c - r) / kAddUnit;
+  w.back() = r;
+  for (std::size_t i = 0; i + 1 < w.size() && q != 0; ++i) {
+    w[i] = std::clamp<std::int64_t>(q, -128, 127);
+    q -= w[i];
+  }
+  if (q != 0) return std::nullopt;
+  return w;
+}
+// The constant stage `t` adds to a value, where its body is `value + c` (c an integer).
+inline std::optional<std::int64_t> added_constant(const te::Tensor& t) {
+  const auto* add = t.op()->body.as<te::BinaryNode>();
+  if (add == nullptr || add->kind() != te::ExprKind::Add) return std::nullopt;
+  for (const auto* side : {&add->a, &add->b})
+    if (const auto* c = side->as<te::IntImmNode>()) return c->value;
+  return std::nullopt;
+}
+// `part`'s stages over a block of a symbolic number of keys (at most `keys`: the division's
+// form) of one lane tile, as written once: the floor's, and the constants' they add.
+inline std::vector<te::Tensor> part_stage_list(const vta::Env& env, IntegerSoftmaxPart part,
+                                               runtime::IntegerExp fixed, std::int64_t keys);
+// Whether stage `t` of part_stage_list computes a value a key (not a block's row, not a
+// reduction).
+inline bool per_key_stage(const te::Tensor& t) {
+  return t.op()->reduce_axis.empty() && t.shape().front().as_int() != 1;
+}
+// The constants the GEMM core adds (adds_by_gemm) in a kernel of `part`, each once, in the
+// order of the stages that add them to a key's value: those a row of weights holds
+// (gemm_add_weights), but 0 (the quadratic's c1, the exponential's and the probability's
+// roundings).
+inline std::vector<std::int64_t> softmax_gemm_adds(const vta::Env& env, IntegerSoftmaxPart part,
+                                                   runtime::IntegerExp fixed) {
+  std::vector<std::int64_t> adds;
+  for (const auto& t : part_stage_list(env, part, fixed, 2))
+    if (const auto c = added_constant(t); per_key_stage(t) && c && *c != 0 &&
+                                          gemm_add_weights(*c, env.block_in) &&
+                                          std::ranges::find(adds, *c) == adds.end())
+      adds.push_back(*c);
+  return adds;
+}
+
+// The lowered function's `body` with each ALU ADD of an immediate among `adds` (tile `first` + k of
+// the weight buffer `wgt` adds adds[k] against the input row `row`) a GEMM of that row by that
+// tile, over the same loops and destinations (the row and the tile at every step): 1 cycle a
+// micro-op where the ALU's took 2, the same sums (both wrap at 32 bits).
+inline tir::Stmt adds_by_gemm(const tir::Stmt& body, const te::Buffer& row, const te::Buffer& wgt,
+                              std::int64_t first, const std::vector<std::int64_t>& adds) {
+  // one ALU kernel's calls as the GEMM kernel's: its loops with no step of the row or the tile
+  struct ToGemm : tir::StmtMutator<ToGemm> {
+    te::Buffer row, wgt;
+    std::int64_t tile = 0;
+    tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& s) {
+      const auto* call = n.value.as<te::CallNode>();
+      if (call == nullptr) return s;
+      const auto zero = te::make_const(0, DType::int32());
+      if (call->name == vta::intrin::uop_loop_begin) {
+        auto args = call->args;
+        args[2] = zero;
+        args[3] = zero;
+        return tir::make_evaluate(te::call(call->name, call->dtype(), std::move(args)));
+      }
+      if (call->name != vta::intrin::alu) return s;
+      return tir::make_evaluate(
+          te::call(std::string(vta::intrin::gemm), DType::int32(),
+                   {call->args[3], zero, te::make_const(tile, DType::int32())},
+                   {call->buffers[0], row, wgt}));
+    }
+  };
+  struct Rewrite : tir::StmtMutator<Rewrite> {
+    ToGemm to_gemm;
+    std::int64_t first = 0;
+    const std::vector<std::int64_t>* adds = nullptr;
+    tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+      if (n.key != vta::intrin::uop_kernel) return tir::StmtMutator<Rewrite>::visit_attr(n, s);
+      const auto* alu = vta::detail::first_call(s, vta::intrin::alu);
+      if (alu == nullptr ||
+          vta::detail::constant_index(alu->args[0]) !=
+              static_cast<std::int64_t>(runtime::AluOp::Add) ||
+          vta::detail::constant_index(alu->args[1]) != 1)
+        return s;
+      const auto value = vta::detail::constant_index(alu->args[2]);
+      const auto at = value ? std::ranges::find(*adds, *value) : adds->end();
+      if (at == adds->end()) return s;
+      to_gemm.tile = first + (at - adds->begin());
+      return tir::make_attr(n.key, std::string("gemm"), n.value, to_gemm.visit(n.body));
+    }
+  } rewrite;
+  rewrite.to_gemm.row = row;
+  rewrite.to_gemm.wgt = wgt;
+  rewrite.first = first;
+  rewrite.adds = &adds;
+  return rewrite.visit(body);
 }
 
 // The lowered function `f` with t0 = -s * multiplier formed by the GEMM core, where
 // softmax_scores_by_gemm takes it: each LOAD of the scores (`scores`, ACC_8BIT into an
 // accumulator buffer) becomes a LOAD of the same DRAM rows into the input buffer, on the load
 // module, and a reset and a GEMM of those rows by the weight tile diag(-multiplier)
-// (`weights`, loaded once), on the compute module: 2 cycles a key where the ACC_8BIT load
+// (tile 0 of `wgt`, loaded before), on the compute module: 2 cycles a key where the ACC_8BIT load
 // moved 16 bytes through the compute module's port (2 cycles) and the ALU multiplied each by
 // -multiplier (2 more). So every buffer the scores load into holds t0 and the chain's first
 // multiply of it goes; its fill of -32768 (a masked score) is one of kMaskedT0, and each load
@@ -834,7 +925,7 @@ inline tir::Stmt with_weight_tile(const te::Buffer& tile, const te::Buffer& weig
 // no load).
 inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
                                     const te::Buffer& scores, const te::Buffer& masks,
-                                    const te::Buffer& weights, const std::string& max_name,
+                                    const te::Buffer& wgt, const std::string& max_name,
                                     std::int64_t multiplier, std::int64_t chunk) {
   struct Rewrite : tir::StmtMutator<Rewrite> {
     te::Buffer scores, masks, inp, wgt;
@@ -953,8 +1044,7 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
   rewrite.masks = masks;
   rewrite.inp = te::make_buffer(scores.name() + ".inp", env.inp_dtype,
                                 {ne::Expr(chunk * env.inp_tile())}, env.inp_scope);
-  rewrite.wgt = te::make_buffer(weights.name() + ".tile", env.wgt_dtype, {ne::Expr(env.wgt_tile())},
-                                env.wgt_scope);
+  rewrite.wgt = wgt;
   rewrite.max_name = max_name;
   rewrite.multiplier = multiplier;
   // (a chunk's fill comes before its load)
@@ -968,7 +1058,7 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
     rewrite.unexpected(fmt::format("{} allocations of '{}', {} MULs of it by {}, {} loads",
                                    rewrite.blocks, max_name, rewrite.scaled, multiplier,
                                    rewrite.loads));
-  out.body = with_weight_tile(rewrite.wgt, weights, tir::make_allocate(rewrite.inp, body));
+  out.body = tir::make_allocate(rewrite.inp, body);
   return out;
 }
 
@@ -977,7 +1067,7 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
 // of the exponentials (`exps`, ACC_8BIT into an accumulator buffer) gains a LOAD of the same
 // DRAM rows into an input buffer of a chunk, on the load module, and each ADD of that
 // accumulator buffer into the sum's running rows (2 cycles a key) becomes a GEMM of the input
-// rows by the weight tile, the identity (`weights`, loaded once): 1 cycle a key. In a chunk
+// rows by the weight tile, the identity (tile 0 of `wgt`, loaded before): 1 cycle a key. In a chunk
 // where the lane masks (`masks`) apply, the ADD stays: they multiply the accumulator's rows,
 // not the input buffer's. The ACC_8BIT load stays where a call past the loop reads its buffer
 // (the kept chunks, which pass 3 computes from) and where the masks apply; elsewhere it goes.
@@ -985,7 +1075,7 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
 // ACC_8BIT, an ADD of them not over one loop level, none).
 inline tir::PrimFunc sums_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
                                   const te::Buffer& exps, const te::Buffer& masks,
-                                  const te::Buffer& weights, const ne::Var& chunk_var,
+                                  const te::Buffer& wgt, const ne::Var& chunk_var,
                                   std::int64_t chunk) {
   struct Rewrite : tir::StmtMutator<Rewrite> {
     explicit Rewrite(ne::Var v) : chunk_var(std::move(v)) {}
@@ -1112,13 +1202,12 @@ inline tir::PrimFunc sums_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
       for (const auto& b : call->buffers) rewrite.outside.push_back(b.get());
   rewrite.inp = te::make_buffer(exps.name() + ".inp", env.inp_dtype,
                                 {ne::Expr(chunk * env.inp_tile())}, env.inp_scope);
-  rewrite.wgt = te::make_buffer(weights.name() + ".tile", env.wgt_dtype, {ne::Expr(env.wgt_tile())},
-                                env.wgt_scope);
+  rewrite.wgt = wgt;
   tir::PrimFunc out = f;
   const tir::Stmt body = rewrite.visit(f.body);
   if (rewrite.sums == 0)
     rewrite.unexpected(fmt::format("no ADD of the exponentials into the sum's rows"));
-  out.body = with_weight_tile(rewrite.wgt, weights, tir::make_allocate(rewrite.inp, body));
+  out.body = tir::make_allocate(rewrite.inp, body);
   return out;
 }
 
@@ -1143,9 +1232,6 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
     masks_ = te::placeholder({rows.neutral + rows.masks, env.batch, env.block_out}, env.acc_dtype,
                              name + "_masks");
   }
-  if (detail::softmax_scores_by_gemm(env, shape, chunk) ||
-      detail::softmax_sums_by_gemm(env, shape, chunk))
-    weights_ = te::placeholder({env.block_out, env.block_in}, env.wgt_dtype, name + "_w");
   const auto visible = [&](const ne::Var& p) { return detail::softmax_visible(shape, p); };
   const bool normalize = shape.part == IntegerSoftmaxPart::Normalize;
   // the scores of key `key` of block (p, t) as int32, a masked key -32768 (the padded copy); the
@@ -1280,6 +1366,19 @@ DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
         return te::cast(env.out_dtype, y.tensor.read({i[0], i[2], i[1], i[4]}));
       },
       name + "_res");
+
+  // the stages the GEMM core computes, and its weight tiles (with an input row where it adds
+  // constants)
+  scores_by_gemm_ = detail::softmax_scores_by_gemm(env, shape, chunk);
+  sums_by_gemm_ = detail::softmax_sums_by_gemm(env, shape, chunk);
+  if (detail::softmax_adds_by_gemm(env, shape, chunk))
+    gemm_adds_ = detail::softmax_gemm_adds(env, shape.part, shape.fixed);
+  const std::int64_t tiles_w =
+      (scores_by_gemm_ || sums_by_gemm_ ? 1 : 0) + static_cast<std::int64_t>(gemm_adds_.size());
+  if (tiles_w > 0)
+    weights_ = te::placeholder(
+        {ne::Expr(tiles_w * env.block_out + (gemm_adds_.empty() ? 0 : 1)), env.block_in},
+        env.wgt_dtype, name + "_w");
 }
 
 DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
@@ -1338,15 +1437,50 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
     if (detail::softmax_skips(kernel.shape_)) out.body = detail::pair_blocks(out.body, product);
     if (!kernel.weights_.defined()) return out;
     // (the parameters in args()'s order: the scores first, the weights before the result)
-    const auto& params = out.flat_params;
-    if (kernel.sums_by_gemm())
-      return detail::sums_by_gemm(out, kernel.env_, params.front(),
-                                  kernel.masks_.defined() ? params[1] : te::Buffer(),
-                                  params.end()[-2], chunks.front(), kernel.chunk_);
-    return detail::scores_by_gemm(
-        out, kernel.env_, params.front(), kernel.masks_.defined() ? params[1] : te::Buffer(),
-        params.end()[-2], kernel.max_total_.name(),
-        fewest_fraction_bits(kernel.shape_.fixed).multiplier, kernel.chunk_);
+    // (copies: the rewrites below replace `out`)
+    const auto params = out.flat_params;
+    const te::Buffer weights = params.end()[-2];
+    const auto& env = kernel.env_;
+    const std::int64_t tiles = (kernel.scores_by_gemm_ || kernel.sums_by_gemm_ ? 1 : 0) +
+                               static_cast<std::int64_t>(kernel.gemm_adds_.size());
+    const te::Buffer wgt = te::make_buffer(weights.name() + ".tiles", env.wgt_dtype,
+                                           {ne::Expr(tiles * env.wgt_tile())}, env.wgt_scope);
+    const te::Buffer masks = kernel.masks_.defined() ? params[1] : te::Buffer();
+    if (kernel.sums_by_gemm_)
+      out =
+          detail::sums_by_gemm(out, env, params.front(), masks, wgt, chunks.front(), kernel.chunk_);
+    if (kernel.scores_by_gemm_)
+      out = detail::scores_by_gemm(out, env, params.front(), masks, wgt, kernel.max_total_.name(),
+                                   fewest_fraction_bits(kernel.shape_.fixed).multiplier,
+                                   kernel.chunk_);
+    // the tiles loaded once, before the blocks (and the input row the constants are added
+    // against, after them in DRAM)
+    const auto load = [&](runtime::MemId memory, const te::Buffer& to, std::int64_t dram,
+                          std::int64_t size) {
+      std::vector<te::Expr> args;
+      for (const std::int64_t v :
+           {static_cast<std::int64_t>(memory), std::int64_t{0}, dram, std::int64_t{1}, size, size,
+            std::int64_t{0}, std::int64_t{0}, std::int64_t{0}, std::int64_t{0}})
+        args.push_back(te::make_const(v, DType::int32()));
+      return tir::make_evaluate(
+          te::call(std::string(vta::intrin::load), DType::int32(), std::move(args), {to, weights}));
+    };
+    const tir::Stmt tiles_load = load(runtime::MemId::Wgt, wgt, 0, tiles);
+    if (kernel.gemm_adds_.empty()) {
+      out.body = tir::make_allocate(wgt, tir::make_seq({tiles_load, out.body}));
+      return out;
+    }
+    const te::Buffer row = te::make_buffer(weights.name() + ".row", env.inp_dtype,
+                                           {ne::Expr(env.inp_tile())}, env.inp_scope);
+    const std::int64_t first = tiles - static_cast<std::int64_t>(kernel.gemm_adds_.size());
+    // (the row's DRAM entry: the tiles' bytes in input entries)
+    const tir::Stmt row_load =
+        load(runtime::MemId::Inp, row, tiles * env.wgt_tile() / env.inp_tile(), 1);
+    out.body = tir::make_allocate(
+        wgt, tir::make_allocate(row, tir::make_seq({tiles_load, row_load,
+                                                    detail::adds_by_gemm(out.body, row, wgt, first,
+                                                                         kernel.gemm_adds_)})));
+    return out;
   };
 }
 
@@ -3088,12 +3222,25 @@ DLAVM_INLINE std::vector<te::NDArray> IntegerSoftmaxKernel::constants() const {
   std::vector<te::NDArray> out;
   if (masks_.defined()) out.push_back(mask_data());
   if (weights_.defined()) {
-    // diag(-multiplier), or the identity for the sum: acc[o] += inp[i] x w[o][i]
-    te::NDArray w(env_.wgt_dtype, {env_.block_out, env_.block_in});
-    const std::int64_t diagonal =
-        sums_by_gemm() ? 1 : -fewest_fraction_bits(shape_.fixed).multiplier;
-    for (std::int64_t o = 0; o < env_.block_out; ++o)
-      w.data()[static_cast<std::size_t>(o * env_.block_in + o)] = diagonal;
+    // acc[o] += inp[i] x w[o][i]: diag(-multiplier), or the identity for the sum; then a tile a
+    // constant added, every row its weights; then the input row they are added against
+    te::NDArray w(env_.wgt_dtype, {*weights_.shape()[0].as_int(), env_.block_in});
+    auto* at = w.data().data();
+    if (scores_by_gemm_ || sums_by_gemm_) {
+      const std::int64_t diagonal =
+          sums_by_gemm_ ? 1 : -fewest_fraction_bits(shape_.fixed).multiplier;
+      for (std::int64_t o = 0; o < env_.block_out; ++o) at[o * env_.block_in + o] = diagonal;
+      at += env_.block_out * env_.block_in;
+    }
+    for (const std::int64_t c : gemm_adds_) {
+      const auto row = *detail::gemm_add_weights(c, env_.block_in);
+      for (std::int64_t o = 0; o < env_.block_out; ++o, at += env_.block_in)
+        std::ranges::copy(row, at);
+    }
+    if (!gemm_adds_.empty()) {
+      std::fill_n(at, env_.block_in - 1, detail::kAddUnit);
+      at[env_.block_in - 1] = 1;
+    }
     out.push_back(std::move(w));
   }
   return out;
@@ -3150,11 +3297,14 @@ DLAVM_INLINE SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxSh
                                      std::int64_t chunk) {
   SramFootprint f = detail::pass_footprint(shape, chunk);
   f.acc += detail::kept_chunks(env, shape, chunk) * chunk;
-  if (detail::softmax_scores_by_gemm(env, shape, chunk) ||
-      detail::softmax_sums_by_gemm(env, shape, chunk)) {
-    f.inp = chunk;
-    f.wgt = 1;
-  }
+  const bool rows_by_gemm = detail::softmax_scores_by_gemm(env, shape, chunk) ||
+                            detail::softmax_sums_by_gemm(env, shape, chunk);
+  const auto adds = detail::softmax_adds_by_gemm(env, shape, chunk)
+                        ? static_cast<std::int64_t>(
+                              detail::softmax_gemm_adds(env, shape.part, shape.fixed).size())
+                        : 0;
+  f.inp = (rows_by_gemm ? chunk : 0) + (adds > 0 ? 1 : 0);
+  f.wgt = (rows_by_gemm ? 1 : 0) + adds;
   return f;
 }
 
@@ -3293,33 +3443,45 @@ DLAVM_INLINE ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxS
                       (moves * detail::lane_tiles(env, shape) * env.batch * env.block_out));
 }
 
-DLAVM_INLINE SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart part,
-                                       runtime::IntegerExp fixed, std::int64_t keys) {
-  if (keys < 1) raise<ValueError>("softmax_floor: a block of {} keys; it needs 1 at least", keys);
+namespace detail {
+
+inline std::vector<te::Tensor> part_stage_list(const vta::Env& env, IntegerSoftmaxPart part,
+                                               runtime::IntegerExp fixed, std::int64_t keys) {
   // the stages over a symbolic key count, whose reductions are then one stage each (a window
   // reduction), and whose other stages have a row a key or one a block
   const auto n = ne::var("keys", 1, runtime::kIntegerSoftmaxMaxExtent);
   const auto scores = te::placeholder({n, env.block_out}, env.acc_dtype, "floor_s");
   std::vector<te::Tensor> stages;
-  detail::SoftmaxStageWriter w("floor", stages);
+  SoftmaxStageWriter w("floor", stages);
   w.blocks({}, n, env.block_out);
-  detail::part_stages(w, w.wrap(scores), part, fixed, keys);
-  // (where the GEMM core may form t0 = -s * multiplier, or sum the normalization's
-  // exponentials, a GEMM micro-op a key in place of an ALU one, the input loaded by the load
-  // module: the least chunk's kernel does; the exponentials still load into the accumulator,
-  // for the probabilities)
-  const bool by_gemm = detail::softmax_scores_by_gemm(env, {.fixed = fixed, .part = part}, 2);
-  const bool sums_by_gemm =
-      detail::softmax_sums_by_gemm(env, {.keys = keys, .fixed = fixed, .part = part}, 4);
+  part_stages(w, w.wrap(scores), part, fixed, keys);
+  return stages;
+}
+
+}  // namespace detail
+
+DLAVM_INLINE SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart part,
+                                       runtime::IntegerExp fixed, std::int64_t keys) {
+  if (keys < 1) raise<ValueError>("softmax_floor: a block of {} keys; it needs 1 at least", keys);
+  // (where the GEMM core may form t0 = -s * multiplier, sum the normalization's exponentials
+  // or add a constant to a key's value, a GEMM micro-op a key in place of an ALU one, the
+  // input loaded by the load module: the least chunk's kernel does; the exponentials still
+  // load into the accumulator, for the probabilities)
+  const IntegerSoftmaxShape least{.keys = keys, .fixed = fixed, .part = part};
+  const bool by_gemm = detail::softmax_scores_by_gemm(env, least, 2);
+  const bool sums_by_gemm = detail::softmax_sums_by_gemm(env, least, 4);
+  const auto adds = detail::softmax_adds_by_gemm(env, least, 2)
+                        ? detail::softmax_gemm_adds(env, part, fixed)
+                        : std::vector<std::int64_t>{};
   std::int64_t per_key = 0, reductions = 0, per_block = 0, gemm = 0;
-  for (const auto& t : stages) {
-    if (!t.op()->reduce_axis.empty() && sums_by_gemm)
-      ++gemm;
-    else if (!t.op()->reduce_axis.empty())
-      ++reductions;
-    else if (t.shape().front().as_int() == 1)
+  for (const auto& t : detail::part_stage_list(env, part, fixed, keys)) {
+    const auto added = detail::added_constant(t);
+    if (!t.op()->reduce_axis.empty())
+      ++(sums_by_gemm ? gemm : reductions);
+    else if (!detail::per_key_stage(t))
       ++per_block;
-    else if (by_gemm && t.name().ends_with(".t0"))
+    else if ((by_gemm && t.name().ends_with(".t0")) ||
+             (added && std::ranges::find(adds, *added) != adds.end()))
       ++gemm;
     else
       ++per_key;

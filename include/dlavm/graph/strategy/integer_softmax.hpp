@@ -161,9 +161,8 @@ class IntegerSoftmaxKernel {
   IntegerSoftmaxKernel(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk,
                        const std::string& name, const Epilogue& epilogue = {});
   // The scores, the masks of a causal softmax with lane groups or in uniform tiles and the
-  // weight tile where the GEMM core forms t0 or the sum (constants() holds them), and the
-  // probabilities,
-  // int8 in the packed layout.
+  // weight tiles where the GEMM core computes stages (by_gemm(); constants() holds them), and
+  // the probabilities, int8 in the packed layout.
   std::vector<te::Tensor> args() const {
     std::vector<te::Tensor> a{data_};
     for (const auto& t : {masks_, weights_})
@@ -175,23 +174,25 @@ class IntegerSoftmaxKernel {
   // leave a key as it is (0; a normalization's 1), G - 1 of them with lane groups, 2 (M - 1) in
   // uniform tiles; then the row of a key d after the first group's last seen (d from 0 to G - 2,
   // or M - 2) is -32768 in the lanes of groups 0 to min(d, G - 1) (those that do not see it), 0
-  // elsewhere; a normalization's 0 there and 1 elsewhere. Then the weight tile, int8
-  // [BLOCK_OUT, BLOCK_IN]: diag(-multiplier) where the GEMM core forms t0, the identity where
-  // it sums the normalization's exponentials.
+  // elsewhere; a normalization's 0 there and 1 elsewhere. Then, where by_gemm(), the weight
+  // tiles, int8 [T BLOCK_OUT (+ 1), BLOCK_IN]: diag(-multiplier) where the GEMM core forms t0,
+  // the identity where it sums the normalization's exponentials; a tile for each constant it
+  // adds (gemm_adds()), every row its weights against the input row after the tiles (127 in
+  // each lane but the last, 1 there).
   std::vector<te::NDArray> constants() const;
+  // Whether the GEMM core computes stages of the kernel (t0, the sum, constants added): then
+  // only the function skip_masked_work rewrites takes the weight tiles (no stage reads them:
+  // graph::lower_kernel lowers the schedule without them), and only that function computes
+  // the softmax.
+  bool by_gemm() const { return weights_.defined(); }
   // Whether the GEMM core forms t0 = -s * multiplier (detail::softmax_scores_by_gemm; not the
-  // normalization's, which has no exponent). Then only the function skip_masked_work rewrites
-  // takes the weight tile (no stage reads it: graph::lower_kernel lowers the schedule without
-  // it), and only that function computes the softmax.
-  bool scores_by_gemm() const {
-    return weights_.defined() && shape_.part != IntegerSoftmaxPart::Normalize;
-  }
-  // Whether the GEMM core sums the normalization's exponentials
-  // (detail::softmax_sums_by_gemm): then only the function skip_masked_work rewrites takes the
-  // weight tile, the identity.
-  bool sums_by_gemm() const {
-    return weights_.defined() && shape_.part == IntegerSoftmaxPart::Normalize;
-  }
+  // normalization's, which has no exponent).
+  bool scores_by_gemm() const { return scores_by_gemm_; }
+  // Whether the GEMM core sums the normalization's exponentials (detail::softmax_sums_by_gemm).
+  bool sums_by_gemm() const { return sums_by_gemm_; }
+  // The constants the GEMM core adds where the stages add them to a key's value (the
+  // quadratic's, the roundings': detail::softmax_gemm_adds), in the order of their tiles.
+  const std::vector<std::int64_t>& gemm_adds() const { return gemm_adds_; }
   te::Schedule schedule() const;
   // For the function lowered from schedule() `s`, the work on keys no query sees skipped,
   // which te stages cannot say:
@@ -277,6 +278,11 @@ class IntegerSoftmaxKernel {
   //     chunk past the kept ones loads into the accumulator only where the lane masks apply to
   //     its keys, whose ADD of the masked rows stays (the gallery's 2,048-token prefill: the
   //     normalization 15.62 -> 14.64 M cycles);
+  //   - where gemm_adds() (not in uniform tiles), each ALU ADD of one of those constants (the
+  //     quadratic's -c1, the exponential's and the probability's roundings) a GEMM of an input
+  //     row by a tile whose rows add it (detail::adds_by_gemm; the tiles and the row loaded
+  //     once): 1 cycle a key where the ALU's immediate took 2 (the exponentials 38.80 -> 36.70
+  //     M cycles, the normalization 14.64 -> 13.59 M, the whole softmax 70.63 -> 68.47 M);
   // A chunk loop not as the lowering writes it is left as it is (its mask rows then copied and
   // added in every chunk: the same results).
   std::function<tir::PrimFunc(const tir::PrimFunc&)> skip_masked_work(te::Schedule& s) const;
@@ -296,10 +302,10 @@ class IntegerSoftmaxKernel {
   Epilogue epilogue_;
   std::int64_t chunk_;
   te::Tensor data_, masks_, res_;
-  // where the GEMM core forms t0 (detail::softmax_scores_by_gemm) or the normalization's sum
-  // (detail::softmax_sums_by_gemm): the weight tile
-  // diag(-multiplier)
+  // where the GEMM core computes stages: the weight tiles and the input row (constants())
   te::Tensor weights_;
+  bool scores_by_gemm_ = false, sums_by_gemm_ = false;
+  std::vector<std::int64_t> gemm_adds_;
   // the stages of pass 1 and 2 computed per chunk (the load first, the chunk's max or sum
   // last), the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk; a
   // part's absent pass has no stages and no total
@@ -351,11 +357,12 @@ ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // module, no accumulator load; where it may sum the normalization's exponentials
 // (detail::softmax_sums_by_gemm, of a least chunk of 4 keys: more keys than that), the sum is a
 // GEMM micro-op a key, the input still loaded into the accumulator once (for the
-// probabilities). It counts no copy but the one the stages write (the quadratic's
-// r_copy), no fill, mask or padded key and no instruction's overhead: a lower bound of every
-// kernel's work (tests/graph), whose distance from it is what chunks, masks and the
-// accumulator's size cost. At the cycle model's 2 cycles an ALU micro-op, 1 a GEMM micro-op and
-// 8 bytes a cycle it is the floor docs/performance.md holds the LLM layer's integer prefill to.
+// probabilities); where it may add the part's constants (detail::softmax_adds_by_gemm), a
+// stage adding one to a key's value is a GEMM micro-op a key. It counts no copy but the one the
+// stages write (the quadratic's r_copy), no fill, mask or padded key and no instruction's overhead:
+// a lower bound of every kernel's work (tests/graph), whose distance from it is what chunks, masks
+// and the accumulator's size cost. At the cycle model's 2 cycles an ALU micro-op, 1 a GEMM micro-op
+// and 8 bytes a cycle it is the floor docs/performance.md holds the LLM layer's integer prefill to.
 struct SoftmaxWork {
   std::int64_t alu_uops = 0;
   std::int64_t acc_load_bytes = 0;
@@ -363,6 +370,19 @@ struct SoftmaxWork {
 };
 SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart part, runtime::IntegerExp fixed,
                           std::int64_t keys);
+
+namespace detail {
+
+// The input row the GEMM core adds constants against (IntegerSoftmaxKernel::gemm_adds):
+// kAddUnit in every lane but the last, 1 there; a row of weights w adds
+// kAddUnit (w[0] + ... + w[L - 2]) + w[L - 1].
+inline constexpr std::int64_t kAddUnit = 127;
+// The `lanes` weights of a row that adds `c` against that row: c = kAddUnit q + r, r in
+// [0, kAddUnit) the last, q spread over the others from the first, each in [-128, 127]
+// (|c| up to about 2^18 with 16 lanes); nullopt where they cannot hold q.
+std::optional<std::vector<std::int64_t>> gemm_add_weights(std::int64_t c, std::int64_t lanes);
+
+}  // namespace detail
 
 }  // namespace dlavm::graph
 
