@@ -1436,8 +1436,8 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
     tir::PrimFunc out = kernel.skip_masked(f, product, chunks);
     if (detail::softmax_skips(kernel.shape_)) out.body = detail::pair_blocks(out.body, product);
     if (!kernel.weights_.defined()) return out;
-    // (the parameters in args()'s order: the scores first, the weights before the result)
-    // (copies: the rewrites below replace `out`)
+    // (the parameters in args()'s order, the scores first, the weights before the result:
+    // copies, as the rewrites below replace `out`)
     const auto params = out.flat_params;
     const te::Buffer weights = params.end()[-2];
     const auto& env = kernel.env_;
