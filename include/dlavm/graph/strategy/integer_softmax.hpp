@@ -330,7 +330,8 @@ std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmax
 // lowering then allocates these entries); above it where fewer keys leave the chunk's buffers
 // smaller, or where a kernel with lane groups, not in uniform tiles, has one chunk (its mask
 // rows 2 (G - 1), not a chunk's). Where the GEMM core forms t0 or the normalization's sum, a
-// chunk's rows of the input buffer and one weight tile.
+// chunk's rows of the input buffer and one weight tile; where it adds the part's constants,
+// the input row and a tile a constant more.
 SramFootprint footprint(const vta::Env& env, const IntegerSoftmaxShape& shape, std::int64_t chunk);
 // One knob, "keys": the chunk, the powers of two from 2 to the key count's maximum (rounded up).
 // The estimate is cycles per key a block's queries see, per key of the chunks that hold them
