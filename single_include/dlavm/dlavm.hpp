@@ -41726,6 +41726,21 @@ inline tir::Stmt adds_by_gemm(const tir::Stmt& body, const te::Buffer& row, cons
   return rewrite.visit(body);
 }
 
+// A micro-op kernel (`what`) of one loop level over `rows` rows: `call` at its first, the
+// destination one row on each step, the source `src_step` rows, the weight the same.
+inline tir::Stmt uop_kernel_over(std::string_view what, const te::Expr& rows, std::int64_t src_step,
+                                 te::Expr call) {
+  const auto i32 = [](std::int64_t v) { return te::make_const(v, DType::int32()); };
+  return tir::make_attr(
+      std::string(vta::intrin::uop_kernel), std::string(what), 1,
+      tir::make_seq(
+          {tir::make_evaluate(te::call(std::string(vta::intrin::uop_loop_begin), DType::int32(),
+                                       {rows, i32(1), i32(src_step), i32(0)})),
+           tir::make_evaluate(std::move(call)),
+           tir::make_evaluate(te::call(std::string(vta::intrin::uop_loop_end), DType::int32(),
+                                       std::vector<te::Expr>{}))}));
+}
+
 // The lowered function `f` with t0 = -s * multiplier formed by the GEMM core, where
 // softmax_scores_by_gemm takes it: each LOAD of the scores (`scores`, ACC_8BIT into an
 // accumulator buffer) becomes a LOAD of the same DRAM rows into the input buffer, on the load
@@ -41761,19 +41776,6 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
           "it: {}",
           scores.name(), what);
     }
-    // A GEMM kernel of one loop level over `rows` rows: `call` at its first, the destination
-    // one row on each step, the source `src_step` rows.
-    static tir::Stmt looped(std::string_view what, const te::Expr& rows, std::int64_t src_step,
-                            te::Expr call) {
-      return tir::make_attr(
-          std::string(vta::intrin::uop_kernel), std::string(what), 1,
-          tir::make_seq(
-              {tir::make_evaluate(te::call(std::string(vta::intrin::uop_loop_begin), DType::int32(),
-                                           {rows, i32(1), i32(src_step), i32(0)})),
-               tir::make_evaluate(std::move(call)),
-               tir::make_evaluate(te::call(std::string(vta::intrin::uop_loop_end), DType::int32(),
-                                           std::vector<te::Expr>{}))}));
-    }
     tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
       if (n.buffer.name() != max_name) return tir::StmtMutator<Rewrite>::visit_allocate(n, s);
       if (in_max) unexpected(fmt::format("'{}' allocated before its MUL", max_name));
@@ -41805,11 +41807,11 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
       if (!of_scores) {
         // the masks, -32768 where a key is masked, added to t0: 32768
         return tir::make_seq(
-            {s, looped(vta::detail::alu_kernel_name(runtime::AluOp::Mul, true), rows, 1,
-                       te::call(std::string(vta::intrin::alu), DType::int32(),
-                                {i32(static_cast<std::int64_t>(runtime::AluOp::Mul)), i32(1),
-                                 i32(-1), a[1], a[1]},
-                                {acc, acc}))});
+            {s, uop_kernel_over(vta::detail::alu_kernel_name(runtime::AluOp::Mul, true), rows, 1,
+                                te::call(std::string(vta::intrin::alu), DType::int32(),
+                                         {i32(static_cast<std::int64_t>(runtime::AluOp::Mul)),
+                                          i32(1), i32(-1), a[1], a[1]},
+                                         {acc, acc}))});
       }
       ++loads;
       auto args = a;
@@ -41818,11 +41820,12 @@ inline tir::PrimFunc scores_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
       const auto zero = te::make_const(0, DType::int32());
       return tir::make_seq(
           {tir::make_evaluate(te::call(call->name, call->dtype(), std::move(args), {inp, scores})),
-           looped("gemm_reset", rows, 0,
-                  te::call(std::string(vta::intrin::gemm_reset), DType::int32(), {a[1]}, {acc})),
-           looped("gemm", rows, 1,
-                  te::call(std::string(vta::intrin::gemm), DType::int32(), {a[1], zero, zero},
-                           {acc, inp, wgt}))});
+           uop_kernel_over(
+               "gemm_reset", rows, 0,
+               te::call(std::string(vta::intrin::gemm_reset), DType::int32(), {a[1]}, {acc})),
+           uop_kernel_over("gemm", rows, 1,
+                           te::call(std::string(vta::intrin::gemm), DType::int32(),
+                                    {a[1], zero, zero}, {acc, inp, wgt}))});
     }
     tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
       if (n.key != vta::intrin::uop_kernel) return tir::StmtMutator<Rewrite>::visit_attr(n, s);
@@ -41988,18 +41991,11 @@ inline tir::PrimFunc sums_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
                                src.name(), (*alu)->buffers[0].name()));
       ++sums;
       const auto zero = te::make_const(0, DType::int32());
-      const tir::Stmt gemm = tir::make_attr(
-          std::string(vta::intrin::uop_kernel), std::string("gemm"), 1,
-          tir::make_seq(
-              {tir::make_evaluate(te::call(std::string(vta::intrin::uop_loop_begin), DType::int32(),
-                                           {(*begin)->args[0], te::make_const(1, DType::int32()),
-                                            te::make_const(1, DType::int32()), zero})),
-               tir::make_evaluate(
-                   te::call(std::string(vta::intrin::gemm), DType::int32(),
-                            {a[3], te::index_value(ne::simplify(*src_entry - known->second)), zero},
-                            {(*alu)->buffers[0], inp, wgt})),
-               tir::make_evaluate(te::call(std::string(vta::intrin::uop_loop_end), DType::int32(),
-                                           std::vector<te::Expr>{}))}));
+      const tir::Stmt gemm = uop_kernel_over(
+          "gemm", (*begin)->args[0], 1,
+          te::call(std::string(vta::intrin::gemm), DType::int32(),
+                   {a[3], te::index_value(ne::simplify(*src_entry - known->second)), zero},
+                   {(*alu)->buffers[0], inp, wgt}));
       return masked ? tir::make_if(*masked, s, gemm) : gemm;
     }
   } rewrite(chunk_var);
