@@ -1408,7 +1408,9 @@ TEST_CASE("integer softmax normalization: the sum by the GEMM core, the masks' c
     for (std::int64_t q0 = 0; q0 < q; q0 += 2, blocks += 2)
       seen += 2 * static_cast<std::uint64_t>(l + std::min<std::int64_t>(q0 + 2, q));
     CHECK(by_weight.at(1) == seen);
-    CHECK(gemm <= seen);
+    // (and up to 16 a block into the narrowed running rows' scratch:
+    // graph::detail::narrow_running_rows)
+    CHECK(gemm <= seen + blocks * 16);
     CHECK(gemm + blocks * 128 >= seen);
     CHECK(acc_rows >= seen);
     CHECK(acc_rows <= seen + blocks * 128);
@@ -1432,6 +1434,58 @@ TEST_CASE("integer softmax normalization: the sum by the GEMM core, the masks' c
   CHECK_THROWS_WITH_AS(graph::lower_kernel(unrewritten, env, "sm"),
                        "kernel 'sm': argument 'sm_w' is read by no stage and not by the rewrite",
                        dlavm::ScheduleError);
+}
+
+TEST_CASE("integer softmax kernel: the running rows narrowed to 16, a chunk's keys 16 a row") {
+  // Where a chunk loop maxes (adds) each chunk's keys into running rows and halves them once
+  // after the loop (not in uniform tiles: the exponentials' max, the normalization's sum and
+  // the whole softmax's both), the rows are 16 (graph::detail::narrow_running_rows): key k of a
+  // chunk goes into row k mod 16 by a kernel of two loop levels, whose outer level moves the
+  // source alone by 16 rows, the keys past the last 16 by a kernel of their own, and the
+  // halving starts from 16 rows. Two batches of two queries of 8 lanes a tile, causal, in
+  // chunks of 64: every part equals its host kernel where the last chunk a block sees holds
+  // keys in sixteens alone, one past them, 15 and a whole chunk (1 or 11 queries after 15, 16,
+  // 31, 47, 63 and 64 keys: each block's last chunk ends where its queries do); the rows take
+  // 16 accumulator rows (64 before).
+  const vta::Env env;
+  const auto m = ne::var("m", 1, 11);
+  const auto last = ne::var("last", 0, 200);
+  std::uint64_t seed = 4242;
+  for (const auto part : {graph::IntegerSoftmaxPart::Whole, graph::IntegerSoftmaxPart::Exp,
+                          graph::IntegerSoftmaxPart::Normalize}) {
+    CAPTURE(static_cast<int>(part));
+    auto shape = one_batch(m, last, 8, 2, part);
+    shape.products = ne::simplify(2 * ne::ceildiv(m, 2));
+    const LaneGroupKernel k(env, shape, 64);
+    std::vector<std::int64_t> rows;
+    for (const auto& [buffer, slot] : k.program.sram())
+      if (buffer->name.ends_with(graph::detail::kRunningRows)) rows.push_back(slot.entries);
+    // (the whole softmax's two: the max's and the sum's)
+    CHECK(rows == std::vector<std::int64_t>(part == graph::IntegerSoftmaxPart::Whole ? 2 : 1,
+                                            2 * graph::detail::kNarrowRows));
+    for (const std::int64_t q : {1, 11})
+      for (const std::int64_t l : {15, 16, 31, 47, 63, 64}) {
+        CAPTURE(q);
+        CAPTURE(l);
+        auto logical = te::NDArray::random(DType::int8(), {2, q, q + l, 8}, seed++);
+        const auto expected = host_part(part, logical, 0.25, true);
+        CHECK(k.run(logical, q, l) == expected);
+        // the chunks' kernels into the rows (of every key where a block sees 17 at least: the
+        // keys past the whole sixteens are 1 to 16): two levels, the outer one 16 rows of the
+        // source a step and none of the destination
+        std::vector<std::uint64_t> phys;
+        for (std::size_t a = 0; a < k.kernel.args().size(); ++a) phys.push_back((a + 1) << 24);
+        const ne::Binding bindings[] = {{"m", q}, {"last", l}};
+        std::size_t grouped = 0;
+        for (const auto& i :
+             vta::decode_all(env.config.layout(), k.program.instantiate(bindings, phys).insns))
+          if ((i.opcode == vta::Opcode::Alu || (i.opcode == vta::Opcode::Gemm && !i.reset_reg)) &&
+              i.dst_factor_out == 0 && i.src_factor_out == 16 && i.iter_in == 16 &&
+              i.dst_factor_in == 1)
+            ++grouped;
+        if (q + l >= 17) CHECK(grouped > 0);
+      }
+  }
 }
 
 TEST_CASE("integer softmax: a constant the GEMM core adds, as a row of int8 weights") {

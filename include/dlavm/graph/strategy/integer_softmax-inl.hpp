@@ -1207,6 +1207,244 @@ inline tir::PrimFunc sums_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
   return out;
 }
 
+// Body `body` with each buffer of running rows (named ...kRunningRows, `rows` accumulator rows
+// of `tile` entries, a power of two above 2 kNarrowRows) narrowed to 2 kNarrowRows rows, the
+// running rows the last kNarrowRows of them, the first a scratch. The chunk loop's kernels
+// that max or add a chunk's E keys into rows 0 to E - 1 (one loop level) become kernels of
+// two levels, 16 keys a running row, the outer level moving the source alone by 16 keys: a
+// whole chunk's (E = rows) in one such kernel, where it is not the loop's last; the last in
+// one over the first floor((E - 1) / 16) sixteens, where there are any, and one over the 1 to
+// 16 keys left, in two iterations of which the first puts the chunk's first keys into the
+// scratch rows and the second, moved there by its loop's factors, the keys left into the
+// running rows. So a field that depends on the keys a block sees is a loop's extent or factor,
+// which a decode step's stream rewrites in place (vta::Program::reinstantiate), never a
+// micro-op's, and from one decode step to the next the kernels that run change only where the
+// last chunk's E passes 16 (where a chunk starts, the loop's extent changes). The start of the
+// rows before the loop (a reset, or an ALU immediate in place) covers the 16 rows alone, and
+// the halving after the loop keeps its levels of fewer than 16 rows. The keys a row combines,
+// and their order, are another's, so the bits are the same where the combination is
+// associative and commutative on int32 (VTA's MIN, MAX and wrapping ADD). Per block, rows - 16
+// fewer rows to start and as many fewer micro-ops of halving, log2(rows / 16) fewer
+// instructions, at most 16 micro-ops and an instruction more in its last chunk. A buffer whose
+// kernels are not all those is left as it was.
+inline tir::Stmt narrow_running_rows(const tir::Stmt& body, std::int64_t tile) {
+  struct Rows : tir::StmtMutator<Rows> {
+    te::Buffer buffer;
+    std::int64_t rows = 0;
+    std::vector<const tir::ForNode*> loops;  // the loops around the statement being visited
+    bool failed = false;
+    int accumulated = 0, started = 0;
+    std::vector<std::int64_t> halves;  // the halving levels kept and dropped, by their half
+
+    static te::Expr i32(const ne::Expr& v) { return te::index_value(ne::simplify(v)); }
+    static tir::Stmt eval(te::Expr e) { return tir::make_evaluate(std::move(e)); }
+    static tir::Stmt with_args(const te::CallNode& call, std::vector<te::Expr> args) {
+      return eval(te::call(call.name, call.dtype(), std::move(args), call.buffers));
+    }
+    static tir::Stmt loop_end() {
+      return eval(te::call(std::string(vta::intrin::uop_loop_end), DType::int32(),
+                           std::vector<te::Expr>{}));
+    }
+    bool is_rows(const te::Buffer& b) const { return b.same_as(buffer); }
+    bool writes(const te::CallNode& call) const {
+      return (call.name == vta::intrin::alu || call.name == vta::intrin::gemm ||
+              call.name == vta::intrin::gemm_reset) &&
+             !call.buffers.empty() && is_rows(call.buffers[0]);
+    }
+    // A halving level (`begin` its loop, null where it has none): an ALU op of the rows'
+    // entries k and k + h into k, for k below h, h of it (0: not one).
+    std::int64_t half_of(const te::CallNode* begin, const te::CallNode& op) const {
+      if (op.name != vta::intrin::alu || op.buffers.size() != 2 || !is_rows(op.buffers[1]) ||
+          vta::detail::constant_index(op.args[1]) != 0 ||
+          vta::detail::constant_index(op.args[3]) != 0)
+        return 0;
+      const auto h = vta::detail::constant_index(op.args[4]).value_or(0);
+      if (h <= 0) return 0;
+      if (begin == nullptr) return h == 1 ? 1 : 0;
+      return vta::detail::constant_index(begin->args[0]) == h &&
+                     vta::detail::constant_index(begin->args[1]) == 1 &&
+                     vta::detail::constant_index(begin->args[2]) == 1
+                 ? h
+                 : 0;
+    }
+    // The kernel of attribute `n` (its loop `begin`, or null, and its operation `op`) with the
+    // operation's row arguments `at` moved past the scratch rows.
+    static tir::Stmt moved(const tir::AttrNode& n, const te::CallNode* begin,
+                           const te::CallNode& op, std::initializer_list<std::size_t> at) {
+      auto args = op.args;
+      for (const std::size_t a : at) args[a] = i32(*vta::detail::index_arg(args[a]) + kNarrowRows);
+      if (begin == nullptr) return tir::make_attr(n.key, n.node, n.value, with_args(op, args));
+      const auto& seq = n.body.as<tir::SeqNode>()->seq;
+      return tir::make_attr(n.key, n.node, n.value,
+                            tir::make_seq({seq[0], with_args(op, std::move(args)), seq[2]}));
+    }
+    tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
+      loops.push_back(&n);
+      auto out = tir::StmtMutator<Rows>::visit_for(n, s);
+      loops.pop_back();
+      return out;
+    }
+    tir::Stmt visit_seq(const tir::SeqNode& n, const tir::Stmt&) {
+      std::vector<tir::Stmt> kept;
+      for (const auto& st : n.seq) {
+        const auto* attr = st.as<tir::AttrNode>();
+        if (loops.empty() && attr != nullptr && attr->key == vta::intrin::uop_kernel) {
+          const auto calls = vta::detail::calls_in(st);
+          const auto* begin = calls.size() == 3 ? calls[0] : nullptr;
+          const auto* op = calls.size() == 3 ? calls[1] : calls.size() == 1 ? calls[0] : nullptr;
+          if (op != nullptr && writes(*op)) {
+            if (const std::int64_t h = half_of(begin, *op); h > 0) {
+              halves.push_back(h);
+              if (h < kNarrowRows) kept.push_back(moved(*attr, begin, *op, {3, 4}));
+              continue;
+            }
+          }
+        }
+        kept.push_back(visit(st));
+      }
+      return tir::make_seq(std::move(kept));
+    }
+    tir::Stmt visit_evaluate(const tir::EvaluateNode& n, const tir::Stmt& s) {
+      // (kernels are visited whole, in visit_attr: a call met here is a transfer)
+      const auto* call = n.value.as<te::CallNode>();
+      if (call != nullptr &&
+          std::ranges::any_of(call->buffers, [&](const auto& b) { return is_rows(b); }))
+        failed = true;
+      return s;
+    }
+    tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& s) {
+      if (n.key != vta::intrin::uop_kernel) return tir::StmtMutator<Rows>::visit_attr(n, s);
+      const auto calls = vta::detail::calls_in(s);
+      if (!std::ranges::any_of(calls, [&](const te::CallNode* c) {
+            return std::ranges::any_of(c->buffers, [&](const auto& b) { return is_rows(b); });
+          }))
+        return s;
+      const te::CallNode* begin = calls.size() == 3 ? calls[0] : nullptr;
+      const te::CallNode* op = calls.size() == 3   ? calls[1]
+                               : calls.size() == 1 ? calls[0]
+                                                   : nullptr;
+      const auto fail = [&] {
+        failed = true;
+        return s;
+      };
+      if (op == nullptr || (begin != nullptr && begin->name != vta::intrin::uop_loop_begin))
+        return fail();
+      if (!writes(*op)) {
+        // the total's read, of row 0 after the halving, into the block's row
+        if (begin != nullptr || op->name != vta::intrin::alu || op->buffers.size() != 2 ||
+            !is_rows(op->buffers[1]) || vta::detail::constant_index(op->args[4]) != 0)
+          return fail();
+        return moved(n, begin, *op, {4});
+      }
+      const bool alu = op->name == vta::intrin::alu, gemm = op->name == vta::intrin::gemm;
+      const std::size_t dst_at = alu ? 3 : 0;
+      if (begin == nullptr || vta::detail::constant_index(op->args[dst_at]) != 0 ||
+          vta::detail::constant_index(begin->args[1]) != 1)
+        return fail();
+      const bool in_place = op->buffers.size() == 2 && is_rows(op->buffers[1]);
+      if (loops.empty()) {
+        // the start: a reset, or an immediate in place, over every row
+        const bool reset = op->name == vta::intrin::gemm_reset;
+        if (vta::detail::constant_index(begin->args[0]) != rows ||
+            !(reset || (alu && in_place && vta::detail::constant_index(op->args[1]) == 1 &&
+                        vta::detail::constant_index(op->args[4]) == 0)))
+          return fail();
+        ++started;
+        auto loop = begin->args;
+        loop[0] = i32(ne::Expr(kNarrowRows));
+        const auto& seq = n.body.as<tir::SeqNode>()->seq;
+        auto args = op->args;
+        if (reset)
+          args[0] = i32(ne::Expr(kNarrowRows));
+        else
+          args[3] = args[4] = i32(ne::Expr(kNarrowRows));
+        return tir::make_attr(n.key, n.node, n.value,
+                              tir::make_seq({with_args(*begin, std::move(loop)),
+                                             with_args(*op, std::move(args)), seq[2]}));
+      }
+      // a chunk's keys into the rows: one loop level over them, from another buffer
+      const auto extent = vta::detail::index_arg(begin->args[0]);
+      const auto src_step = vta::detail::constant_index(begin->args[2]);
+      const auto wgt_step = vta::detail::constant_index(begin->args[3]);
+      if (in_place || !(alu || gemm) || !extent || !src_step || !wgt_step) return fail();
+      ++accumulated;
+      const auto loop_begin = [&](const ne::Expr& e, const ne::Expr& dst, const ne::Expr& src,
+                                  const ne::Expr& wgt) {
+        return with_args(*begin, {i32(e), i32(dst), i32(src), i32(wgt)});
+      };
+      // the first `groups` x 16 keys, 16 a running row
+      auto grouped_args = op->args;
+      grouped_args[dst_at] = i32(ne::Expr(kNarrowRows));
+      const auto grouped = [&](const ne::Expr& groups) {
+        return tir::make_attr(
+            n.key, n.node, n.value,
+            tir::make_seq({loop_begin(groups, 0, *src_step * kNarrowRows, *wgt_step * kNarrowRows),
+                           loop_begin(kNarrowRows, 1, *src_step, *wgt_step),
+                           with_args(*op, grouped_args), loop_end(), loop_end()}));
+      };
+      // A whole chunk (E = rows) in sixteens alone. The last, in floor((E - 1) / 16) sixteens
+      // and the 1 to 16 keys left, not 0 to 15: the kernel of the keys left runs in every
+      // last chunk, the grouped one where E > 16. The keys left in two iterations: the first
+      // puts the chunk's first keys into the scratch rows, the second the keys left into the
+      // running rows.
+      const ne::Expr groups = ne::simplify(ne::floordiv(*extent - 1, kNarrowRows));
+      const ne::Expr left = ne::simplify(*extent - groups * kNarrowRows);
+      std::vector<tir::Stmt> last;
+      if (!ne::can_prove(ne::simplify(groups < 1)))
+        last.push_back(ne::can_prove(ne::simplify(groups >= 1))
+                           ? grouped(groups)
+                           : tir::make_if(ne::simplify(groups >= 1), grouped(groups)));
+      last.push_back(
+          tir::make_attr(n.key, n.node, n.value,
+                         tir::make_seq({loop_begin(2, kNarrowRows, groups * kNarrowRows * *src_step,
+                                                   groups * kNarrowRows * *wgt_step),
+                                        loop_begin(left, 1, *src_step, *wgt_step),
+                                        with_args(*op, op->args), loop_end(), loop_end()})));
+      // (whole where E = rows, which the kernel of sixteens alone needs, in a chunk before the
+      // chunk loop's last, where E = rows: the condition then holds in the same iterations of
+      // one decode step as of the next, until the loop's extent changes, where E = rows in
+      // the last chunk alone would not)
+      const tir::ForNode& chunks = *loops.back();
+      const ne::Expr whole =
+          ne::simplify(chunks.var + 1 < chunks.min + chunks.extent && *extent >= rows);
+      if (ne::can_prove(whole)) return grouped(ne::Expr(rows / kNarrowRows));
+      return tir::make_if(whole, grouped(ne::Expr(rows / kNarrowRows)), tir::make_seq(last));
+    }
+  };
+  struct Allocations : tir::StmtMutator<Allocations> {
+    std::int64_t tile = 1;
+    // (one narrowed buffer for each buffer: the arms of a condition on the dims share their
+    // allocations' buffers, which the memory plan then places once)
+    std::unordered_map<const te::BufferNode*, te::Buffer> fewer;
+    tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& s) {
+      const tir::Stmt inner = visit(n.body);
+      const auto size = n.buffer.size().as_int();
+      const std::int64_t rows = size ? *size / tile : 0;
+      if (!n.buffer.name().ends_with(kRunningRows) || !size || *size % tile != 0 ||
+          rows <= 2 * kNarrowRows || !std::has_single_bit(static_cast<std::uint64_t>(rows)))
+        return inner.same_as(n.body) ? s : tir::make_allocate(n.buffer, inner);
+      Rows running;
+      running.buffer = n.buffer;
+      running.rows = rows;
+      const tir::Stmt narrowed = running.visit(inner);
+      // every level of the halving, once: rows / 2, ..., 2, 1
+      std::vector<std::int64_t> levels;
+      for (std::int64_t h = rows / 2; h >= 1; h /= 2) levels.push_back(h);
+      if (running.failed || running.accumulated == 0 || running.started != 1 ||
+          running.halves != levels)
+        return tir::make_allocate(n.buffer, inner);
+      auto [at, added] = fewer.try_emplace(n.buffer.get());
+      if (added)
+        at->second = te::make_buffer(n.buffer.name(), n.buffer.dtype(),
+                                     {ne::Expr(2 * kNarrowRows * tile)}, n.buffer.scope());
+      return tir::make_allocate(at->second,
+                                tir::rewrite(narrowed, {}, {{n.buffer.get(), at->second}}));
+    }
+  } allocations;
+  allocations.tile = tile;
+  return allocations.visit(body);
+}
+
 }  // namespace detail
 
 DLAVM_INLINE IntegerSoftmaxKernel::IntegerSoftmaxKernel(const vta::Env& env,
@@ -1429,9 +1667,15 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
   const auto& leaf = s[res_].leaf_iter_vars();  // product, tile, chunk, key, batch, lane
   chunks.push_back(leaf[2].var());
   return [kernel = *this, product = leaf[0].var(), chunks](const tir::PrimFunc& f) {
+    // (last, the running rows narrowed: the GEMM core's sums are formed from their one loop
+    // level)
+    const auto narrowed = [&](tir::PrimFunc g) {
+      g.body = detail::narrow_running_rows(g.body, kernel.env_.acc_tile());
+      return g;
+    };
     tir::PrimFunc out = kernel.skip_masked(f, product, chunks);
     if (detail::softmax_skips(kernel.shape_)) out.body = detail::pair_blocks(out.body, product);
-    if (!kernel.weights_.defined()) return out;
+    if (!kernel.weights_.defined()) return narrowed(out);
     // (the parameters in args()'s order, the scores first, the weights before the result:
     // copies, as the rewrites below replace `out`)
     const auto params = out.flat_params;
@@ -1464,7 +1708,7 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
     const tir::Stmt tiles_load = load(runtime::MemId::Wgt, wgt, 0, tiles);
     if (kernel.gemm_adds_.empty()) {
       out.body = tir::make_allocate(wgt, tir::make_seq({tiles_load, out.body}));
-      return out;
+      return narrowed(out);
     }
     const te::Buffer row = te::make_buffer(weights.name() + ".row", env.inp_dtype,
                                            {ne::Expr(env.inp_tile())}, env.inp_scope);
@@ -1476,7 +1720,7 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
         wgt, tir::make_allocate(row, tir::make_seq({tiles_load, row_load,
                                                     detail::adds_by_gemm(out.body, row, wgt, first,
                                                                          kernel.gemm_adds_)})));
-    return out;
+    return narrowed(out);
   };
 }
 
@@ -2088,7 +2332,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                })))
             return false;
       }
-      const te::Buffer rows = te::make_buffer(e.name() + ".rows", e.dtype(), {e.size()}, e.scope());
+      const te::Buffer rows = te::make_buffer(e.name() + std::string(detail::kRunningRows),
+                                              e.dtype(), {e.size()}, e.scope());
       const auto added = copy_rows(parts, ch, e, rows, ne::Expr(0));
       if (!added) return false;
       const auto add_kept = in_kept((*added)[1], e, kept_row(c));
@@ -2374,8 +2619,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           !steps(level, 1, 1))
         return false;
       const ne::Expr row = kept_row(c);
-      const te::Buffer running =
-          te::make_buffer(s.name() + ".rows", s.dtype(), {s.size()}, s.scope());
+      const te::Buffer running = te::make_buffer(s.name() + std::string(detail::kRunningRows),
+                                                 s.dtype(), {s.size()}, s.scope());
       // the fill's reset and ADD (k = 0, 1) over a whole chunk of `to` from row `at`
       const auto whole_fill = [&](std::size_t k, const te::Buffer& to, const ne::Expr& at) {
         const auto fill_calls = vta::detail::calls_in(parts[k]);

@@ -53,6 +53,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dlavm::graph {
@@ -373,6 +374,16 @@ SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart part, runtime:
                           std::int64_t keys);
 
 namespace detail {
+
+// The suffix of the running rows' buffers (IntegerSoftmaxKernel::skip_masked: a chunk's rows
+// that each chunk's keys are maxed or added into, halved once after the chunk loop), by which
+// the rewrite that narrows them (narrow_running_rows) finds them.
+inline constexpr std::string_view kRunningRows = ".rows";
+
+// The rows that rewrite leaves of running rows: key k of a chunk goes into row k mod 16, so
+// that a row is written every 16th micro-op, well apart in the ALU's and the GEMM core's
+// pipelines.
+inline constexpr std::int64_t kNarrowRows = 16;
 
 // The input row the GEMM core adds constants against (IntegerSoftmaxKernel::gemm_adds):
 // kAddUnit in every lane but the last, 1 there; a row of weights w adds
