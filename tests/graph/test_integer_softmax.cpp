@@ -1441,12 +1441,13 @@ TEST_CASE("integer softmax kernel: the running rows narrowed to 16, a chunk's ke
   // after the loop (not in uniform tiles: the exponentials' max, the normalization's sum and
   // the whole softmax's both), the rows are 16 (graph::detail::narrow_running_rows): key k of a
   // chunk goes into row k mod 16 by a kernel of two loop levels, whose outer level moves the
-  // source alone by 16 rows, the keys past the last 16 by a kernel of their own, and the
-  // halving starts from 16 rows. Two batches of two queries of 8 lanes a tile, causal, in
-  // chunks of 64: every part equals its host kernel where the last chunk a block sees holds
-  // keys in sixteens alone, one past them, 15 and a whole chunk (1 or 11 queries after 15, 16,
-  // 31, 47, 63 and 64 keys: each block's last chunk ends where its queries do); the rows take
-  // 16 accumulator rows (64 before).
+  // source alone by 16 rows, the last chunk's 1 to 16 keys past its sixteens by a kernel whose
+  // first iteration puts the chunk's first keys into 16 scratch rows, and the halving starts
+  // from 16 rows. Two batches of two queries of 8 lanes a tile, causal, in chunks of 64: every
+  // part equals its host kernel where the last chunk a block sees holds 16 keys or fewer, one
+  // past sixteens, 15 past them and a whole chunk, after whole chunks or none (1 or 11 queries
+  // after 15, 16, 31, 47, 63 and 64 keys: each block's last chunk ends where its queries do);
+  // the rows take 32 accumulator rows, 16 of them the scratch (64 before).
   const vta::Env env;
   const auto m = ne::var("m", 1, 11);
   const auto last = ne::var("last", 0, 200);
