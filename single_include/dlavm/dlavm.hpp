@@ -28193,7 +28193,8 @@ namespace dlavm::vta {
 namespace detail {
 
 // Assigns every on-chip allocation a range of entries in its SRAM, innermost allocations
-// stacked on the enclosing ones; raises CapacityError naming the buffer and the numbers.
+// stacked on the enclosing ones; raises CapacityError naming the buffer and the numbers, and
+// ScheduleError where one buffer is allocated at two places (its accesses have one address).
 class SramAllocator : public tir::StmtVisitor<SramAllocator> {
  public:
   explicit SramAllocator(const Env& env) : env_(env) {}
@@ -28219,8 +28220,20 @@ class SramAllocator : public tir::StmtVisitor<SramAllocator> {
           "buffer '{}' needs {} bytes of {} ({} entries of {} bytes); {} of {} bytes are free",
           b.name(), entries * bytes_per, b.scope(), entries, bytes_per, (depth - top) * bytes_per,
           depth * bytes_per);
-    if (slots.count(b.get()) == 0) order.push_back(b.get());
-    slots[b.get()] = {*mem, top, entries, arm_};
+    const SramSlot slot{*mem, top, entries, arm_};
+    if (const auto it = slots.find(b.get()); it == slots.end()) {
+      order.push_back(b.get());
+      slots.emplace(b.get(), slot);
+    } else if (it->second.base != top || it->second.entries != entries) {
+      // (its accesses are addressed by one slot)
+      raise<ScheduleError>(
+          "buffer '{}' is allocated twice in {}: {} entries at entry {}, {} at entry {}", b.name(),
+          b.scope(), it->second.entries, it->second.base, entries, top);
+    } else if (it->second.arm != arm_) {
+      // allocated in both arms of a condition on the dims (one buffer the arms share): it
+      // lives in whichever runs, apart from neither arm's buffers
+      it->second.arm = 0;
+    }
     top += entries;
     visit(n.body);
     top -= entries;

@@ -154,6 +154,46 @@ TEST_CASE("build: a symbolic row count gets a second tiling at its minimum, used
   const vta::Program in_loop(special.program->env(), looped);
   CHECK(in_loop.regions().size() == special.program->regions().size());
   for (const auto& r : in_loop.regions()) CHECK(r.arm == 0);
+  // a buffer both arms allocate (one node the arms share, as a rewrite that keeps a buffer in
+  // both leaves it) lives in whichever runs: no arm, so that its hazards with either arm's
+  // buffers at its entries are tracked (it was the arm visited last, apart from the other's);
+  // allocated at two places it is an error, its accesses having one address
+  const auto& env = special.program->env();
+  const auto shared = te::make_buffer("shared", DType::int32(), {ne::Expr(16)}, env.acc_scope);
+  const auto before = te::make_buffer("before", DType::int32(), {ne::Expr(16)}, env.acc_scope);
+  struct AroundArms : dlavm::tir::StmtMutator<AroundArms> {
+    te::Buffer shared, before;  // `before` (where defined) around the else arm's `shared`
+    bool done = false;
+    // (the condition outside every loop, on the dims: the arms')
+    dlavm::tir::Stmt visit_for(const dlavm::tir::ForNode&, const dlavm::tir::Stmt& s) { return s; }
+    dlavm::tir::Stmt visit_if(const dlavm::tir::IfThenElseNode& n, const dlavm::tir::Stmt& s) {
+      if (done) return s;
+      done = true;
+      dlavm::tir::Stmt other = dlavm::tir::make_allocate(shared, n.else_case);
+      if (before.defined()) other = dlavm::tir::make_allocate(before, other);
+      return dlavm::tir::make_if(n.cond, dlavm::tir::make_allocate(shared, n.then_case), other);
+    }
+  };
+  AroundArms around;
+  around.shared = shared;
+  dlavm::tir::PrimFunc both = special.program->func();
+  both.body = around.visit(both.body);
+  REQUIRE(around.done);
+  const vta::Program in_both(env, both);
+  CHECK(in_both.regions().at(in_both.region_of(shared.get())).arm == 0);
+  AroundArms apart;
+  apart.shared = shared;
+  apart.before = before;
+  both.body = apart.visit(special.program->func().body);
+  std::string error;
+  try {
+    const vta::Program at_two(env, both);
+  } catch (const dlavm::ScheduleError& e) {
+    error = e.what();
+  }
+  CHECK(
+      error.starts_with("buffer 'shared' is allocated twice in local.acc_buffer: 1 entries at "
+                        "entry "));
   // where the chooser picks the same knobs for one row, one tiling serves
   struct Ones final : graph::Chooser {
     graph::Knobs choose(const graph::Workload&, const graph::KnobSpace& space) const override {
