@@ -381,8 +381,7 @@ namespace detail {
 inline constexpr std::string_view kRunningRows = ".rows";
 
 // The rows that rewrite leaves of running rows: key k of a chunk goes into row k mod 16, so
-// that a row is written every 16th micro-op, well apart in the ALU's and the GEMM core's
-// pipelines.
+// that a kernel writes a row every 16th micro-op, never in two micro-ops in a row.
 inline constexpr std::int64_t kNarrowRows = 16;
 
 // The input row the GEMM core adds constants against (IntegerSoftmaxKernel::gemm_adds):
