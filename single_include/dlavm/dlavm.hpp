@@ -41559,6 +41559,20 @@ inline void check_softmax_kernel(const vta::Env& env, const IntegerSoftmaxShape&
         name, shape.keys, shape.queries);
 }
 
+// Kernel `kernel` (one loop level) with its loop's extent set to `extent`.
+inline tir::Stmt with_extent(const tir::Stmt& kernel, const ne::Expr& extent) {
+  const auto* attr = kernel.as<tir::AttrNode>();
+  const auto& seq = attr->body.as<tir::SeqNode>()->seq;
+  const auto* begin = seq[0].as<tir::EvaluateNode>()->value.as<te::CallNode>();
+  auto args = begin->args;
+  args[0] = te::index_value(ne::simplify(extent));
+  return tir::make_attr(
+      attr->key, attr->node, attr->value,
+      tir::make_seq({tir::make_evaluate(
+                         te::call(begin->name, begin->dtype(), std::move(args), begin->buffers)),
+                     seq[1], seq[2]}));
+}
+
 // An ALU kernel with its argument `arg` set to `value` (0 its operation, 2 its immediate).
 inline tir::Stmt with_alu_arg(const tir::Stmt& kernel, std::size_t arg, std::int64_t value) {
   struct Arg : tir::StmtMutator<Arg> {
@@ -42109,17 +42123,6 @@ inline tir::Stmt narrow_running_rows(const tir::Stmt& body, std::int64_t tile) {
                  ? h
                  : 0;
     }
-    // The kernel of attribute `n` (its loop `begin`, or null, and its operation `op`) with the
-    // operation's row arguments `at` moved past the scratch rows.
-    static tir::Stmt moved(const tir::AttrNode& n, const te::CallNode* begin,
-                           const te::CallNode& op, std::initializer_list<std::size_t> at) {
-      auto args = op.args;
-      for (const std::size_t a : at) args[a] = i32(*vta::detail::index_arg(args[a]) + kNarrowRows);
-      if (begin == nullptr) return tir::make_attr(n.key, n.node, n.value, with_args(op, args));
-      const auto& seq = n.body.as<tir::SeqNode>()->seq;
-      return tir::make_attr(n.key, n.node, n.value,
-                            tir::make_seq({seq[0], with_args(op, std::move(args)), seq[2]}));
-    }
     tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
       loops.push_back(&n);
       auto out = tir::StmtMutator<Rows>::visit_for(n, s);
@@ -42137,7 +42140,9 @@ inline tir::Stmt narrow_running_rows(const tir::Stmt& body, std::int64_t tile) {
           if (op != nullptr && writes(*op)) {
             if (const std::int64_t h = half_of(begin, *op); h > 0) {
               halves.push_back(h);
-              if (h < kNarrowRows) kept.push_back(moved(*attr, begin, *op, {3, 4}));
+              // (past the scratch rows: entries 16 + k and 16 + k + h)
+              if (h < kNarrowRows)
+                kept.push_back(with_alu_arg(with_alu_arg(st, 3, kNarrowRows), 4, kNarrowRows + h));
               continue;
             }
           }
@@ -42176,7 +42181,7 @@ inline tir::Stmt narrow_running_rows(const tir::Stmt& body, std::int64_t tile) {
         if (begin != nullptr || op->name != vta::intrin::alu || op->buffers.size() != 2 ||
             !is_rows(op->buffers[1]) || vta::detail::constant_index(op->args[4]) != 0)
           return fail();
-        return moved(n, begin, *op, {4});
+        return with_alu_arg(s, 4, kNarrowRows);
       }
       const bool alu = op->name == vta::intrin::alu, gemm = op->name == vta::intrin::gemm;
       const std::size_t dst_at = alu ? 3 : 0;
@@ -42192,17 +42197,14 @@ inline tir::Stmt narrow_running_rows(const tir::Stmt& body, std::int64_t tile) {
                         vta::detail::constant_index(op->args[4]) == 0)))
           return fail();
         ++started;
-        auto loop = begin->args;
-        loop[0] = i32(ne::Expr(kNarrowRows));
-        const auto& seq = n.body.as<tir::SeqNode>()->seq;
+        const tir::Stmt narrowed = with_extent(s, ne::Expr(kNarrowRows));
+        if (!reset) return with_alu_arg(with_alu_arg(narrowed, 3, kNarrowRows), 4, kNarrowRows);
+        // (a reset's one argument, its destination)
         auto args = op->args;
-        if (reset)
-          args[0] = i32(ne::Expr(kNarrowRows));
-        else
-          args[3] = args[4] = i32(ne::Expr(kNarrowRows));
+        args[0] = i32(ne::Expr(kNarrowRows));
+        const auto& seq = narrowed.as<tir::AttrNode>()->body.as<tir::SeqNode>()->seq;
         return tir::make_attr(n.key, n.node, n.value,
-                              tir::make_seq({with_args(*begin, std::move(loop)),
-                                             with_args(*op, std::move(args)), seq[2]}));
+                              tir::make_seq({seq[0], with_args(*op, std::move(args)), seq[2]}));
       }
       // a chunk's keys into the rows: one loop level over them, from another buffer
       const auto extent = vta::detail::index_arg(begin->args[0]);
@@ -43079,19 +43081,6 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                            {te::index_value(ne::simplify(row))}, {buffer})),
                seq[2]}));
     }
-    // Kernel `kernel` (one loop level) with its loop's extent set to `extent`.
-    static tir::Stmt with_extent(const tir::Stmt& kernel, const ne::Expr& extent) {
-      const auto* attr = kernel.as<tir::AttrNode>();
-      const auto& seq = attr->body.as<tir::SeqNode>()->seq;
-      const auto* begin = seq[0].as<tir::EvaluateNode>()->value.as<te::CallNode>();
-      auto args = begin->args;
-      args[0] = te::index_value(ne::simplify(extent));
-      return tir::make_attr(
-          attr->key, attr->node, attr->value,
-          tir::make_seq({tir::make_evaluate(te::call(begin->name, begin->dtype(), std::move(args),
-                                                     begin->buffers)),
-                         seq[1], seq[2]}));
-    }
     // Pass 2's parts `out` (rewritten from `parts`, whose chain is `ch`) with the chain's
     // exponentials copied to `kept` in the kept chunks; false where the chain has no copy.
     // The copy's reset clears all the rows the block's kept chunks take at once, before the
@@ -43121,8 +43110,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const bool whole = extent && extent->as_int() == chunk;
       if (hoist_reset && kept_count * chunk <= max_loop &&
           (whole || (extent && ne::can_prove(ne::simplify(*extent - chunk_rows) == 0)))) {
-        kept_reset =
-            with_extent(copy_rows(parts, ch, e, to, ne::Expr(0)).value()[0], kept_rows(!whole));
+        kept_reset = detail::with_extent(copy_rows(parts, ch, e, to, ne::Expr(0)).value()[0],
+                                         kept_rows(!whole));
         copy->erase(copy->begin());
       }
       exponential.clear();
@@ -43219,7 +43208,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                                                    0, tir::make_seq(in_rows));
       out = {all_kept ? kept_chunks
                       : tir::make_if(c < kept_count, kept_chunks, tir::make_seq(in_e))};
-      before.push_back(with_extent((*added)[0], ne::Expr(chunk)));
+      before.push_back(detail::with_extent((*added)[0], ne::Expr(chunk)));
       const tir::BufferMap to_rows{{e.get(), rows}};
       for (const auto& st : tail) after.push_back(tir::rewrite(st, {}, to_rows));
       sums = rows;
@@ -43467,7 +43456,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       const auto whole_fill = [&](std::size_t k, const te::Buffer& to, const ne::Expr& at) {
         const auto fill_calls = vta::detail::calls_in(parts[k]);
         const Link l{fill_calls[0], fill_calls[1]};
-        return with_extent(
+        return detail::with_extent(
             k == 0 ? moved(parts[k], l, {to}, {at}) : moved(parts[k], l, {to, to}, {at, at}),
             ne::Expr(chunk));
       };
@@ -43501,7 +43490,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
                        tir::make_if(ne::simplify(c + 1 >= seen), tir::make_seq(fill)));
       // the chunk's keys loaded into `from`, from row `at`, maxed into the running rows
       const auto max_into_rows = [&](const te::Buffer& from, const ne::Expr& at) {
-        return with_extent(moved(parts[first], level, {running, from}, {ne::Expr(0), at}), *loaded);
+        return detail::with_extent(moved(parts[first], level, {running, from}, {ne::Expr(0), at}),
+                                   *loaded);
       };
       in_rows.push_back(max_into_rows(kept, row));
       std::vector<tir::Stmt> in_s(parts.begin() + static_cast<std::ptrdiff_t>(body.fill),
@@ -43516,9 +43506,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       // the rows' start before the loop (the halving's first level made these kernels): the
       // sum's 0, a reset; the max's MIN with -32768, as any value at most that starts it, every
       // lane seeing a score of at least -128
-      const tir::Stmt start =
-          with_extent(moved(parts[first], level, {running, running}, {ne::Expr(0), ne::Expr(0)}),
-                      ne::Expr(chunk));
+      const tir::Stmt start = detail::with_extent(
+          moved(parts[first], level, {running, running}, {ne::Expr(0), ne::Expr(0)}),
+          ne::Expr(chunk));
       before = {normalize ? reset_over(start, running, ne::Expr(0))
                           : detail::with_alu(start, runtime::AluOp::Min, true, -32768)};
       after.clear();
@@ -43757,7 +43747,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         return false;
       if (written_outside(parts, ch, {z})) return false;
       const std::size_t at = ch.first + reset;
-      hoisted.push_back(with_extent(parts[at], block_rows()));
+      hoisted.push_back(detail::with_extent(parts[at], block_rows()));
       parts[ch.first + *copy] =
           detail::with_alu(parts[ch.first + *copy], runtime::AluOp::Max, false, 0);
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
@@ -43895,7 +43885,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           -(std::int64_t{1} << k));
       const tir::Stmt times_z = detail::with_alu(
           moved(parts[first + at + 4], l[at + 4], {down, z}, {*down_row, *z_row}), Mul, false, 0);
-      hoisted.push_back(with_extent(parts[first + at + 2], block_rows()));
+      hoisted.push_back(detail::with_extent(parts[first + at + 2], block_rows()));
       std::vector<tir::Stmt> out(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(first));
       for (std::size_t j = 0; j < l.size(); ++j) {
         const tir::Stmt& st = parts[first + j];
@@ -43941,7 +43931,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (shift < 7 || shift > 30 || add < 0 || add >= (std::int64_t{1} << shift)) return false;
       if (written_outside(parts, ch, {x})) return false;
       const std::size_t at = ch.first;
-      hoisted.push_back(with_extent(parts[at], block_rows()));
+      hoisted.push_back(detail::with_extent(parts[at], block_rows()));
       parts[at + 1] = detail::with_alu(parts[at + 1], Max, false, 0);
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
       return true;
@@ -44026,7 +44016,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       for (std::size_t j = at + 8; j < parts.size(); ++j)
         for (const auto* call : vta::detail::calls_in(parts[j]))
           if (among(call->buffers, z) || among(call->buffers, z1)) return false;
-      hoisted.push_back(with_extent(parts[at], block_rows()));
+      hoisted.push_back(detail::with_extent(parts[at], block_rows()));
       parts[at + 1] = detail::with_alu(parts[at + 1], Max, false, 0);
       const tir::BufferMap swap{{z.get(), z1}, {z1.get(), z}};
       for (std::size_t j = at + 2; j < at + 8; ++j) parts[j] = tir::rewrite(parts[j], {}, swap);
