@@ -40690,6 +40690,12 @@ class IntegerSoftmaxKernel {
   //     24 x 2^7 - 1, z <= 23 (v >> 23 is 0), so that its second shift amount, max(z - 15, 0),
   //     needs no MIN by 15; z_down reset once a block, before the chunk loop (every value a
   //     chunk leaves in it is at least -128);
+  //   - the exponentials' (IntegerSoftmaxPart::Exp) z and z_down reset once before the blocks,
+  //     not once a block, and allocated around them: what a block's chains leave in them is
+  //     what the next block's first chunk needs (z below u, z_down at least -128), as within a
+  //     block. Not in the whole softmax (its six such buffers, live through all three passes,
+  //     would take room from the kept chunks), nor the normalization (what its copy of the
+  //     reciprocal leaves is bounded by the block's own reciprocal, not the next block's);
   //   - where scores_by_gemm() (not in uniform tiles), t0 = -s * multiplier by the GEMM core
   //     (detail::scores_by_gemm): each load of the scores into the accumulator (ACC_8BIT,
   //     through the compute module's port) a load of the same rows into the input buffer (on
@@ -42669,10 +42675,34 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     int rewritten = 0, guarded = 0;
     // the chunks of mask rows masked_rows shrank to the rows it reads
     std::unordered_map<const te::BufferNode*, te::Buffer> shrunk;
-    // The body's buffers, with the mask rows' as masked_rows left them.
+    // Resets once before the blocks rather than once a block (`reset_once`: the exponentials
+    // alone, whose footprint leaves the room, pass_footprint), of the buffers whose every
+    // chunk's chain leaves in each row a value the next chain reads as it would the reset's 0
+    // (z_by_max, shift_by_max, z_down_by_multiply: bounds that hold for any block's chain);
+    // the buffers allocated around the blocks (skip_masked), so that their rows survive from
+    // one block to the next.
+    bool reset_once = false;
+    std::vector<te::Buffer> once_buffers;
+    std::vector<tir::Stmt> once_resets;
+    // The reset of b, statement `reset` of a chunk's parts, before the chunk loop: once a block
+    // (appended to `hoisted`), or once before the blocks where `across` (b's rows keep across
+    // blocks what the chunks' chains need) and reset_once.
+    void hoist(const tir::Stmt& reset, const te::Buffer& b, bool across,
+               std::vector<tir::Stmt>& hoisted) {
+      const tir::Stmt before = detail::with_extent(reset, block_rows());
+      if (!across || !reset_once) {
+        hoisted.push_back(before);
+      } else if (!among(once_buffers, b)) {  // (a loop met again: the arms of a dims condition)
+        once_buffers.push_back(b);
+        once_resets.push_back(before);
+      }
+    }
+    // The body's buffers, with the mask rows' as masked_rows left them (those reset once before
+    // the blocks allocated around them instead).
     std::vector<te::Buffer> allocated_in(const detail::ChunkBody& body) const {
       std::vector<te::Buffer> out;
       for (const auto& b : body.allocated) {
+        if (among(once_buffers, b)) continue;
         const auto found = shrunk.find(b.get());
         out.push_back(found == shrunk.end() ? b : found->second);
       }
@@ -43720,7 +43750,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // a trimmed chain leaves are read by no one). `parts` with the copy rewritten and the reset
     // appended to `hoisted`; false, and `parts` as they were, where the chain is not that.
     bool z_by_max(const detail::ChunkBody& body, std::vector<tir::Stmt>& parts, const ne::Expr& c,
-                  std::vector<tir::Stmt>& hoisted) const {
+                  std::vector<tir::Stmt>& hoisted) {
       const Chain ch = chain_of(body, parts, c);
       const auto writes = [](const Link& l, const te::Buffer& b) {
         return l.loop != nullptr && l.op->buffers[0].same_as(b);
@@ -43747,7 +43777,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         return false;
       if (written_outside(parts, ch, {z})) return false;
       const std::size_t at = ch.first + reset;
-      hoisted.push_back(detail::with_extent(parts[at], block_rows()));
+      hoist(parts[at], z, true, hoisted);
       parts[ch.first + *copy] =
           detail::with_alu(parts[ch.first + *copy], runtime::AluOp::Max, false, 0);
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
@@ -43791,7 +43821,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // chunk fewer, a MIN for the ADD, and the clip for the MIN dropped. `parts` rewritten;
     // false, and `parts` as they were, where the chain is neither.
     bool z_down_by_multiply(const detail::ChunkBody& body, std::vector<tir::Stmt>& parts,
-                            const ne::Expr& c, std::vector<tir::Stmt>& hoisted) const {
+                            const ne::Expr& c, std::vector<tir::Stmt>& hoisted) {
       if (!plain) return false;
       const Chain ch = chain_of(body, parts, c);
       const std::vector<Link>& l = ch.links;
@@ -43885,7 +43915,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           -(std::int64_t{1} << k));
       const tir::Stmt times_z = detail::with_alu(
           moved(parts[first + at + 4], l[at + 4], {down, z}, {*down_row, *z_row}), Mul, false, 0);
-      hoisted.push_back(detail::with_extent(parts[first + at + 2], block_rows()));
+      hoist(parts[first + at + 2], down, true, hoisted);
       std::vector<tir::Stmt> out(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(first));
       for (std::size_t j = 0; j < l.size(); ++j) {
         const tir::Stmt& st = parts[first + j];
@@ -43973,7 +44003,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // once before the chunk loop: appended to `hoisted`). One reset of a chunk's rows a chunk
     // fewer. `parts` rewritten; false, and `parts` as they were, where the chain is not that.
     bool shift_by_max(const detail::ChunkBody& body, std::vector<tir::Stmt>& parts,
-                      const ne::Expr& c, std::vector<tir::Stmt>& hoisted) const {
+                      const ne::Expr& c, std::vector<tir::Stmt>& hoisted) {
       const Chain ch = chain_of(body, parts, c);
       const std::size_t k = first_reset(ch, ".z1");
       if (k + 8 > ch.links.size() || ch.links[k + 1].op->buffers.size() != 2) return false;
@@ -44016,7 +44046,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       for (std::size_t j = at + 8; j < parts.size(); ++j)
         for (const auto* call : vta::detail::calls_in(parts[j]))
           if (among(call->buffers, z) || among(call->buffers, z1)) return false;
-      hoisted.push_back(detail::with_extent(parts[at], block_rows()));
+      hoist(parts[at], z1, true, hoisted);
       parts[at + 1] = detail::with_alu(parts[at + 1], Max, false, 0);
       const tir::BufferMap swap{{z.get(), z1}, {z1.get(), z}};
       for (std::size_t j = at + 2; j < at + 8; ++j) parts[j] = tir::rewrite(parts[j], {}, swap);
@@ -44254,6 +44284,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         te::make_buffer(masks_.name() + ".block", env_.acc_dtype,
                         {ne::Expr(2 * loops.most * env_.acc_tile())}, env_.acc_scope);
   loops.sum_pass = max_total_.defined() ? 1 : 0;
+  loops.reset_once = shape_.part == IntegerSoftmaxPart::Exp;
   loops.kept_count = detail::kept_chunks(env_, shape_, chunk_);
   loops.all_kept = loops.kept_count >= detail::softmax_chunks(shape_, chunk_);
   auto unvisited = loops;
@@ -44283,6 +44314,13 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     loops = unvisited;
     loops.kept_count = 0;
     out.body = loops.visit(f.body);
+  }
+  if (!loops.once_buffers.empty()) {
+    std::vector<tir::Stmt> stmts = loops.once_resets;
+    stmts.push_back(out.body);
+    out.body = tir::make_seq(std::move(stmts));
+    for (auto it = loops.once_buffers.rbegin(); it != loops.once_buffers.rend(); ++it)
+      out.body = tir::make_allocate(*it, out.body);
   }
   return loops.rewritten > 0 || loops.guarded > 0 ? out : f;
 }
@@ -44390,15 +44428,22 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
   // the largest pass is the third: the load and four more chunk buffers (the others computed
   // in place, tir::reuse_inplace). Masks (lane groups, uniform tiles): the mask rows beside the
   // load (softmax_mask_entries). The exponentials alone: three rows of the block and three chunk
-  // buffers in pass 3; the normalization: the division's 4 rows and two chunk buffers, three
-  // where pass 3 stores by turns (measured from the lowering, tests/graph).
+  // buffers in pass 3, two of them live through pass 1 as well; the normalization: the division's 4
+  // rows and two chunk buffers, three where pass 3 stores by turns (measured from the lowering,
+  // tests/graph).
   SramFootprint f;
   switch (shape.part) {
     case IntegerSoftmaxPart::Whole:
       f.acc = 9 + 5 * chunk;
       break;
     case IntegerSoftmaxPart::Exp:
+      // (z and z_down, reset once before the blocks, live through pass 1 too: beside its load
+      // and, not in uniform tiles, its running rows, narrowed to 2 kNarrowRows)
       f.acc = 3 + 3 * chunk;
+      if (!softmax_uniform(shape) && softmax_chunks(shape, chunk) > 1)
+        f.acc += chunk > 2 * kNarrowRows && std::has_single_bit(static_cast<std::uint64_t>(chunk))
+                     ? 2 * kNarrowRows
+                     : chunk;
       break;
     case IntegerSoftmaxPart::Normalize:
       // (not in uniform tiles, the stored buffer's second, skip_masked's stored_by_turns; the
@@ -44469,6 +44514,22 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
                                                                 : Kept{42.31, 378.7, 5.86};
   const detail::SoftmaxRuns runs(shape);
   const double seen = runs.entries(1);
+  // The exponentials' fit, corrected (not refitted) for two changes after it: their z and
+  // z_down reset once before the blocks, each block but one saves two resets of a chunk's rows
+  // (a cycle a row); their running rows, a chunk's size in the fit, narrowed to 2 kNarrowRows
+  // (detail::narrow_running_rows), so the block's rows' term counts those. (The whole
+  // softmax's fit is kept as it was: with its rows' term so corrected it takes chunks up to
+  // 2.3% slower on the cycle model, docs/performance.md.)
+  const bool exponentials = shape.part == IntegerSoftmaxPart::Exp;
+  const double blocks =
+      static_cast<double>(std::max<std::int64_t>(ne::bounds(shape.products).max, 1));
+  const double resets = exponentials ? 2.0 * (1.0 - 1.0 / blocks) : 0.0;
+  const auto running_rows = [exponentials](std::int64_t chunk) {
+    return exponentials && chunk > 2 * detail::kNarrowRows &&
+                   std::has_single_bit(static_cast<std::uint64_t>(chunk))
+               ? 2 * detail::kNarrowRows
+               : chunk;
+  };
   const auto cycles = [&](std::int64_t chunk) {
     const double entries = runs.entries(chunk);
     const std::int64_t k = detail::kept_chunks(env, shape, chunk);
@@ -44478,19 +44539,25 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
         runs.average([&](std::int64_t keys) { return std::min(ne::ceil_div(keys, chunk), k); });
     return seen * cost.seen + entries * cost.padded +
            entries / static_cast<double>(chunk) * cost.chunk - kept_seen * kept.seen -
-           kept_chunks * kept.chunk + (k > 0 ? static_cast<double>(chunk) * kept.rows : 0.0);
+           kept_chunks * kept.chunk +
+           (k > 0 ? static_cast<double>(running_rows(chunk)) * kept.rows : 0.0) -
+           resets * static_cast<double>(std::min(chunk, runs.keys));
   };
   // For the normalization, chunks within the fit's 2% of the fewest cycles are ties, and the
   // largest of them is estimated at the least: a stream in fewer, larger chunks has fewer
   // instructions, which a decode step rewrites every position, and its few ALU cycles a key
   // leave an instruction's issue a larger share (the gallery's layer with the halves: 128 keys
   // for the normalization, 64 estimated 0.4% above over its runs, a tie; docs/performance.md).
-  // The parts that compute exponentials take the least estimate: the whole softmax's kept
-  // chunks save, at fewer keys, more than the fit at 2,048 says (prefills of 256 queries after 0
-  // to 256 keys: 128 keys 4.9% slower than 64 on the cycle model, estimated 2.4% slower), and
-  // the exponentials' prefill of 2,048 tokens takes 1.6% more cycles in chunks of 256 than in
-  // 128, estimated 0.2% apart: a tie would take the slower.
-  const double ties = shape.part == IntegerSoftmaxPart::Normalize ? 1.02 : 1.0;
+  // The whole softmax takes the least estimate: its kept chunks save, at fewer keys, more than
+  // the fit at 2,048 says (prefills of 256 queries after 0 to 256 keys: 128 keys 4.9% slower
+  // than 64 on the cycle model, estimated 2.4% slower). The exponentials take the smallest
+  // chunk within 0.5% of the least: with the two corrections above, the gallery's layer
+  // estimates 256 keys 0.24% below 128 over its runs, where 128 takes 0.8% fewer cycles in the
+  // 2,048-token prefill and 0.08% fewer over prefills of 2,048 queries after 0, 1,024 and 2,048
+  // keys (docs/performance.md).
+  const double ties = shape.part == IntegerSoftmaxPart::Normalize ? 1.02
+                      : exponentials                              ? 1.005
+                                                                  : 1.0;
   std::vector<std::pair<std::int64_t, double>> fitting;  // each chunk that fits, its cycles
   for (const auto chunk : space.knobs[0].values)
     if (!check_chunk(env, shape, chunk)) fitting.emplace_back(chunk, cycles(chunk));
@@ -44498,7 +44565,7 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
   for (const auto& [chunk, c] : fitting) least = std::min(least, c);
   std::int64_t preferred = 0;
   for (const auto& [chunk, c] : fitting)
-    if (c <= ties * least) preferred = chunk;
+    if (c <= ties * least && (preferred == 0 || !exponentials)) preferred = chunk;
   const double above = std::nextafter(least, std::numeric_limits<double>::infinity());
   // (the estimate is asked of chunks that pass the check, all of them in `fitting`)
   space.estimate = [fitting, preferred, least, above](std::span<const std::int64_t> v) {

@@ -263,6 +263,12 @@ class IntegerSoftmaxKernel {
   //     24 x 2^7 - 1, z <= 23 (v >> 23 is 0), so that its second shift amount, max(z - 15, 0),
   //     needs no MIN by 15; z_down reset once a block, before the chunk loop (every value a
   //     chunk leaves in it is at least -128);
+  //   - the exponentials' (IntegerSoftmaxPart::Exp) z and z_down reset once before the blocks,
+  //     not once a block, and allocated around them: what a block's chains leave in them is
+  //     what the next block's first chunk needs (z below u, z_down at least -128), as within a
+  //     block. Not in the whole softmax (its six such buffers, live through all three passes,
+  //     would take room from the kept chunks), nor the normalization (what its copy of the
+  //     reciprocal leaves is bounded by the block's own reciprocal, not the next block's);
   //   - where scores_by_gemm() (not in uniform tiles), t0 = -s * multiplier by the GEMM core
   //     (detail::scores_by_gemm): each load of the scores into the accumulator (ACC_8BIT,
   //     through the compute module's port) a load of the same rows into the input buffer (on
