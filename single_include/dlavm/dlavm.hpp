@@ -44514,18 +44514,19 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
                                                                 : Kept{42.31, 378.7, 5.86};
   const detail::SoftmaxRuns runs(shape);
   const double seen = runs.entries(1);
-  // The exponentials' fit, corrected (not refitted) for two changes after it: their z and
-  // z_down reset once before the blocks, each block but one saves two resets of a chunk's rows
-  // (a cycle a row); their running rows, a chunk's size in the fit, narrowed to 2 kNarrowRows
-  // (detail::narrow_running_rows), so the block's rows' term counts those. (The whole
+  // The halves' fits, corrected (not refitted) for changes after them: their running rows, a
+  // chunk's size in the fits, narrowed to 2 kNarrowRows (detail::narrow_running_rows), so the
+  // block's rows' term counts those; the exponentials' z and z_down reset once before the
+  // blocks, each block but one saves two resets of a chunk's rows (a cycle a row). (The whole
   // softmax's fit is kept as it was: with its rows' term so corrected it takes chunks up to
   // 2.3% slower on the cycle model, docs/performance.md.)
   const bool exponentials = shape.part == IntegerSoftmaxPart::Exp;
   const double blocks =
       static_cast<double>(std::max<std::int64_t>(ne::bounds(shape.products).max, 1));
   const double resets = exponentials ? 2.0 * (1.0 - 1.0 / blocks) : 0.0;
-  const auto running_rows = [exponentials](std::int64_t chunk) {
-    return exponentials && chunk > 2 * detail::kNarrowRows &&
+  const bool narrowed = shape.part != IntegerSoftmaxPart::Whole;
+  const auto running_rows = [narrowed](std::int64_t chunk) {
+    return narrowed && chunk > 2 * detail::kNarrowRows &&
                    std::has_single_bit(static_cast<std::uint64_t>(chunk))
                ? 2 * detail::kNarrowRows
                : chunk;
