@@ -42069,6 +42069,14 @@ inline tir::PrimFunc sums_by_gemm(const tir::PrimFunc& f, const vta::Env& env,
   return out;
 }
 
+// The rows a buffer of `rows` running rows takes after narrow_running_rows: 2 kNarrowRows where
+// `rows` is a power of two above that, else `rows` (left as it was).
+inline std::int64_t narrowed_rows(std::int64_t rows) {
+  return rows > 2 * kNarrowRows && std::has_single_bit(static_cast<std::uint64_t>(rows))
+             ? 2 * kNarrowRows
+             : rows;
+}
+
 // Body `body` with each buffer of running rows (named ...kRunningRows, `rows` accumulator rows
 // of `tile` entries, a power of two above 2 kNarrowRows) narrowed to 2 kNarrowRows rows, the
 // running rows the last kNarrowRows of them, the first a scratch. The chunk loop's kernels
@@ -42271,7 +42279,7 @@ inline tir::Stmt narrow_running_rows(const tir::Stmt& body, std::int64_t tile) {
       const auto size = n.buffer.size().as_int();
       const std::int64_t rows = size ? *size / tile : 0;
       if (!n.buffer.name().ends_with(kRunningRows) || !size || *size % tile != 0 ||
-          rows <= 2 * kNarrowRows || !std::has_single_bit(static_cast<std::uint64_t>(rows)))
+          narrowed_rows(rows) == rows)
         return inner.same_as(n.body) ? s : tir::make_allocate(n.buffer, inner);
       Rows running;
       running.buffer = n.buffer;
@@ -42684,13 +42692,12 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     bool reset_once = false;
     std::vector<te::Buffer> once_buffers;
     std::vector<tir::Stmt> once_resets;
-    // The reset of b, statement `reset` of a chunk's parts, before the chunk loop: once a block
-    // (appended to `hoisted`), or once before the blocks where `across` (b's rows keep across
-    // blocks what the chunks' chains need) and reset_once.
-    void hoist(const tir::Stmt& reset, const te::Buffer& b, bool across,
-               std::vector<tir::Stmt>& hoisted) {
+    // The reset of b, statement `reset` of a chunk's parts, whose rows keep across blocks what
+    // the chunks' chains need: before the chunk loop, once a block (appended to `hoisted`), or
+    // where reset_once, once before the blocks.
+    void hoist(const tir::Stmt& reset, const te::Buffer& b, std::vector<tir::Stmt>& hoisted) {
       const tir::Stmt before = detail::with_extent(reset, block_rows());
-      if (!across || !reset_once) {
+      if (!reset_once) {
         hoisted.push_back(before);
       } else if (!among(once_buffers, b)) {  // (a loop met again: the arms of a dims condition)
         once_buffers.push_back(b);
@@ -43777,7 +43784,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         return false;
       if (written_outside(parts, ch, {z})) return false;
       const std::size_t at = ch.first + reset;
-      hoist(parts[at], z, true, hoisted);
+      hoist(parts[at], z, hoisted);
       parts[ch.first + *copy] =
           detail::with_alu(parts[ch.first + *copy], runtime::AluOp::Max, false, 0);
       parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
@@ -43915,7 +43922,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           -(std::int64_t{1} << k));
       const tir::Stmt times_z = detail::with_alu(
           moved(parts[first + at + 4], l[at + 4], {down, z}, {*down_row, *z_row}), Mul, false, 0);
-      hoist(parts[first + at + 2], down, true, hoisted);
+      hoist(parts[first + at + 2], down, hoisted);
       std::vector<tir::Stmt> out(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(first));
       for (std::size_t j = 0; j < l.size(); ++j) {
         const tir::Stmt& st = parts[first + j];
@@ -44046,7 +44053,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       for (std::size_t j = at + 8; j < parts.size(); ++j)
         for (const auto* call : vta::detail::calls_in(parts[j]))
           if (among(call->buffers, z) || among(call->buffers, z1)) return false;
-      hoist(parts[at], z1, true, hoisted);
+      hoist(parts[at], z1, hoisted);
       parts[at + 1] = detail::with_alu(parts[at + 1], Max, false, 0);
       const tir::BufferMap swap{{z.get(), z1}, {z1.get(), z}};
       for (std::size_t j = at + 2; j < at + 8; ++j) parts[j] = tir::rewrite(parts[j], {}, swap);
@@ -44441,9 +44448,7 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
       // and, not in uniform tiles, its running rows, narrowed to 2 kNarrowRows)
       f.acc = 3 + 3 * chunk;
       if (!softmax_uniform(shape) && softmax_chunks(shape, chunk) > 1)
-        f.acc += chunk > 2 * kNarrowRows && std::has_single_bit(static_cast<std::uint64_t>(chunk))
-                     ? 2 * kNarrowRows
-                     : chunk;
+        f.acc += narrowed_rows(chunk);
       break;
     case IntegerSoftmaxPart::Normalize:
       // (not in uniform tiles, the stored buffer's second, skip_masked's stored_by_turns; the
@@ -44525,12 +44530,6 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
       static_cast<double>(std::max<std::int64_t>(ne::bounds(shape.products).max, 1));
   const double resets = exponentials ? 2.0 * (1.0 - 1.0 / blocks) : 0.0;
   const bool narrowed = shape.part != IntegerSoftmaxPart::Whole;
-  const auto running_rows = [narrowed](std::int64_t chunk) {
-    return narrowed && chunk > 2 * detail::kNarrowRows &&
-                   std::has_single_bit(static_cast<std::uint64_t>(chunk))
-               ? 2 * detail::kNarrowRows
-               : chunk;
-  };
   const auto cycles = [&](std::int64_t chunk) {
     const double entries = runs.entries(chunk);
     const std::int64_t k = detail::kept_chunks(env, shape, chunk);
@@ -44541,7 +44540,8 @@ DLAVM_INLINE KnobSpace knob_space(const vta::Env& env, const IntegerSoftmaxShape
     return seen * cost.seen + entries * cost.padded +
            entries / static_cast<double>(chunk) * cost.chunk - kept_seen * kept.seen -
            kept_chunks * kept.chunk +
-           (k > 0 ? static_cast<double>(running_rows(chunk)) * kept.rows : 0.0) -
+           (k > 0 ? static_cast<double>(narrowed ? detail::narrowed_rows(chunk) : chunk) * kept.rows
+                  : 0.0) -
            resets * static_cast<double>(std::min(chunk, runs.keys));
   };
   // For the normalization, chunks within the fit's 2% of the fewest cycles are ties, and the
