@@ -1067,6 +1067,29 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
     // (each keeps its chunks: the first pass loads them into the kept rows, or its GEMM forms
     // their t0 there)
     CHECK(into_kept(vta::intrin::load) + into_kept(vta::intrin::gemm) == 1);
+    // the rows every block computes from constants alone, computed once before the blocks
+    // (graph::detail::constant_rows_once): their kernels outside every loop, once for both arms
+    // of the dims condition, none inside. The exponent's z_offset, q.shift x 2^7, a reset and
+    // an ADD; its top, 127 x 2^15 = 64 x 2^16 - 2^15 (the exponentials') in four (a reset, an
+    // ADD of 64, a shift left by 16, an ADD of -32768), 2^22 = 64 x 2^16 (the whole softmax's)
+    // in three; the packed division's bias, -2^31 = -32768 x 2^16, in three.
+    const auto rows = [&](std::string_view b, bool inside) {
+      return count(calls, [&](const KernelCall& k) {
+        return (k.name == vta::intrin::alu || k.name == vta::intrin::gemm_reset) &&
+               ends(k.buffers[0], b) && (k.loops > 0) == inside;
+      });
+    };
+    const bool exponent = part != graph::IntegerSoftmaxPart::Normalize;
+    for (const auto& [b, once] : std::vector<std::pair<std::string_view, int>>{
+             {".z_offset", exponent ? 2 : 0},
+             {".top", part == graph::IntegerSoftmaxPart::Exp ? 4
+                      : exponent                             ? 3
+                                                             : 0},
+             {".bias", exponent ? 0 : 3}}) {
+      CAPTURE(b);
+      CHECK(rows(b, false) == once);
+      CHECK(rows(b, true) == 0);
+    }
     // the exponentials' z_down = -128 z as a MIN by -128 and a multiply by z (z_down_by_multiply),
     // its reset once a block, outside the chunk loop; u clipped to 2,047 first, so that z needs
     // no MIN by 15 for the shift (in the kept chunks and the others, each trimmed in the last

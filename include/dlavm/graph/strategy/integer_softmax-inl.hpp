@@ -28,6 +28,7 @@
 #include <initializer_list>
 #include <limits>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -603,6 +604,178 @@ inline tir::Stmt pair_blocks(const tir::Stmt& body, const ne::Var& product) {
     }
   } pairs(product);
   return pairs.visit(body);
+}
+
+// Body `body` (lowered and rewritten: the last of skip_masked_work's passes) with the rows each
+// block computes from constants alone, the same in every block, computed once before the blocks
+// instead (the exponent's z_offset and top, the division's bias: a reset and ALU immediates,
+// up to four instructions a row where a constant does not fit an immediate's 16 bits). A row
+// is one where the block's loop (over `product`, or pair_blocks' over a pair's sides) allocates
+// a buffer around its statements whose every write is one of the statements of the body's top
+// level that touch it first, in order: a reset of the whole buffer, then ALU kernels on it alone
+// (one loop level at most, every field a constant) with immediates or with rows of the same
+// kind computed before. Those statements move, in their order, to the function's start, and
+// the buffer's allocation around the function: every block reads the values it computed itself
+// before, and the accumulator holds the same rows, allocated once rather than once a block.
+inline tir::Stmt constant_rows_once(const tir::Stmt& body, const ne::Var& product,
+                                    std::int64_t tile) {
+  struct Once : tir::StmtMutator<Once> {
+    Once(ne::Var p, std::int64_t t) : product(std::move(p)), tile(t) {}
+    ne::Var product;
+    std::int64_t tile;                // an accumulator entry's elements
+    std::vector<te::Buffer> buffers;  // allocated around the function, in order
+    std::vector<tir::Stmt> hoisted;   // at its start, in order
+    static bool among(const std::vector<te::Buffer>& bs, const te::BufferNode* b) {
+      return std::ranges::any_of(bs, [&](const te::Buffer& x) { return x.get() == b; });
+    }
+    tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
+      if (n.var.id() != product.id() && n.var.name() != product.name() + ".side")
+        return tir::StmtMutator<Once>::visit_for(n, s);
+      return tir::make_for(n.var, n.min, n.extent, n.for_kind, block(n.body));
+    }
+    // A kernel's micro-op calls, if it is a kernel of one loop level at most whose fields are
+    // constants.
+    static std::optional<std::vector<const te::CallNode*>> constant_kernel(const tir::Stmt& s) {
+      const auto* attr = s.as<tir::AttrNode>();
+      if (attr == nullptr || attr->key != vta::intrin::uop_kernel) return std::nullopt;
+      std::vector<const te::CallNode*> ops;
+      int levels = 0;
+      for (const auto* call : vta::detail::calls_in(s)) {
+        if (!std::ranges::all_of(call->args, [](const te::Expr& a) {
+              return vta::detail::constant_index(a).has_value();
+            }))
+          return std::nullopt;
+        if (call->name == vta::intrin::uop_loop_begin) ++levels;
+        if (call->name != vta::intrin::uop_loop_begin && call->name != vta::intrin::uop_loop_end)
+          ops.push_back(call);
+      }
+      if (levels > 1 || ops.empty()) return std::nullopt;
+      return ops;
+    }
+    tir::Stmt block(const tir::Stmt& s) {
+      // (pair_blocks' test of the second block, where P may be odd)
+      if (const auto* g = s.as<tir::IfThenElseNode>(); g && !g->else_case.defined())
+        return tir::make_if(g->cond, block(g->then_case));
+      std::vector<te::Buffer> allocated;
+      std::vector<tir::Stmt> leaves;
+      const auto collect = [&](const auto& self, const tir::Stmt& x) -> void {
+        if (const auto* a = x.as<tir::AllocateNode>()) {
+          allocated.push_back(a->buffer);
+          self(self, a->body);
+        } else if (const auto* seq = x.as<tir::SeqNode>()) {
+          for (const auto& y : seq->seq) self(self, y);
+        } else {
+          leaves.push_back(x);
+        }
+      };
+      collect(collect, s);
+      // the leaves that touch each buffer, and those that write it
+      std::unordered_map<const te::BufferNode*, std::vector<std::size_t>> touching, writing;
+      for (std::size_t i = 0; i < leaves.size(); ++i)
+        for (const auto* call : vta::detail::calls_in(leaves[i]))
+          for (std::size_t b = 0; b < call->buffers.size(); ++b) {
+            const auto* node = call->buffers[b].get();
+            auto& t = touching[node];
+            if (t.empty() || t.back() != i) t.push_back(i);
+            auto& w = writing[node];
+            if (b == 0 && call->name != vta::intrin::store && (w.empty() || w.back() != i))
+              w.push_back(i);
+          }
+      // the buffers whose writes are a chain of constants (reading only rows of the same kind
+      // whose chains end before), and the leaf ending each
+      std::unordered_map<const te::BufferNode*, std::size_t> constant;
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (const auto& buffer : allocated) {
+          const auto* b = buffer.get();
+          if (constant.contains(b)) continue;
+          const auto& t = touching[b];
+          const auto& w = writing[b];
+          if (w.empty() || t.size() < w.size()) continue;
+          bool chain = true;
+          for (std::size_t k = 0; k < w.size() && chain; ++k) {
+            // (the writes the first leaves that touch it)
+            const auto ops = t[k] == w[k] ? constant_kernel(leaves[w[k]]) : std::nullopt;
+            if (!ops) {
+              chain = false;
+              break;
+            }
+            for (const auto* op : *ops) {
+              if (!op->buffers.front().same_as(buffer)) {
+                chain = false;
+              } else if (k == 0) {
+                chain = chain && op->name == vta::intrin::gemm_reset && ops->size() == 1 &&
+                        covers(leaves[w[k]], buffer);
+              } else if (op->name != vta::intrin::alu || op->buffers.size() != 2) {
+                chain = false;
+              } else if (vta::detail::constant_index(op->args[1]) != 1) {
+                // (from a constant row computed before)
+                const auto found = constant.find(op->buffers[1].get());
+                chain = chain && found != constant.end() && found->second < w[k];
+              }
+            }
+          }
+          if (!chain) continue;
+          constant.emplace(b, w.back());
+          changed = true;
+        }
+      }
+      if (constant.empty()) return s;
+      std::set<std::size_t> moved;
+      for (const auto& [b, last] : constant)
+        for (const std::size_t i : writing[b]) moved.insert(i);
+      // (a loop met again, the arms of a dims condition: its rows already moved)
+      const bool first =
+          std::ranges::none_of(constant, [&](const auto& c) { return among(buffers, c.first); });
+      for (const auto& buffer : allocated)
+        if (constant.contains(buffer.get()) && first) buffers.push_back(buffer);
+      if (first)
+        for (const std::size_t i : moved) hoisted.push_back(leaves[i]);
+      // the body without them
+      struct Drop : tir::StmtMutator<Drop> {
+        const std::unordered_map<const te::BufferNode*, std::size_t>* constant = nullptr;
+        std::set<const tir::StmtNode*> leaves;
+        tir::Stmt visit_allocate(const tir::AllocateNode& n, const tir::Stmt& st) {
+          if (constant->contains(n.buffer.get())) return visit(n.body);
+          return tir::StmtMutator<Drop>::visit_allocate(n, st);
+        }
+        tir::Stmt visit_attr(const tir::AttrNode& n, const tir::Stmt& st) {
+          if (leaves.contains(st.get())) return tir::make_seq({});
+          return tir::StmtMutator<Drop>::visit_attr(n, st);
+        }
+      } drop;
+      drop.constant = &constant;
+      for (const std::size_t i : moved) drop.leaves.insert(leaves[i].get());
+      return drop.visit(s);
+    }
+    // Whether a reset kernel covers every entry of its buffer once: one entry, or a loop over
+    // them from 0.
+    bool covers(const tir::Stmt& kernel, const te::Buffer& b) const {
+      const auto calls = vta::detail::calls_in(kernel);
+      const auto size = b.shape().size() == 1 ? b.shape()[0].as_int() : std::nullopt;
+      if (!size) return false;
+      const auto at = [](const te::CallNode* c, std::size_t k) {
+        return vta::detail::constant_index(c->args[k]).value_or(-1);
+      };
+      const te::CallNode* reset = calls.size() == 1   ? calls[0]
+                                  : calls.size() == 3 ? calls[1]
+                                                      : nullptr;
+      if (reset == nullptr || at(reset, 0) != 0) return false;
+      const std::int64_t rows = calls.size() == 1 ? 1 : at(calls[0], 0);
+      if (calls.size() == 3 &&
+          (at(calls[0], 1) != 1 || calls[0]->name != vta::intrin::uop_loop_begin))
+        return false;
+      return rows * tile == *size;
+    }
+  } once(product, tile);
+  tir::Stmt out = once.visit(body);
+  if (once.hoisted.empty()) return body;
+  std::vector<tir::Stmt> stmts = once.hoisted;
+  stmts.push_back(out);
+  out = tir::make_seq(stmts);
+  for (auto it = once.buffers.rbegin(); it != once.buffers.rend(); ++it)
+    out = tir::make_allocate(*it, out);
+  return out;
 }
 
 // Whether the kernel adds masks from its constant: a causal softmax with lane groups, or in
@@ -1678,9 +1851,11 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
   chunks.push_back(leaf[2].var());
   return [kernel = *this, product = leaf[0].var(), chunks](const tir::PrimFunc& f) {
     // (last, the running rows narrowed: the GEMM core's sums are formed from their one loop
-    // level)
+    // level; then the constant rows moved before the blocks, from the kernels as they end)
     const auto narrowed = [&](tir::PrimFunc g) {
       g.body = detail::narrow_running_rows(g.body, kernel.env_.acc_tile());
+      if (detail::softmax_skips(kernel.shape_))
+        g.body = detail::constant_rows_once(g.body, product, kernel.env_.acc_tile());
       return g;
     };
     tir::PrimFunc out = kernel.skip_masked(f, product, chunks);
