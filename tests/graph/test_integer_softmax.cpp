@@ -882,9 +882,11 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
   vta::Config small;
   small.log_acc_buff_size = 13;
   const vta::Env env(small);
-  const auto lowered = [&](const graph::IntegerSoftmaxShape& shape, std::int64_t chunk) {
+  // (`keeps`: a kernel that keeps chunks, as every one here but a decode step's halves)
+  const auto lowered = [&](const graph::IntegerSoftmaxShape& shape, std::int64_t chunk,
+                           bool keeps = true) {
     const graph::IntegerSoftmaxKernel kernel(env, shape, chunk, "sm");
-    REQUIRE(kernel.kept_chunks() > 0);
+    REQUIRE((kernel.kept_chunks() > 0) == keeps);
     auto s = kernel.schedule();
     auto rewrite = kernel.skip_masked_work(s);
     graph::VtaKernel declared{std::move(s), kernel.args(), "", 0, 0, rewrite, kernel.constants()};
@@ -1080,16 +1082,31 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
       });
     };
     const bool exponent = part != graph::IntegerSoftmaxPart::Normalize;
-    for (const auto& [b, once] : std::vector<std::pair<std::string_view, int>>{
-             {".z_offset", exponent ? 2 : 0},
-             {".top", part == graph::IntegerSoftmaxPart::Exp ? 4
-                      : exponent                             ? 3
-                                                             : 0},
-             {".bias", exponent ? 0 : 3}}) {
+    const int top = part == graph::IntegerSoftmaxPart::Exp ? 4 : exponent ? 3 : 0;
+    for (const auto& expected : std::vector<std::pair<std::string_view, int>>{
+             {".z_offset", exponent ? 2 : 0}, {".top", top}, {".bias", exponent ? 0 : 3}}) {
+      // (named, not bound: CAPTURE reads its argument in a lambda)
+      const std::string_view b = expected.first;
       CAPTURE(b);
-      CHECK(rows(b, false) == once);
+      CHECK(rows(b, false) == expected.second);
       CHECK(rows(b, true) == 0);
     }
+    // (in uniform tiles, a decode step's few blocks, they stay in the loop over the blocks)
+    const auto uniform = lowered({.products = 4,
+                                  .keys = 40,
+                                  .lanes = 16,
+                                  .queries = 4,
+                                  .fixed = host::integer_exp_for(0.125),
+                                  .part = part},
+                                 8, part == graph::IntegerSoftmaxPart::Whole);
+    CHECK(count(uniform, [&](const KernelCall& k) {
+            return k.name == vta::intrin::gemm_reset &&
+                   (ends(k.buffers[0], ".z_offset") || ends(k.buffers[0], ".bias")) && k.loops == 0;
+          }) == 0);
+    CHECK(count(uniform, [&](const KernelCall& k) {
+            return k.name == vta::intrin::gemm_reset &&
+                   ends(k.buffers[0], exponent ? ".z_offset" : ".bias") && k.loops > 0;
+          }) == 1);
     // the exponentials' z_down = -128 z as a MIN by -128 and a multiply by z (z_down_by_multiply),
     // its reset once a block, outside the chunk loop; u clipped to 2,047 first, so that z needs
     // no MIN by 15 for the shift (in the kept chunks and the others, each trimmed in the last
