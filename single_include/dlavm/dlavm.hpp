@@ -41430,22 +41430,22 @@ inline bool softmax_skips(const IntegerSoftmaxShape& shape) {
   return softmax_causal(shape) && !softmax_uniform(shape);
 }
 
-// The loop over the products `product` of `body` taking its blocks in pairs, p and P - 1 - p
-// (P its extent), for skip_masked_work where block p computes the chunks it sees but stores
-// all N keys (softmax_skips): otherwise the first blocks store more than they compute, the
-// store module (in order) falls behind, and the compute module waits for it at every write to
-// a buffer a store has yet to read. A pair computes about as many chunks as one block sees
-// all of, and each block's stores of the keys it does not see are followed by the other
-// block's first pass, which sees about as many more (so that the first of the next pair
-// follows a block with few unseen keys); pairs p and p + ceil(P / 2), the order before, left
-// the compute module waiting 0.36 M cycles of the gallery's 2,048-token exponentials, and
-// 0.31 M so (35.904 -> 35.847 M cycles; the normalization 0.37 -> 0.32 M, 13.259 -> 13.210
-// M; the whole softmax 0.35 -> 0.19 M, 68.173 -> 68.016 M). The pair's loop body is the
-// block's statements twice, the second block's guarded where P may be odd (the middle block
-// once). Where P is symbolic, only where it is at least 2 (the loop as it was in an else
-// branch: a decode step's single block pays for no pair's index).
-// (The lowering's loop rewritten, not the schedule's axis split: a split's index reaches the
-// loads' padding conditions, which VTA's DMA takes only as bounds on one loop.)
+// The loop over the products `product` of `body` taking its blocks in pairs, p and P - 1 - p (P its
+// extent), for skip_masked_work where block p computes the chunks it sees but stores all N keys
+// (softmax_skips): otherwise the first blocks store more than they compute, the store module (in
+// order) falls behind, and the compute module waits for it at every write to a buffer a store has
+// yet to read. A pair computes about as many chunks as one block that sees all N keys, and the
+// stores of the keys a block does not see overlap work that stores nothing: the first block's, the
+// second block's first pass, over about as many keys as the first did not see; the second block's,
+// few, the next pair's first pass. Pairs p and p + ceil(P / 2), the order before, left the compute
+// module waiting 0.36 M cycles of the gallery's 2,048-token exponentials, and 0.31 M so (35.904 ->
+// 35.847 M cycles; the normalization 0.37 -> 0.32 M, 13.259 -> 13.210 M; the whole softmax 0.35 ->
+// 0.19 M, 68.173 -> 68.016 M). The pair's loop body is the block's statements twice, the second
+// block's guarded where P may be odd (the middle block once). Where P is symbolic, only where it is
+// at least 2 (the loop as it was in an else branch: a decode step's single block pays for no pair's
+// index).
+// (The lowering's loop rewritten, not the schedule's axis split: a split's index reaches the loads'
+// padding conditions, which VTA's DMA takes only as bounds on one loop.)
 inline tir::Stmt pair_blocks(const tir::Stmt& body, const ne::Var& product) {
   struct Pairs : tir::StmtMutator<Pairs> {
     explicit Pairs(ne::Var p) : product(std::move(p)) {}
