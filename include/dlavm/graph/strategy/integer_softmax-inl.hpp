@@ -613,11 +613,21 @@ inline tir::Stmt pair_blocks(const tir::Stmt& body, const ne::Var& product) {
   return pairs.visit(body);
 }
 
-// Body `body` (lowered and rewritten: the last of skip_masked_work's passes) with the rows each
-// block computes from constants alone, the same in every block, computed once before the blocks
-// instead (the exponent's z_offset and top, the division's bias: a reset and ALU immediates,
-// up to four instructions a row where a constant does not fit an immediate's 16 bits). A row
-// is one where the block's loop (over `product`, or each block of pair_blocks' pair) allocates
+// Body `body` with `first` run before it and `buffers` allocated around both: what every block
+// reads, computed once before the blocks (skip_masked's resets once, constant_rows_once's rows).
+inline tir::Stmt before_blocks(const tir::Stmt& body, const std::vector<te::Buffer>& buffers,
+                               std::vector<tir::Stmt> first) {
+  first.push_back(body);
+  tir::Stmt out = tir::make_seq(first);
+  for (auto it = buffers.rbegin(); it != buffers.rend(); ++it) out = tir::make_allocate(*it, out);
+  return out;
+}
+
+// Body `body` (lowered and rewritten: skip_masked_work's passes but pair_blocks, which runs after
+// it) with the rows each block computes from constants alone, the same in every block, computed
+// once before the blocks instead (the exponent's z_offset and top, the division's bias: a reset
+// and ALU immediates, up to four instructions a row where a constant does not fit an
+// immediate's 16 bits). A row is one where the block's loop (over `product`) allocates
 // a buffer around its statements whose every write is one of the statements of the body's top
 // level that touch it first, in order: a reset of the whole buffer, then ALU kernels on it alone
 // (one loop level at most, every field a constant) with immediates or with rows of the same
@@ -636,15 +646,8 @@ inline tir::Stmt constant_rows_once(const tir::Stmt& body, const ne::Var& produc
       return std::ranges::any_of(bs, [&](const te::Buffer& x) { return x.get() == b; });
     }
     tir::Stmt visit_for(const tir::ForNode& n, const tir::Stmt& s) {
-      if (n.var.id() == product.id())
-        return tir::make_for(n.var, n.min, n.extent, n.for_kind, block(n.body));
-      if (n.var.name() != product.name() + ".pair") return tir::StmtMutator<Once>::visit_for(n, s);
-      // (pair_blocks' loop: each of its two blocks)
-      const auto* blocks = n.body.as<tir::SeqNode>();
-      if (blocks == nullptr) return s;
-      std::vector<tir::Stmt> out;
-      for (const auto& b : blocks->seq) out.push_back(block(b));
-      return tir::make_for(n.var, n.min, n.extent, n.for_kind, tir::make_seq(out));
+      if (n.var.id() != product.id()) return tir::StmtMutator<Once>::visit_for(n, s);
+      return tir::make_for(n.var, n.min, n.extent, n.for_kind, block(n.body));
     }
     // A kernel's micro-op calls, if it is a kernel of one loop level at most whose fields are
     // constants.
@@ -666,9 +669,6 @@ inline tir::Stmt constant_rows_once(const tir::Stmt& body, const ne::Var& produc
       return ops;
     }
     tir::Stmt block(const tir::Stmt& s) {
-      // (pair_blocks' test of a pair's second block, where P may be odd)
-      if (const auto* g = s.as<tir::IfThenElseNode>(); g && !g->else_case.defined())
-        return tir::make_if(g->cond, block(g->then_case));
       std::vector<te::Buffer> allocated;
       std::vector<tir::Stmt> leaves;
       const auto collect = [&](const auto& self, const tir::Stmt& x) -> void {
@@ -783,12 +783,7 @@ inline tir::Stmt constant_rows_once(const tir::Stmt& body, const ne::Var& produc
   } once(product, tile);
   tir::Stmt out = once.visit(body);
   if (once.hoisted.empty()) return body;
-  std::vector<tir::Stmt> stmts = once.hoisted;
-  stmts.push_back(out);
-  out = tir::make_seq(stmts);
-  for (auto it = once.buffers.rbegin(); it != once.buffers.rend(); ++it)
-    out = tir::make_allocate(*it, out);
-  return out;
+  return before_blocks(out, once.buffers, once.hoisted);
 }
 
 // Whether the kernel adds masks from its constant: a causal softmax with lane groups, or in
@@ -1864,15 +1859,15 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
   chunks.push_back(leaf[2].var());
   return [kernel = *this, product = leaf[0].var(), chunks](const tir::PrimFunc& f) {
     // (last, the running rows narrowed: the GEMM core's sums are formed from their one loop
-    // level; then the blocks paired, after the rewrites that read what a block's index allows
-    // (sums_by_gemm kept ACC_8BIT loads it could not prove were not needed in the second block
-    // of a pair: 384 more instructions in the gallery's normalization), and the constant rows
-    // moved before them, from the kernels as they end)
+    // level; then the constant rows moved before the blocks, from the kernels as they end, and
+    // the blocks paired, after the rewrites that read what a block's index allows: sums_by_gemm
+    // kept ACC_8BIT loads it could not prove were not needed in the second block of a pair, 384
+    // more instructions in the gallery's normalization)
     const auto narrowed = [&](tir::PrimFunc g) {
       g.body = detail::narrow_running_rows(g.body, kernel.env_.acc_tile());
       if (detail::softmax_skips(kernel.shape_)) {
-        g.body = detail::pair_blocks(g.body, product);
         g.body = detail::constant_rows_once(g.body, product, kernel.env_.acc_tile());
+        g.body = detail::pair_blocks(g.body, product);
       }
       return g;
     };
@@ -3666,13 +3661,8 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     loops.kept_count = 0;
     out.body = loops.visit(f.body);
   }
-  if (!loops.once_buffers.empty()) {
-    std::vector<tir::Stmt> stmts = loops.once_resets;
-    stmts.push_back(out.body);
-    out.body = tir::make_seq(std::move(stmts));
-    for (auto it = loops.once_buffers.rbegin(); it != loops.once_buffers.rend(); ++it)
-      out.body = tir::make_allocate(*it, out.body);
-  }
+  if (!loops.once_buffers.empty())
+    out.body = detail::before_blocks(out.body, loops.once_buffers, loops.once_resets);
   return loops.rewritten > 0 || loops.guarded > 0 ? out : f;
 }
 
