@@ -20498,7 +20498,11 @@ inline PrimFunc specialize(const PrimFunc& general, std::span<const ne::Substitu
 // lives in A too: no earlier iteration has written an element it reads ahead (the stores move
 // forward, the outermost loop furthest, and the element ahead is past every store so far), so
 // in place it is dst = dst op src reading only old values; B's elements are a prefix of A's,
-// addressed as A's are.
+// addressed as A's are. And a MIN or MAX of each element with its mirror image in one loop,
+//   B[k] = min(A[k], A[n - 1 - k])   (k < n, a constant; B and A alike)
+// lives in A: the second of a pair reads its mate's new value min(A[m], A[k]) or the old one,
+// and min(A[k], min(A[m], A[k])) = min(A[k], A[m]) (a pair of rows each the MIN of both in one
+// ALU instruction: the integer softmax's division).
 
 // begin dlavm/core/api.hpp
 // end dlavm/core/api.hpp
@@ -20710,6 +20714,34 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
            });
   }
 
+  // Whether `dst` may live in `src` when the stage is the MIN or MAX of each entry with its
+  // mirror image in one loop: dst[i] = min(src[i], src[m(i)]), m(i) the index with that loop's
+  // variable v read as extent - 1 - v (entries paired, each the other's mirror). In place the
+  // second of a pair reads its mate's new value min(src[m(i)], src[i]) or the old one: the
+  // same result, as min(x, min(y, x)) = min(x, y).
+  static bool reads_mirrored(const Nest& nest, const Buffer& src, const Buffer& dst) {
+    const auto* store = nest.store;
+    const auto* bin = store->value.as<te::BinaryNode>();
+    if (bin == nullptr || (bin->kind() != te::ExprKind::Min && bin->kind() != te::ExprKind::Max))
+      return false;
+    const auto* first = bin->a.as<te::LoadNode>();
+    const auto* mate = bin->b.as<te::LoadNode>();
+    if (first == nullptr || mate == nullptr || first->buffer.get() != src.get() ||
+        mate->buffer.get() != src.get() || !same_indices(first->indices, store->indices) ||
+        !ne::equal(src.size(), dst.size()))
+      return false;
+    const auto at = ne::simplify(src.flat_index(store->indices));
+    if (!ne::equal(at, ne::simplify(dst.flat_index(store->indices)))) return false;
+    const auto mirrored = ne::simplify(src.flat_index(mate->indices));
+    return std::any_of(nest.loops.begin(), nest.loops.end(), [&](const ForNode* f) {
+      const auto lo = ne::simplify(f->min).as_int();
+      const auto extent = ne::simplify(f->extent).as_int();
+      if (!lo || !extent || *extent < 2) return false;
+      const ne::Substitution flip{f->var, ne::Expr(2 * *lo + *extent - 1) - f->var};
+      return ne::equal(ne::simplify(ne::substitute(at, {flip})), mirrored);
+    });
+  }
+
   bool reuse_once(std::vector<Buffer>& run, std::vector<Stmt>& seq) {
     const auto in_run = [&](const te::BufferNode* b) {
       return std::any_of(run.begin(), run.end(), [&](const Buffer& x) { return x.get() == b; });
@@ -20728,7 +20760,8 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
                                   std::all_of(loads.begin(), loads.end(), [&](const auto& idx) {
                                     return same_indices(idx, store->indices);
                                   });
-        if (!element_wise && !reads_ahead(nest, src, dst)) continue;
+        if (!element_wise && !reads_ahead(nest, src, dst) && !reads_mirrored(nest, src, dst))
+          continue;
         if (const auto* bin = store->value.as<te::BinaryNode>();
             element_wise && bin && !symmetric(bin->kind()) && !loads_of(bin->b, src.get()).empty())
           continue;
@@ -24571,7 +24604,12 @@ DLAVM_INLINE tir::Stmt gemm_into_acc(const tir::Stmt& body) {
 //     operand: VTA's compute module reads only its low 8 bits (signed) or low LOG_ACC_WIDTH
 //     bits ([-16, 15]), the simulators the whole value, so keep those lanes in range;
 //   - constant fills `dst[i] = c`: a reset, then ADD c (c outside the 16-bit immediate is
-//     built as (hi << 16) + lo: two to five ALU passes);
+//     built as (hi << 16) + lo: two to five ALU passes); a value of the loops that move whole
+//     tiles alone (`te::select(k == 0, c0, c1)`: rows of different constants, at most 64) is
+//     one reset of every tile, then each row's ADDs;
+//   - a MIN or MAX of each tile with its mirror image in one loop, in place (the storage pass
+//     puts it there): `m[k] = min(m[k], m[1 - k])` is one instruction of a micro-op a tile,
+//     whose later micro-ops may read the earlier ones' results or not, the same minimum;
 //   - reductions te::max / te::min / te::sum of an accumulator tile over window loops whose
 //     extents do not depend on the output loops (pooling): each window element is one ALU
 //     instruction over the output tiles; a sum is a reset and one ADD per element, a max or
@@ -24624,6 +24662,8 @@ void check_alu(const tir::Stmt& body, const Env& env);
 // end dlavm/runtime/isa.hpp
 // begin dlavm/te.hpp
 // end dlavm/te.hpp
+// begin dlavm/te/value_evaluator.hpp
+// end dlavm/te/value_evaluator.hpp
 // begin dlavm/tir.hpp
 // end dlavm/tir.hpp
 // begin dlavm/vta/lower/env.hpp
@@ -24637,6 +24677,7 @@ void check_alu(const tir::Stmt& body, const Env& env);
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -24730,6 +24771,7 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     check_scope(store->buffer.name(), store->buffer, true);
     if (const auto* c = store->value.as<te::IntImmNode>())
       return lower_fill(loops, *store, c->value);
+    if (auto fills = lower_row_fills(where, loops, *store)) return *fills;
     return lower_elementwise(loops, *store);
   }
 
@@ -24920,6 +24962,78 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     const auto& dst = store.buffer;
     const auto t = tiles(dst.name(), loops, {store.indices[0]});
     std::vector<tir::Stmt> parts{reset(t, dst)};
+    add_constant(t, dst, value, parts);
+    return tir::make_seq(parts);
+  }
+
+  // dst = a value of the nest's loops alone, a constant per tile row (a te::select on a row's
+  // index, as a pair of rows [min, max] is written): the tiles reset, then each row's ADDs.
+  // Nothing where the value reads a buffer or a symbolic dim.
+  std::optional<tir::Stmt> lower_row_fills(const std::string& where,
+                                           const std::vector<NestLoop>& loops,
+                                           const tir::StoreNode& store) {
+    struct Reads : te::ExprVisitor<Reads> {
+      std::vector<ne::Var> vars;
+      bool buffers = false;
+      void visit_index_expr(const ne::Expr& e) {
+        for (const auto& v : ne::free_vars(e)) vars.push_back(v);
+      }
+      void visit_load(const te::LoadNode&, const te::Expr&) { buffers = true; }
+      void visit_read(const te::ReadNode&, const te::Expr&) { buffers = true; }
+      void visit_call(const te::CallNode&, const te::Expr&) { buffers = true; }
+    } reads;
+    reads.visit(store.value);
+    if (reads.buffers || reads.vars.empty()) return std::nullopt;
+    std::vector<NestLoop> rows, rest;
+    for (const auto& loop : loops) {
+      const bool read = std::any_of(reads.vars.begin(), reads.vars.end(),
+                                    [&](const ne::Var& v) { return v.id() == loop.var.id(); });
+      (read ? rows : rest).push_back(loop);
+    }
+    if (std::any_of(reads.vars.begin(), reads.vars.end(), [&](const ne::Var& v) {
+          return std::none_of(loops.begin(), loops.end(),
+                              [&](const NestLoop& l) { return l.var.id() == v.id(); });
+        }))
+      return std::nullopt;
+    constexpr std::int64_t kMostRows = 64;
+    std::int64_t points = 1;
+    for (const auto& r : rows) {
+      const auto form = ne::linear_form(store.indices[0], {r.var});
+      if (!form || !divisible(form->strides[0], env_.acc_tile()))
+        unsupported(where, tir::make_store(store.buffer, store.indices, store.value),
+                    fmt::format("its value `{}` differs within a {}-element tile, which an ALU "
+                                "immediate fills whole",
+                                store.value, env_.acc_tile()));
+      const auto extent = ne::simplify(r.extent).as_int();
+      if (!extent || *extent < 1 || (points *= *extent) > kMostRows)
+        unsupported(
+            where, tir::make_store(store.buffer, store.indices, store.value),
+            fmt::format("its value `{}` differs in more than {} rows", store.value, kMostRows));
+    }
+    const auto& dst = store.buffer;
+    std::vector<tir::Stmt> parts{reset(tiles(dst.name(), loops, {store.indices[0]}), dst)};
+    for (std::int64_t p = 0; p < points; ++p) {
+      te::IndexEnv env;
+      std::vector<ne::Substitution> at;
+      for (std::int64_t k = static_cast<std::int64_t>(rows.size()), q = p; k-- > 0;) {
+        const std::int64_t extent = *ne::simplify(rows[k].extent).as_int();
+        env.push(rows[k].var, q % extent);
+        at.emplace_back(rows[k].var, ne::Expr(q % extent));
+        q /= extent;
+      }
+      te::detail::ValueEvaluator value(env, [](const te::ReadNode&, auto) -> std::int64_t {
+        return 0;  // (the value reads no tensor)
+      });
+      const auto t = tiles(dst.name(), rest, {ne::simplify(ne::substitute(store.indices[0], at))});
+      add_constant(t, dst, dst.dtype().wrap(value.visit(store.value)), parts);
+    }
+    return tir::make_seq(parts);
+  }
+
+  // ADDs of immediates that bring zeroed tiles to `value`; a value wider than the 16-bit
+  // immediate is built as (hi << 16) + lo, lo added in steps the immediate holds.
+  void add_constant(const TileNest& t, const te::Buffer& dst, std::int64_t value,
+                    std::vector<tir::Stmt>& parts) const {
     const auto [lo, hi] = alu_imm_range(runtime::AluOp::Add, env_.config);
     std::int64_t rest = value;
     if (value < lo || value > hi) {
@@ -24934,7 +25048,6 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
       parts.push_back(alu_imm(t, runtime::AluOp::Add, step, dst));
       rest -= step;
     }
-    return tir::make_seq(parts);
   }
 
   // dst = op(lhs, rhs | imm). The ALU updates in place: when dst is not lhs's storage (the
@@ -24965,7 +25078,21 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
       const auto d = ne::simplify(l->indices[0] - store.indices[0]).as_int();
       return in_place(o.lhs) && d && *d > 0;
     };
-    if (o.rhs && o.rhs->buffer.same_as(dst) && !in_place(o.rhs) && !reads_ahead(o.rhs))
+    // Or, for a MIN or MAX, when it reads each entry's mirror image in one loop (pairs of
+    // entries, each the other's mirror): the micro-op of the second of a pair may read its
+    // mate's old value or its new one, min(x, min(y, x)) = min(x, y).
+    const auto reads_mirrored = [&](const te::LoadNode* l) {
+      if (!in_place(o.lhs) || (o.op != runtime::AluOp::Min && o.op != runtime::AluOp::Max))
+        return false;
+      return std::any_of(loops.begin(), loops.end(), [&](const NestLoop& loop) {
+        const auto extent = ne::simplify(loop.extent).as_int();
+        if (!extent || *extent < 2) return false;
+        const ne::Substitution flip{loop.var, ne::Expr(*extent - 1) - loop.var};
+        return same(ne::substitute(store.indices[0], {flip}), l->indices[0]);
+      });
+    };
+    if (o.rhs && o.rhs->buffer.same_as(dst) && !in_place(o.rhs) && !reads_ahead(o.rhs) &&
+        !reads_mirrored(o.rhs))
       raise<ScheduleError>(
           "internal: stage '{}' reads its own buffer at another index (`{}`), please report", stage,
           store.value);

@@ -553,6 +553,59 @@ TEST_CASE("reuse_inplace: a halving stage that reads ahead of its stores lives i
   CHECK(allocations(tir::reuse_inplace(f.body)) == std::vector<std::string>{"A", "B"});
 }
 
+TEST_CASE("reuse_inplace: the MIN or MAX of each entry with its mirror image lives in its input") {
+  // A [2 rows, 4 lanes]; B[k][l] = min(A[k][l], A[1 - k][l]): in place the second row's
+  // micro-op reads the first row's new value min(A[0], A[1]), and min(A[1], min(A[0], A[1])) is
+  // min(A[1], A[0]) still. Only a MIN or a MAX, with its first operand at the store's index and
+  // the other the mirror image in one loop, is so.
+  struct Case {
+    std::string what;
+    te::ExprKind kind;
+    bool mirror_first;  // min(A[m(i)], A[i])
+    bool both_loops;    // the image mirrored in the lanes too
+    bool reused;
+  };
+  for (const auto& c :
+       {Case{"min", te::ExprKind::Min, false, false, true},
+        Case{"max", te::ExprKind::Max, false, false, true},
+        Case{"add", te::ExprKind::Add, false, false, false},
+        Case{"the image as the first operand", te::ExprKind::Min, true, false, false},
+        Case{"mirrored in two loops", te::ExprKind::Min, false, true, false}}) {
+    CAPTURE(c.what);
+    const auto In = buffer("In", {8}), Out = buffer("Out", {8});
+    const auto A = buffer("A", {8}, i32, kAcc), B = buffer("B", {8}, i32, kAcc);
+    const auto pairs = loop("k", 2, [&](ne::Expr k) {
+      return loop("l", 4, [&](ne::Expr l) {
+        const auto here = ld(A, k * 4 + l);
+        const auto image = ld(A, (1 - k) * 4 + (c.both_loops ? 3 - l : l));
+        const auto first = c.mirror_first ? image : here, second = c.mirror_first ? here : image;
+        const auto value = c.kind == te::ExprKind::Min   ? te::min(first, second)
+                           : c.kind == te::ExprKind::Max ? te::max(first, second)
+                                                         : first + second;
+        return st(B, k * 4 + l, value);
+      });
+    });
+    const auto f = func(
+        {In, Out},
+        allocate({A, B},
+                 tir::make_seq({loop("i", 8, [&](ne::Expr i) { return st(A, i, ld(In, i)); }),
+                                tir::make_attr("pragma_alu", "k", 1, pairs),
+                                loop("o", 8, [&](ne::Expr o) { return st(Out, o, ld(B, o)); })})));
+    const auto r = tir::reuse_inplace(f.body);
+    CHECK(allocations(r) ==
+          (c.reused ? std::vector<std::string>{"A"} : std::vector<std::string>{"A", "B"}));
+    const auto got = check_same(f, r);
+    for (std::size_t k = 0; k < 2; ++k)
+      for (std::size_t l = 0; l < 4; ++l) {
+        const auto here = at(got[0], k * 4 + l);
+        const auto image = at(got[0], (1 - k) * 4 + (c.both_loops ? 3 - l : l));
+        CHECK(at(got[1], k * 4 + l) == (c.kind == te::ExprKind::Min   ? std::min(here, image)
+                                        : c.kind == te::ExprKind::Max ? std::max(here, image)
+                                                                      : here + image));
+      }
+  }
+}
+
 TEST_CASE("reuse_inplace: a stage that is not element-wise in its input keeps its own buffer") {
   Ewise e;
   const auto rejected = [&](const tir::PrimFunc& f, bool run_it = true) {

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -265,15 +266,17 @@ TEST_CASE("alu: int32 max pooling padded with the int32 minimum") {
 }
 
 namespace alu_reduce_test {
-// A stage filled with a constant under the alu pragma, stored as int32 (a configuration with
-// 32-bit outputs), so that every bit of the fill shows.
-std::pair<Counts, bool> fill(std::int64_t value) {
+// A stage of three tile rows filled with value(row, lane) under the alu pragma, stored as int32
+// (a configuration with 32-bit outputs), so that every bit of the fill shows: its instructions'
+// counts, and whether the result is te::evaluate's.
+std::pair<Counts, bool> fill_rows(
+    const std::function<te::Expr(const ne::Var&, const ne::Var&, const vta::Env&)>& value) {
   vta::Config config;
   config.log_out_width = 5;
   vta::Env env(config);
   const auto shape = te::shape(1, 3, env.batch, env.block_out);
   auto F = te::compute(
-      shape, [&](auto...) { return te::make_const(value, env.acc_dtype); }, "F");
+      shape, [&](auto, auto row, auto, auto lane) { return value(row, lane, env); }, "F");
   auto R = te::compute(
       shape, [&](auto... i) { return F(i...); }, "R");
   auto s = te::create_schedule(R);
@@ -291,6 +294,12 @@ std::pair<Counts, bool> fill(std::int64_t value) {
     insns.push_back(vta::decode(env.config.layout(), stream.insns[i], i));
   return {count(insns), r == te::evaluate(R, {})};
 }
+// The stage filled with one constant.
+std::pair<Counts, bool> fill(std::int64_t value) {
+  return fill_rows([&](const ne::Var&, const ne::Var&, const vta::Env& env) {
+    return te::make_const(value, env.acc_dtype);
+  });
+}
 }  // namespace alu_reduce_test
 
 TEST_CASE("alu: constant fills: a reset, then immediates") {
@@ -305,6 +314,67 @@ TEST_CASE("alu: constant fills: a reset, then immediates") {
     CHECK(ok);
     CHECK(n.resets == 1);
     CHECK(n.alu_imm == c.alu_imm);
+  }
+}
+
+TEST_CASE("alu: rows of constants that differ by row: one reset, then each row's immediates") {
+  // -7 (one ADD), 100,000 = 2 x 2^16 - 31,072 (three), -2^31 (two)
+  const auto [n, ok] = fill_rows([](const ne::Var& row, const ne::Var&, const vta::Env& env) {
+    const auto c = [&](std::int64_t v) { return te::make_const(v, env.acc_dtype); };
+    return te::select(row == 0, c(-7), te::select(row == 1, c(100000), c(-2147483648LL)));
+  });
+  CHECK(ok);
+  CHECK(n.resets == 1);
+  CHECK(n.alu_imm == 1 + 3 + 2);
+  // a value that differs between the lanes of a tile: no immediate fills that
+  CHECK_THROWS_WITH_AS(fill_rows([](const ne::Var&, const ne::Var& lane, const vta::Env& env) {
+                         return te::select(lane == 0, te::make_const(1, env.acc_dtype),
+                                           te::make_const(2, env.acc_dtype));
+                       }),
+                       doctest::Contains("differs within a 16-element tile"), dlavm::ScheduleError);
+}
+
+TEST_CASE("alu: the MIN of each row with its mirror image is one instruction of two micro-ops") {
+  // M[k] = min(X[k], X[1 - k]) over two rows, in X's storage (tir::reuse_inplace): the second
+  // micro-op reads the first row's old value or its new one, the same minimum.
+  vta::Config config;
+  config.log_out_width = 5;
+  const vta::Env env(config);
+  const auto shape = te::shape(1, 2, env.batch, env.block_out);
+  for (const bool max : {false, true}) {
+    CAPTURE(max);
+    const auto data = te::placeholder(shape, env.acc_dtype, "data");
+    const auto X = te::compute(
+        shape, [&](auto... i) { return data(i...); }, "X");
+    const auto M = te::compute(
+        shape,
+        [&](auto n, auto k, auto b, auto l) {
+          const auto here = X(n, k, b, l), image = X(n, ne::Expr(1) - k, b, l);
+          return max ? te::max(here, image) : te::min(here, image);
+        },
+        "M");
+    const auto R = te::compute(
+        shape, [&](auto... i) { return M(i...); }, "R");
+    auto s = te::create_schedule(R);
+    s[X].set_scope(env.acc_scope);
+    s[X].pragma(s[X].axis(0), env.dma_copy);
+    s[M].set_scope(env.acc_scope);
+    s[M].pragma(s[M].axis(0), env.alu);
+    s[R].pragma(s[R].axis(0), env.dma_copy);
+    const auto prog = vta::build(s, {data, R}, env);
+    auto a = te::NDArray::random(env.acc_dtype, {1, 2, 1, 16}, 7, -1000, 1000);
+    te::NDArray r(env.acc_dtype, {1, 2, 1, 16});
+    vta::SimDevice dev(env.config);
+    const auto run = prog.run(dev, {&a, &r});
+    CHECK(run.result.finished);
+    CHECK(r == te::evaluate(R, {{data, a}}));
+    CHECK(run.result.counters.alu_uops == 2);
+    const std::vector<std::uint64_t> phys{0x100000, 0x800000};
+    const auto stream = prog.instantiate({}, phys);
+    int alu = 0;
+    for (std::size_t i = 0; i < stream.insns.size(); ++i)
+      alu += vta::decode(env.config.layout(), stream.insns[i], i).opcode == vta::Opcode::Alu;
+    CHECK(alu == 1);
   }
 }
 

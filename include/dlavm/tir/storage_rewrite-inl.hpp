@@ -181,6 +181,34 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
            });
   }
 
+  // Whether `dst` may live in `src` when the stage is the MIN or MAX of each entry with its
+  // mirror image in one loop: dst[i] = min(src[i], src[m(i)]), m(i) the index with that loop's
+  // variable v read as extent - 1 - v (entries paired, each the other's mirror). In place the
+  // second of a pair reads its mate's new value min(src[m(i)], src[i]) or the old one: the
+  // same result, as min(x, min(y, x)) = min(x, y).
+  static bool reads_mirrored(const Nest& nest, const Buffer& src, const Buffer& dst) {
+    const auto* store = nest.store;
+    const auto* bin = store->value.as<te::BinaryNode>();
+    if (bin == nullptr || (bin->kind() != te::ExprKind::Min && bin->kind() != te::ExprKind::Max))
+      return false;
+    const auto* first = bin->a.as<te::LoadNode>();
+    const auto* mate = bin->b.as<te::LoadNode>();
+    if (first == nullptr || mate == nullptr || first->buffer.get() != src.get() ||
+        mate->buffer.get() != src.get() || !same_indices(first->indices, store->indices) ||
+        !ne::equal(src.size(), dst.size()))
+      return false;
+    const auto at = ne::simplify(src.flat_index(store->indices));
+    if (!ne::equal(at, ne::simplify(dst.flat_index(store->indices)))) return false;
+    const auto mirrored = ne::simplify(src.flat_index(mate->indices));
+    return std::any_of(nest.loops.begin(), nest.loops.end(), [&](const ForNode* f) {
+      const auto lo = ne::simplify(f->min).as_int();
+      const auto extent = ne::simplify(f->extent).as_int();
+      if (!lo || !extent || *extent < 2) return false;
+      const ne::Substitution flip{f->var, ne::Expr(2 * *lo + *extent - 1) - f->var};
+      return ne::equal(ne::simplify(ne::substitute(at, {flip})), mirrored);
+    });
+  }
+
   bool reuse_once(std::vector<Buffer>& run, std::vector<Stmt>& seq) {
     const auto in_run = [&](const te::BufferNode* b) {
       return std::any_of(run.begin(), run.end(), [&](const Buffer& x) { return x.get() == b; });
@@ -199,7 +227,8 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
                                   std::all_of(loads.begin(), loads.end(), [&](const auto& idx) {
                                     return same_indices(idx, store->indices);
                                   });
-        if (!element_wise && !reads_ahead(nest, src, dst)) continue;
+        if (!element_wise && !reads_ahead(nest, src, dst) && !reads_mirrored(nest, src, dst))
+          continue;
         if (const auto* bin = store->value.as<te::BinaryNode>();
             element_wise && bin && !symmetric(bin->kind()) && !loads_of(bin->b, src.get()).empty())
           continue;

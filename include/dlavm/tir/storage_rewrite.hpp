@@ -20,7 +20,11 @@
 // lives in A too: no earlier iteration has written an element it reads ahead (the stores move
 // forward, the outermost loop furthest, and the element ahead is past every store so far), so
 // in place it is dst = dst op src reading only old values; B's elements are a prefix of A's,
-// addressed as A's are.
+// addressed as A's are. And a MIN or MAX of each element with its mirror image in one loop,
+//   B[k] = min(A[k], A[n - 1 - k])   (k < n, a constant; B and A alike)
+// lives in A: the second of a pair reads its mate's new value min(A[m], A[k]) or the old one,
+// and min(A[k], min(A[m], A[k])) = min(A[k], A[m]) (a pair of rows each the MIN of both in one
+// ALU instruction: the integer softmax's division).
 #pragma once
 
 #include <dlavm/core/api.hpp>

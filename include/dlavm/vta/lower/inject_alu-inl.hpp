@@ -5,6 +5,7 @@
 #include <dlavm/ne.hpp>
 #include <dlavm/runtime/isa.hpp>
 #include <dlavm/te.hpp>
+#include <dlavm/te/value_evaluator.hpp>
 #include <dlavm/tir.hpp>
 #include <dlavm/vta/lower/env.hpp>
 #include <dlavm/vta/lower/inject_alu.hpp>
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -107,6 +109,7 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     check_scope(store->buffer.name(), store->buffer, true);
     if (const auto* c = store->value.as<te::IntImmNode>())
       return lower_fill(loops, *store, c->value);
+    if (auto fills = lower_row_fills(where, loops, *store)) return *fills;
     return lower_elementwise(loops, *store);
   }
 
@@ -297,6 +300,78 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
     const auto& dst = store.buffer;
     const auto t = tiles(dst.name(), loops, {store.indices[0]});
     std::vector<tir::Stmt> parts{reset(t, dst)};
+    add_constant(t, dst, value, parts);
+    return tir::make_seq(parts);
+  }
+
+  // dst = a value of the nest's loops alone, a constant per tile row (a te::select on a row's
+  // index, as a pair of rows [min, max] is written): the tiles reset, then each row's ADDs.
+  // Nothing where the value reads a buffer or a symbolic dim.
+  std::optional<tir::Stmt> lower_row_fills(const std::string& where,
+                                           const std::vector<NestLoop>& loops,
+                                           const tir::StoreNode& store) {
+    struct Reads : te::ExprVisitor<Reads> {
+      std::vector<ne::Var> vars;
+      bool buffers = false;
+      void visit_index_expr(const ne::Expr& e) {
+        for (const auto& v : ne::free_vars(e)) vars.push_back(v);
+      }
+      void visit_load(const te::LoadNode&, const te::Expr&) { buffers = true; }
+      void visit_read(const te::ReadNode&, const te::Expr&) { buffers = true; }
+      void visit_call(const te::CallNode&, const te::Expr&) { buffers = true; }
+    } reads;
+    reads.visit(store.value);
+    if (reads.buffers || reads.vars.empty()) return std::nullopt;
+    std::vector<NestLoop> rows, rest;
+    for (const auto& loop : loops) {
+      const bool read = std::any_of(reads.vars.begin(), reads.vars.end(),
+                                    [&](const ne::Var& v) { return v.id() == loop.var.id(); });
+      (read ? rows : rest).push_back(loop);
+    }
+    if (std::any_of(reads.vars.begin(), reads.vars.end(), [&](const ne::Var& v) {
+          return std::none_of(loops.begin(), loops.end(),
+                              [&](const NestLoop& l) { return l.var.id() == v.id(); });
+        }))
+      return std::nullopt;
+    constexpr std::int64_t kMostRows = 64;
+    std::int64_t points = 1;
+    for (const auto& r : rows) {
+      const auto form = ne::linear_form(store.indices[0], {r.var});
+      if (!form || !divisible(form->strides[0], env_.acc_tile()))
+        unsupported(where, tir::make_store(store.buffer, store.indices, store.value),
+                    fmt::format("its value `{}` differs within a {}-element tile, which an ALU "
+                                "immediate fills whole",
+                                store.value, env_.acc_tile()));
+      const auto extent = ne::simplify(r.extent).as_int();
+      if (!extent || *extent < 1 || (points *= *extent) > kMostRows)
+        unsupported(
+            where, tir::make_store(store.buffer, store.indices, store.value),
+            fmt::format("its value `{}` differs in more than {} rows", store.value, kMostRows));
+    }
+    const auto& dst = store.buffer;
+    std::vector<tir::Stmt> parts{reset(tiles(dst.name(), loops, {store.indices[0]}), dst)};
+    for (std::int64_t p = 0; p < points; ++p) {
+      te::IndexEnv env;
+      std::vector<ne::Substitution> at;
+      for (std::int64_t k = static_cast<std::int64_t>(rows.size()), q = p; k-- > 0;) {
+        const std::int64_t extent = *ne::simplify(rows[k].extent).as_int();
+        env.push(rows[k].var, q % extent);
+        at.emplace_back(rows[k].var, ne::Expr(q % extent));
+        q /= extent;
+      }
+      te::detail::ValueEvaluator value(env, [](const te::ReadNode&, auto) -> std::int64_t {
+        return 0;  // (the value reads no tensor)
+      });
+      const auto t = tiles(dst.name(), rest, {ne::simplify(ne::substitute(store.indices[0], at))});
+      add_constant(t, dst, dst.dtype().wrap(value.visit(store.value)), parts);
+    }
+    return tir::make_seq(parts);
+  }
+
+  // ADDs of immediates that bring zeroed tiles to `value`; a value wider than the 16-bit
+  // immediate is built as (hi << 16) + lo, lo added in steps the immediate holds.
+  void add_constant(const TileNest& t, const te::Buffer& dst, std::int64_t value,
+                    std::vector<tir::Stmt>& parts) const {
     const auto [lo, hi] = alu_imm_range(runtime::AluOp::Add, env_.config);
     std::int64_t rest = value;
     if (value < lo || value > hi) {
@@ -311,7 +386,6 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
       parts.push_back(alu_imm(t, runtime::AluOp::Add, step, dst));
       rest -= step;
     }
-    return tir::make_seq(parts);
   }
 
   // dst = op(lhs, rhs | imm). The ALU updates in place: when dst is not lhs's storage (the
@@ -342,7 +416,21 @@ class InjectAlu : public tir::StmtMutator<InjectAlu> {
       const auto d = ne::simplify(l->indices[0] - store.indices[0]).as_int();
       return in_place(o.lhs) && d && *d > 0;
     };
-    if (o.rhs && o.rhs->buffer.same_as(dst) && !in_place(o.rhs) && !reads_ahead(o.rhs))
+    // Or, for a MIN or MAX, when it reads each entry's mirror image in one loop (pairs of
+    // entries, each the other's mirror): the micro-op of the second of a pair may read its
+    // mate's old value or its new one, min(x, min(y, x)) = min(x, y).
+    const auto reads_mirrored = [&](const te::LoadNode* l) {
+      if (!in_place(o.lhs) || (o.op != runtime::AluOp::Min && o.op != runtime::AluOp::Max))
+        return false;
+      return std::any_of(loops.begin(), loops.end(), [&](const NestLoop& loop) {
+        const auto extent = ne::simplify(loop.extent).as_int();
+        if (!extent || *extent < 2) return false;
+        const ne::Substitution flip{loop.var, ne::Expr(*extent - 1) - loop.var};
+        return same(ne::substitute(store.indices[0], {flip}), l->indices[0]);
+      });
+    };
+    if (o.rhs && o.rhs->buffer.same_as(dst) && !in_place(o.rhs) && !reads_ahead(o.rhs) &&
+        !reads_mirrored(o.rhs))
       raise<ScheduleError>(
           "internal: stage '{}' reads its own buffer at another index (`{}`), please report", stage,
           store.value);

@@ -20,7 +20,12 @@
 //     operand: VTA's compute module reads only its low 8 bits (signed) or low LOG_ACC_WIDTH
 //     bits ([-16, 15]), the simulators the whole value, so keep those lanes in range;
 //   - constant fills `dst[i] = c`: a reset, then ADD c (c outside the 16-bit immediate is
-//     built as (hi << 16) + lo: two to five ALU passes);
+//     built as (hi << 16) + lo: two to five ALU passes); a value of the loops that move whole
+//     tiles alone (`te::select(k == 0, c0, c1)`: rows of different constants, at most 64) is
+//     one reset of every tile, then each row's ADDs;
+//   - a MIN or MAX of each tile with its mirror image in one loop, in place (the storage pass
+//     puts it there): `m[k] = min(m[k], m[1 - k])` is one instruction of a micro-op a tile,
+//     whose later micro-ops may read the earlier ones' results or not, the same minimum;
 //   - reductions te::max / te::min / te::sum of an accumulator tile over window loops whose
 //     extents do not depend on the output loops (pooling): each window element is one ALU
 //     instruction over the output tiles; a sum is a reset and one ADD per element, a max or
