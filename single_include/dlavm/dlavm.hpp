@@ -40848,8 +40848,8 @@ class IntegerSoftmaxKernel {
   //     once): 1 cycle a key where the ALU's immediate took 2 (the exponentials 38.80 -> 36.70
   //     M cycles, the normalization 14.64 -> 13.59 M, the whole softmax 70.63 -> 68.47 M);
   //   - a causal softmax not in uniform tiles computes the rows every block computes from
-  //     constants alone (the exponent's z_offset and top, the packed division's bias: a reset
-  //     and up to three ALU immediates each) once, before the blocks, allocated around them
+  //     constants alone (the exponent's z_offset and top: a reset and up to three ALU
+  //     immediates each) once, before the blocks, allocated around them
   //     (detail::constant_rows_once; the gallery's 2,048-token prefill: the exponentials
   //     35.960 -> 35.904 M cycles, the normalization 13.272 -> 13.259 M, the whole softmax
   //     68.214 -> 68.173 M). Not in uniform tiles: a decode step's few blocks would gain little,
@@ -40878,7 +40878,8 @@ class IntegerSoftmaxKernel {
   bool scores_by_gemm_ = false, sums_by_gemm_ = false;
   std::vector<std::int64_t> gemm_adds_;
   // the stages of pass 1 and 2 computed per chunk (the load first, the chunk's max or sum
-  // last), the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk; a
+  // last), the rows of a block (the max, the sum, the reciprocal; with them the kernel's
+  // constant rows, of no leading dim, computed at the schedule's root) and pass 3 per chunk; a
   // part's absent pass has no stages and no total
   std::vector<te::Tensor> max_chunk_, sum_chunk_, rows_, out_chunk_;
   std::vector<te::Tensor> mask_loads_;  // with masks: each pass's copy of the mask rows
@@ -40922,11 +40923,12 @@ ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // of `keys` keys (at least 1) of one lane tile: each of the part's stages computed once a key
 // (every exponential once), a stage one ALU micro-op a key (the ALU has no fused operation:
 // t = -s * multiplier + bias is two), a reduction over k keys k - 1 micro-ops, the block's rows
-// once; and the part's int8 input loaded into the accumulator once, which VTA loads through its
-// compute module (BATCH x BLOCK_OUT bytes a key). Where the GEMM core may form t0 = -s *
-// multiplier (detail::softmax_scores_by_gemm), that stage is a GEMM micro-op a key (its rows
-// started by no reset: a fill of the bias could do it) and the input loads through the load
-// module, no accumulator load; where it may sum the normalization's exponentials
+// once (a micro-op a row; the kernel's constant rows, computed once before the blocks, none); and
+// the part's int8 input loaded into the accumulator once, which VTA loads through its compute
+// module (BATCH x BLOCK_OUT bytes a key). Where the GEMM core may form t0 = -s * multiplier
+// (detail::softmax_scores_by_gemm), that stage is a GEMM micro-op a key (its rows started by no
+// reset: a fill of the bias could do it) and the input loads through the load module, no
+// accumulator load; where it may sum the normalization's exponentials
 // (detail::softmax_sums_by_gemm, of a least chunk of 4 keys: more keys than that), the sum is a
 // GEMM micro-op a key, the input still loaded into the accumulator once (for the
 // probabilities); where it may add the part's constants (detail::softmax_adds_by_gemm), a
@@ -41075,6 +41077,18 @@ class SoftmaxStageWriter {
   // A [1, lanes] stage of f(lane): one value per row.
   BlockTensor row(const std::string& what, const std::function<te::Expr(const ne::Var&)>& f) {
     return stage(what, lead_, 1, [&](const ne::Var&, const ne::Var& l) { return f(l); });
+  }
+  // A [n, lanes] stage of f(row, lane): n rows of a block that one ALU instruction updates
+  // together, a micro-op each.
+  BlockTensor rows(const std::string& what, std::int64_t n,
+                   const std::function<te::Expr(const ne::Var&, const ne::Var&)>& f) {
+    return stage(what, lead_, n, f);
+  }
+  // A [n, lanes] stage of f(row, lane) with no leading dims: rows every block reads, which the
+  // kernel computes once, before the blocks.
+  BlockTensor constant_rows(const std::string& what, std::int64_t n,
+                            const std::function<te::Expr(const ne::Var&, const ne::Var&)>& f) {
+    return stage(what, {}, n, f);
   }
   // A [1, lanes] reduction over the keys: the max or the sum of t. A constant key count reduces
   // by halving: each level combines the first half of the entries with the second, one ALU
@@ -41310,34 +41324,46 @@ inline bool softmax_packed_division(const IntegerSoftmaxShape& shape) {
 }
 
 // R = floor(127 * 2^11 / sum) as reciprocal_stages(w, sum, 11) computes it, for a sum of at
-// most 2^19 (packed_reciprocal_fits), in one row: the partial remainder P and the quotient
-// bits found so far Q held together as U = P 2^11 + Q, below 2^31 (P < 2 sum, and even after
-// the first bit, so that P 2^11 leaves Q's 12 bits alone). A bit: 2 U compared with sum 2^12 is
-// P with sum (2 Q < 2^12), and the next U is 2 U - sum 2^12 + 1 where the bit is 1, else 2 U.
+// most 2^19 (packed_reciprocal_fits): the partial remainder P and the quotient bits found so far
+// Q held together as U = P 2^11 + Q, below 2^31 (P < 2 sum, and even after the first bit, so
+// that P 2^11 leaves Q's 12 bits alone). A bit: 2 U compared with sum 2^12 is P with sum
+// (2 Q < 2^12), and the next U is 2 U + A (A = 1 - sum 2^12) where the bit is 1, else 2 U.
 // That is the lesser of the two as unsigned 32-bit numbers (the first wraps above 2^31 where
 // the bit is 0), which is the signed MIN of both plus B = -2^31 (the ALU's 32-bit arithmetic
-// wraps): U is held as U + B, doubled (which wraps B away), B added back from a row (the
-// immediates have 16 bits), the difference's addend 1 - sum 2^12 added to a copy, and the MIN.
-// Six ALU instructions a bit (two of them, a reset and an ADD, the copy), where reciprocal_stages
-// takes twelve; then R = U mod 2^12, U less its bits from 12 up.
+// wraps). The two candidates sit in a pair of rows, [2 U + B, 2 U + A + B], so that each step
+// is one instruction of two micro-ops: the MIN of each row with the other (both rows then hold
+// U + B: min(x, min(y, x)) = min(x, y), whichever value the second micro-op reads), the
+// doubling (which wraps B away), and the ADD of the rows [B, A + B], formed once a block as
+// the MIN of A + B (above 0) with [-2^31, 2^31 - 1]. Three instructions a bit, where a row
+// alone took six (two of them, a reset and an ADD, a copy). Then R = U mod 2^12, which is
+// U + B less its bits from 12 up (B's low 12 bits are 0).
 inline BlockTensor packed_reciprocal_stages(SoftmaxStageWriter& w, const BlockTensor& sum) {
   const auto c = SoftmaxStageWriter::c;
   constexpr std::int64_t top = 11, bits = top + 1;
   constexpr std::int64_t bias = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int64_t most = std::numeric_limits<std::int32_t>::max();
   constexpr std::int64_t dividend = std::int64_t{127} << top;  // U before the top bit: P 2^11
-  const auto biases = w.row("bias", [&](V) { return c(bias); });
+  // (kernel-wide rows: B + 1, 2 U's first value, the pair's bounds)
+  const auto bias_one = w.constant_rows("bias_one", 1, [&](V, V) { return c(bias + 1); });
+  const auto first = w.constant_rows("first", 1, [&](V, V) { return c(2 * dividend); });
+  const auto ends = w.constant_rows(
+      "ends", 2, [&](V k, V) { return te::select(ne::Expr(k) == 0, c(bias), c(most)); });
   const auto neg_sum = w.row("neg_sum", [&](V l) { return sum(0, l) * c(-1); });
   const auto neg_scaled = w.row("neg_sum_up", [&](V l) { return neg_sum(0, l) << c(bits); });
-  const auto addend = w.row("addend", [&](V l) { return neg_scaled(0, l) + c(1); });
-  auto held = w.row("rem", [&](V) { return c(dividend + bias); });
-  for (std::int64_t b = top; b >= 0; --b) {
+  const auto addend = w.row("addend", [&](V l) { return neg_scaled(0, l) + bias_one(0, l); });
+  const auto adds = w.rows("adds", 2, [&](V k, V l) { return te::min(addend(0, l), ends(k, l)); });
+  // [2 U + B, 2 U + A + B] for the top bit: U = 127 2^11, B doubled away, B in `adds`
+  auto held = w.rows("up11", 2, [&](V k, V l) { return adds(k, l) + first(0, l); });
+  for (std::int64_t b = top; b > 0; --b) {
     const auto tag = [&](const char* what) { return fmt::format("{}{}", what, b); };
-    const auto twice = w.row(tag("twice"), [&](V l) { return held(0, l) << c(1); });
-    const auto up = w.row(tag("up"), [&](V l) { return twice(0, l) + biases(0, l); });
-    const auto diff = w.row(tag("diff"), [&](V l) { return up(0, l) + addend(0, l); });
-    held = w.row(tag("rem"), [&](V l) { return te::min(up(0, l), diff(0, l)); });
+    const auto pair = held;
+    const auto both = w.rows(
+        tag("rem"), 2, [&](V k, V l) { return te::min(pair(k, l), pair(ne::Expr(1) - k, l)); });
+    const auto twice = w.rows(tag("twice"), 2, [&](V k, V l) { return both(k, l) << c(1); });
+    held = w.rows(tag("up"), 2, [&](V k, V l) { return twice(k, l) + adds(k, l); });
   }
-  const auto whole = w.row("unbiased", [&](V l) { return held(0, l) + biases(0, l); });
+  const auto last = held;
+  const auto whole = w.row("rem0", [&](V l) { return te::min(last(0, l), last(1, l)); });
   const auto high = w.row("high", [&](V l) { return whole(0, l) >> c(bits); });
   const auto high_up = w.row("high_up", [&](V l) { return high(0, l) << c(bits); });
   const auto neg_high = w.row("neg_high", [&](V l) { return high_up(0, l) * c(-1); });
@@ -42014,10 +42040,10 @@ inline std::optional<std::int64_t> added_constant(const te::Tensor& t) {
 // form) of one lane tile, as written once: the floor's, and the constants' they add.
 inline std::vector<te::Tensor> part_stage_list(const vta::Env& env, IntegerSoftmaxPart part,
                                                runtime::IntegerExp fixed, std::int64_t keys);
-// Whether stage `t` of part_stage_list computes a value a key (not a block's row, not a
-// reduction).
+// Whether stage `t` of part_stage_list computes a value a key (its rows the symbolic key
+// count: not a block's rows, not the kernel's constant rows, not a reduction).
 inline bool per_key_stage(const te::Tensor& t) {
-  return t.op()->reduce_axis.empty() && t.shape().front().as_int() != 1;
+  return t.op()->reduce_axis.empty() && !t.shape()[t.ndim() - 2].as_int();
 }
 // The constants the GEMM core adds (adds_by_gemm) in a kernel of `part`, each once, in the
 // order of the stages that add them to a key's value: those a row of weights holds
@@ -42827,8 +42853,17 @@ DLAVM_INLINE te::Schedule IntegerSoftmaxKernel::schedule() const {
     s[total].pragma(s[total].axis(2), env_.alu);
     for (const auto& t : *stages) place(t, total, chunk, copied(t, *stages));
   }
-  for (const auto& t : rows_)
-    if (t != max_total_ && t != sum_total_) place(t, res_, block, false);
+  for (const auto& t : rows_) {
+    if (t == max_total_ || t == sum_total_) continue;
+    if (t.ndim() > 2) {
+      place(t, res_, block, false);
+      continue;
+    }
+    // (rows of no block, at the root: computed once, before the blocks, in buffers no block's
+    // stage is stored in)
+    s[t].set_scope(env_.acc_scope);
+    s[t].pragma(s[t].axis(0), env_.alu);
+  }
   for (const auto& t : out_chunk_) place(t, res_, c, copied(t, out_chunk_));
   s[res_].pragma(k, env_.dma_copy);
   return s;
@@ -44771,8 +44806,9 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
       break;
     case IntegerSoftmaxPart::Normalize:
       // (not in uniform tiles, the stored buffer's second, skip_masked's stored_by_turns; the
-      // packed division's copy of each bit but the last in a row of its own)
-      f.acc = (softmax_packed_division(shape) ? 15 : 4) +
+      // packed division's rows: the sum, the pairs [B, A + B] and of the candidates, the high
+      // bits, and the kernel's constant rows, B + 1, 2 U's first value and the pair's bounds)
+      f.acc = (softmax_packed_division(shape) ? 10 : 4) +
               (softmax_uniform(shape) || softmax_chunks(shape, chunk) <= 1 ? 2 : 3) * chunk;
       break;
   }
@@ -44913,7 +44949,9 @@ inline std::vector<te::Tensor> part_stage_list(const vta::Env& env, IntegerSoftm
   const auto scores = te::placeholder({n, env.block_out}, env.acc_dtype, "floor_s");
   std::vector<te::Tensor> stages;
   SoftmaxStageWriter w("floor", stages);
-  w.blocks({}, n, env.block_out);
+  // (one block: a leading dim of 1, which the kernel's constant rows, once for every block,
+  // do not have)
+  w.blocks({1}, n, env.block_out);
   part_stages(w, w.wrap(scores), part, fixed, keys);
   return stages;
 }
@@ -44938,8 +44976,10 @@ DLAVM_INLINE SoftmaxWork softmax_floor(const vta::Env& env, IntegerSoftmaxPart p
     const auto added = detail::added_constant(t);
     if (!t.op()->reduce_axis.empty())
       ++(sums_by_gemm ? gemm : reductions);
+    else if (t.ndim() == 2)
+      continue;  // the kernel's constant rows: none a block
     else if (!detail::per_key_stage(t))
-      ++per_block;
+      per_block += *t.shape()[t.ndim() - 2].as_int();
     else if ((by_gemm && t.name().ends_with(".t0")) ||
              (added && std::ranges::find(adds, *added) != adds.end()))
       ++gemm;

@@ -1074,7 +1074,10 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
     // of the dims condition, none inside. The exponent's z_offset, q.shift x 2^7, a reset and
     // an ADD; its top, 127 x 2^15 = 64 x 2^16 - 2^15 (the exponentials') in four (a reset, an
     // ADD of 64, a shift left by 16, an ADD of -32768), 2^22 = 64 x 2^16 (the whole softmax's)
-    // in three; the packed division's bias, -2^31 = -32768 x 2^16, in three.
+    // in three. The packed division's rows of no block (SoftmaxStageWriter::constant_rows, at
+    // the schedule's root): B + 1 = -32768 x 2^16 + 1 in four, 2 x 127 x 2^12 = 8 x 2^16 - 4,096
+    // in four, the pair [-2^31, 2^31 - 1] in eight (a reset of both; -32768 shifted left by 16;
+    // 32,767 shifted left by 16 and 65,535 added in three).
     const auto rows = [&](std::string_view b, bool inside) {
       return count(calls, [&](const KernelCall& k) {
         return (k.name == vta::intrin::alu || k.name == vta::intrin::gemm_reset) &&
@@ -1083,8 +1086,12 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
     };
     const bool exponent = part != graph::IntegerSoftmaxPart::Normalize;
     const int top = part == graph::IntegerSoftmaxPart::Exp ? 4 : exponent ? 3 : 0;
-    for (const auto& expected : std::vector<std::pair<std::string_view, int>>{
-             {".z_offset", exponent ? 2 : 0}, {".top", top}, {".bias", exponent ? 0 : 3}}) {
+    for (const auto& expected :
+         std::vector<std::pair<std::string_view, int>>{{".z_offset", exponent ? 2 : 0},
+                                                       {".top", top},
+                                                       {".bias_one", exponent ? 0 : 4},
+                                                       {".first", exponent ? 0 : 4},
+                                                       {".ends", exponent ? 0 : 8}}) {
       // (named, not bound: CAPTURE reads its argument in a lambda)
       const std::string_view b = expected.first;
       CAPTURE(b);
@@ -1099,14 +1106,15 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
                                   .fixed = host::integer_exp_for(0.125),
                                   .part = part},
                                  8, part == graph::IntegerSoftmaxPart::Whole);
-    CHECK(count(uniform, [&](const KernelCall& k) {
-            return k.name == vta::intrin::gemm_reset &&
-                   (ends(k.buffers[0], ".z_offset") || ends(k.buffers[0], ".bias")) && k.loops == 0;
-          }) == 0);
-    CHECK(count(uniform, [&](const KernelCall& k) {
-            return k.name == vta::intrin::gemm_reset &&
-                   ends(k.buffers[0], exponent ? ".z_offset" : ".bias") && k.loops > 0;
-          }) == 1);
+    // (the packed division's rows of no block are before the blocks there too)
+    const auto resets = [&](std::string_view b, bool inside) {
+      return count(uniform, [&](const KernelCall& k) {
+        return k.name == vta::intrin::gemm_reset && ends(k.buffers[0], b) &&
+               (k.loops > 0) == inside;
+      });
+    };
+    CHECK(resets(exponent ? ".z_offset" : ".ends", exponent) == 1);
+    CHECK(resets(exponent ? ".z_offset" : ".ends", !exponent) == 0);
     // the exponentials' z_down = -128 z as a MIN by -128 and a multiply by z (z_down_by_multiply),
     // its reset once a block, outside the chunk loop; u clipped to 2,047 first, so that z needs
     // no MIN by 15 for the shift (in the kept chunks and the others, each trimmed in the last
@@ -2023,9 +2031,12 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
   // the remainder shifted) and 11 of one more (after the first, the minimum of the difference
   // and the bit before's sum added back, where the sign starts), the ones added to q (140), and
   // its halves (4); a normalization's floor of the sum (1), and of at most 4,128 keys (a sum
-  // of at most 2^19) the packed division: the row of B, -sum, shifted, plus one, U (5), 12 bits of
-  // 4 (U doubled, B added, the difference, the MIN), U unbiased, its bits from 12 up shifted down
-  // and up, negated and added (5): 58. A reduction over k keys: k - 1. Of those a key's value
+  // of at most 2^19) the packed division: -sum, shifted, plus the row of B + 1 (3), the pair of
+  // rows [B, A + B] and the top bit's pair of candidates (4), 11 bits of three stages of two
+  // rows (the MIN of each row with the other, doubled, [B, A + B] added: 66), the last bit's
+  // MIN (1), its bits from 12 up shifted down and up, negated and added (4): 78; the kernel's
+  // constant rows (B + 1, 2 U's first value, the pair's bounds) none a block. A reduction over
+  // k keys: k - 1. Of those a key's value
   // plus a constant the GEMM core adds (v1's -c1, e2's, y1's and y0's roundings) are GEMM
   // micro-ops, as t0 is.
   const auto fixed = host::integer_exp_for(0.125);
@@ -2048,12 +2059,12 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
         graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, k);
     CHECK(normalize.gemm_uops == (summed ? 2 * k : k));
     CHECK(normalize.acc_load_bytes == 16 * k);
-    CHECK(normalize.alu_uops == 2 * k + (summed ? 0 : k - 1) + 59);
+    CHECK(normalize.alu_uops == 2 * k + (summed ? 0 : k - 1) + 79);
   }
   CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 5).gemm_uops == 10);
   // past 4,128 keys the sum may pass 2^19: the bit-serial division
   CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 4128).alu_uops ==
-        2 * 4128 + 59);
+        2 * 4128 + 79);
   CHECK(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Normalize, fixed, 4129).alu_uops ==
         2 * 4129 + 141);
   // a multiplier with fraction bits left past 7 shifts t first: one stage more a key (and 111

@@ -294,8 +294,8 @@ class IntegerSoftmaxKernel {
   //     once): 1 cycle a key where the ALU's immediate took 2 (the exponentials 38.80 -> 36.70
   //     M cycles, the normalization 14.64 -> 13.59 M, the whole softmax 70.63 -> 68.47 M);
   //   - a causal softmax not in uniform tiles computes the rows every block computes from
-  //     constants alone (the exponent's z_offset and top, the packed division's bias: a reset
-  //     and up to three ALU immediates each) once, before the blocks, allocated around them
+  //     constants alone (the exponent's z_offset and top: a reset and up to three ALU
+  //     immediates each) once, before the blocks, allocated around them
   //     (detail::constant_rows_once; the gallery's 2,048-token prefill: the exponentials
   //     35.960 -> 35.904 M cycles, the normalization 13.272 -> 13.259 M, the whole softmax
   //     68.214 -> 68.173 M). Not in uniform tiles: a decode step's few blocks would gain little,
@@ -324,7 +324,8 @@ class IntegerSoftmaxKernel {
   bool scores_by_gemm_ = false, sums_by_gemm_ = false;
   std::vector<std::int64_t> gemm_adds_;
   // the stages of pass 1 and 2 computed per chunk (the load first, the chunk's max or sum
-  // last), the rows of a block (the max, the sum, the reciprocal) and pass 3 per chunk; a
+  // last), the rows of a block (the max, the sum, the reciprocal; with them the kernel's
+  // constant rows, of no leading dim, computed at the schedule's root) and pass 3 per chunk; a
   // part's absent pass has no stages and no total
   std::vector<te::Tensor> max_chunk_, sum_chunk_, rows_, out_chunk_;
   std::vector<te::Tensor> mask_loads_;  // with masks: each pass's copy of the mask rows
@@ -368,11 +369,12 @@ ne::Expr softmax_traffic(const vta::Env& env, const IntegerSoftmaxShape& shape);
 // of `keys` keys (at least 1) of one lane tile: each of the part's stages computed once a key
 // (every exponential once), a stage one ALU micro-op a key (the ALU has no fused operation:
 // t = -s * multiplier + bias is two), a reduction over k keys k - 1 micro-ops, the block's rows
-// once; and the part's int8 input loaded into the accumulator once, which VTA loads through its
-// compute module (BATCH x BLOCK_OUT bytes a key). Where the GEMM core may form t0 = -s *
-// multiplier (detail::softmax_scores_by_gemm), that stage is a GEMM micro-op a key (its rows
-// started by no reset: a fill of the bias could do it) and the input loads through the load
-// module, no accumulator load; where it may sum the normalization's exponentials
+// once (a micro-op a row; the kernel's constant rows, computed once before the blocks, none); and
+// the part's int8 input loaded into the accumulator once, which VTA loads through its compute
+// module (BATCH x BLOCK_OUT bytes a key). Where the GEMM core may form t0 = -s * multiplier
+// (detail::softmax_scores_by_gemm), that stage is a GEMM micro-op a key (its rows started by no
+// reset: a fill of the bias could do it) and the input loads through the load module, no
+// accumulator load; where it may sum the normalization's exponentials
 // (detail::softmax_sums_by_gemm, of a least chunk of 4 keys: more keys than that), the sum is a
 // GEMM micro-op a key, the input still loaded into the accumulator once (for the
 // probabilities); where it may add the part's constants (detail::softmax_adds_by_gemm), a
