@@ -15,6 +15,7 @@
 #include <optional>
 #include <random>
 #include <ranges>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -1827,6 +1828,72 @@ TEST_CASE("integer softmax kernel: a causal prefill's blocks in pairs, p and P -
         for (std::int64_t p = half; p < products; ++p) expected.push_back(p);
       CHECK(order == expected);
     }
+}
+
+TEST_CASE("integer softmax kernel: a causal normalization's stored buffers, reset where needed") {
+  // Pass 3 stores its chunks from two buffers by turns, x (chunks 0, 2, ...) and odd. Read from
+  // the instantiated stream (each GEMM reset's entries, from the micro-ops it runs):
+  //   - a buffer is reset once a block (for the reciprocal's copy by a MAX) only where its
+  //     first chunk is not the block's last seen one, which resets it whole anyway: x where the
+  //     block sees 2 chunks or more, odd 3 (skip_masked's stored_by_turns);
+  //   - the first chunk the block does not see fills (resets) the buffer its last seen chunk
+  //     did not store from, so that it does not wait for that STORE;
+  //   - both live through the block's passes (graph::detail::stored_at_block_level): no buffer
+  //     of pass 2 shares their entries, whose first writes would wait for the block before's
+  //     STOREs of unseen chunks.
+  const vta::Env env;
+  const auto m = ne::var("m", 1, 40);
+  const auto last = ne::var("last", 0, 8);
+  constexpr std::int64_t chunk = 8, queries = 40, before = 3, keys = before + queries;
+  const graph::IntegerSoftmaxKernel kernel(
+      env, one_batch(m, last, 8, 2, graph::IntegerSoftmaxPart::Normalize), chunk, "sm");
+  const vta::Program prog = LaneGroupKernel::lower(env, kernel);
+  std::optional<vta::SramSlot> x, odd;
+  for (const auto& [buffer, slot] : prog.sram()) {
+    if (buffer->name == "sm.y.e_r") x = slot;
+    if (buffer->name == "sm.y.e_r.odd") odd = slot;
+  }
+  REQUIRE(x);
+  REQUIRE(odd);
+  for (const auto& [buffer, slot] : prog.sram())
+    if (buffer->name.starts_with("sm.sum.")) {
+      CAPTURE(buffer->name);
+      CHECK((slot.base + slot.entries <= x->base || x->base + x->entries <= slot.base));
+      CHECK((slot.base + slot.entries <= odd->base || odd->base + odd->entries <= slot.base));
+    }
+  std::vector<std::uint64_t> phys;
+  for (std::size_t a = 0; a < kernel.args().size(); ++a) phys.push_back((a + 1) << 20);
+  const ne::Binding at[] = {{"m", queries}, {"last", before}};
+  const auto stream = prog.instantiate(at, phys);
+  const auto layout = env.config.layout();
+  std::vector<dlavm::runtime::Uop> sram;
+  int x_resets = 0, odd_resets = 0;
+  for (const auto& f : vta::decode_all(layout, stream.insns)) {
+    if (f.opcode == vta::Opcode::Load && f.memory_type == vta::MemId::Uop) {
+      sram.resize(std::max<std::size_t>(sram.size(), std::size_t{f.sram_base} + f.x_size));
+      for (std::uint32_t k = 0; k < f.x_size; ++k)
+        sram[f.sram_base + k] = dlavm::runtime::unpack_uop(layout, stream.uops[f.dram_base + k]);
+    }
+    if (f.opcode != vta::Opcode::Gemm || !f.reset_reg) continue;
+    std::set<std::int64_t> entries;
+    for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u)
+      for (std::uint32_t o = 0; o < f.iter_out; ++o)
+        for (std::uint32_t i = 0; i < f.iter_in; ++i)
+          entries.insert(sram[u].dst + o * f.dst_factor_out + i * f.dst_factor_in);
+    x_resets += entries.contains(x->base) ? 1 : 0;
+    odd_resets += entries.contains(odd->base) ? 1 : 0;
+  }
+  // block p (queries 2p and 2p + 1) sees before + 2p + 2 keys, ceil(that / 8) of 6 chunks
+  int want_x = 0, want_odd = 0;
+  constexpr std::int64_t chunks = (keys + chunk - 1) / chunk;
+  for (std::int64_t p = 0; p < queries / 2; ++p) {
+    const std::int64_t seen = std::min(chunks, (before + (2 * p) + 2 + chunk - 1) / chunk);
+    const bool last_in_x = seen % 2 == 1, unseen = seen < chunks;
+    want_x += (seen > 1 ? 1 : 0) + (last_in_x ? 1 : 0) + (unseen && !last_in_x ? 1 : 0);
+    want_odd += (seen > 2 ? 1 : 0) + (last_in_x ? 0 : 1) + (unseen && last_in_x ? 1 : 0);
+  }
+  CHECK(x_resets == want_x);
+  CHECK(odd_resets == want_odd);
 }
 
 // A measure of the estimate, not of memory safety: the normal build runs it (17 s of the
