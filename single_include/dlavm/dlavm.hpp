@@ -42927,7 +42927,8 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
   chunks.push_back(leaf[2].var());
   return [kernel = *this, product = leaf[0].var(), chunks](const tir::PrimFunc& f) {
     // (last, the running rows narrowed: the GEMM core's sums are formed from their one loop
-    // level; then the constant rows moved before the blocks, from the kernels as they end, and
+    // level; a causal normalization's stored buffers allocated around the block's passes;
+    // then the constant rows moved before the blocks, from the kernels as they end, and
     // the blocks paired, after the rewrites that read what a block's index allows: sums_by_gemm
     // kept ACC_8BIT loads it could not prove were not needed in the second block of a pair, 384
     // more instructions in the gallery's normalization)
