@@ -40829,8 +40829,11 @@ class IntegerSoftmaxKernel {
   //   - the exponentials' (IntegerSoftmaxPart::Exp) z and z_down reset once before the blocks,
   //     not once a block, and allocated around them: what a block's chains leave in them is
   //     what the next block's first chunk needs (z below u, z_down at least -128), as within a
-  //     block. Not in the whole softmax (its six such buffers, live through all three passes,
-  //     would take room from the kept chunks), nor the normalization (what its copy of the
+  //     block. The chunks a block does not see are filled with 0 and stored from z's buffer
+  //     (which may hold the reset's 0), not from the one the last seen chunk stored from, whose
+  //     STORE the fill waited for (the gallery's 2,048-token prefill: the exponentials 35.847
+  //     -> 35.567 M cycles). Not in the whole softmax (its six such buffers, live through all three
+  //     passes, would take room from the kept chunks), nor the normalization (what its copy of the
   //     reciprocal leaves is bounded by the block's own reciprocal, not the next block's);
   //   - where scores_by_gemm() (not in uniform tiles), t0 = -s * multiplier by the GEMM core
   //     (detail::scores_by_gemm): each load of the scores into the accumulator (ACC_8BIT,
@@ -44551,6 +44554,20 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       if (keeps) body = tir::make_allocate(kept, body);
       return loads && block_placed ? tir::make_allocate(block_masks, body) : body;
     }
+    // A buffer other than x, of its size, that a fill of `value` may take in x's place for
+    // the chunks a block does not see, stored from there: one reset once before the blocks
+    // (once_buffers), whose rows may hold the reset's 0 whenever a chain starts, and so a fill
+    // of 0. Its rows are then not those the last seen chunk's STORE reads, which the fill of x
+    // waited for (the exponentials: the buffer of z for the one of e8). Nullopt where there is
+    // none, or `value` is not 0.
+    std::optional<te::Buffer> zero_spare(const te::Buffer& x, std::int64_t value) const {
+      if (value != 0) return std::nullopt;
+      for (const auto& b : once_buffers)
+        if (!b.same_as(x) && b.scope() == x.scope() && b.dtype() == x.dtype() &&
+            ne::equal(ne::simplify(b.size()), ne::simplify(x.size())))
+          return b;
+      return std::nullopt;
+    }
     // The body's fill (before its load) moved to `buffer` and set to `value`: its reset, then
     // an ADD of `value` where that is not 0 or where a stored fill must end in an ALU op.
     // Nullopt where the body has no fill, or no ADD to set.
@@ -44637,11 +44654,16 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         const std::vector<tir::Stmt> unseen{tir::make_if(c <= seen, tir::make_seq(*fill)),
                                             body->parts.back()};
         tir::Stmt unseen_stmt = tir::make_seq(unseen);
+        const te::Buffer x = body->store->buffers[0];
         if (odd.defined()) {
           MoveBuffers to_odd;
-          to_odd.moves = {{body->store->buffers[0], odd, std::nullopt}};
+          to_odd.moves = {{x, odd, std::nullopt}};
           unseen_stmt = tir::make_if(ne::simplify(ne::floormod(seen, 2) == 0), unseen_stmt,
                                      to_odd.visit(unseen_stmt));
+        } else if (const auto spare = zero_spare(x, *constant)) {
+          MoveBuffers to_spare;
+          to_spare.moves = {{x, *spare, std::nullopt}};
+          unseen_stmt = to_spare.visit(unseen_stmt);
         }
         inner = tir::make_if(c < seen, inner, unseen_stmt);
       }

@@ -1896,6 +1896,43 @@ TEST_CASE("integer softmax kernel: a causal normalization's stored buffers, rese
   CHECK(odd_resets == want_odd);
 }
 
+TEST_CASE("integer softmax kernel: the exponentials store the chunks a block does not see apart") {
+  // The first chunk a block does not see is filled with 0 and stored, and the chunks after it
+  // stored again from there: from z's buffer (reset once before the blocks, so that it may hold
+  // 0 whenever a chain starts), not the one the block's last seen chunk stored its
+  // exponentials from, whose STORE the fill would wait for. Read from the instantiated stream:
+  // the STOREs from each buffer, against the chunks each block sees.
+  const vta::Env env;
+  const auto m = ne::var("m", 1, 40);
+  const auto last = ne::var("last", 0, 8);
+  constexpr std::int64_t chunk = 8, queries = 40, before = 3, keys = before + queries;
+  const graph::IntegerSoftmaxKernel kernel(
+      env, one_batch(m, last, 8, 2, graph::IntegerSoftmaxPart::Exp), chunk, "sm");
+  const vta::Program prog = LaneGroupKernel::lower(env, kernel);
+  std::optional<vta::SramSlot> e8, z;
+  for (const auto& [buffer, slot] : prog.sram()) {
+    if (buffer->name == "sm.y.z_down") e8 = slot;
+    if (buffer->name == "sm.y.z") z = slot;
+  }
+  REQUIRE(e8);
+  REQUIRE(z);
+  std::vector<std::uint64_t> phys;
+  for (std::size_t a = 0; a < kernel.args().size(); ++a) phys.push_back((a + 1) << 20);
+  const ne::Binding at[] = {{"m", queries}, {"last", before}};
+  int from_e8 = 0, from_z = 0;
+  for (const auto& f : vta::decode_all(env.config.layout(), prog.instantiate(at, phys).insns)) {
+    if (f.opcode != vta::Opcode::Store) continue;
+    from_e8 += f.sram_base == e8->base ? 1 : 0;
+    from_z += f.sram_base == z->base ? 1 : 0;
+  }
+  constexpr std::int64_t chunks = (keys + chunk - 1) / chunk;
+  std::int64_t seen_chunks = 0;
+  for (std::int64_t p = 0; p < queries / 2; ++p)
+    seen_chunks += std::min(chunks, (before + (2 * p) + 2 + chunk - 1) / chunk);
+  CHECK(from_e8 == seen_chunks);
+  CHECK(from_z == (queries / 2) * chunks - seen_chunks);
+}
+
 // A measure of the estimate, not of memory safety: the normal build runs it (17 s of the
 // sanitized suite).
 TEST_CASE("integer softmax knob: the estimate's chunk is within 3% of the fastest on the model" *

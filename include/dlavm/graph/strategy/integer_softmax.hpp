@@ -275,8 +275,11 @@ class IntegerSoftmaxKernel {
   //   - the exponentials' (IntegerSoftmaxPart::Exp) z and z_down reset once before the blocks,
   //     not once a block, and allocated around them: what a block's chains leave in them is
   //     what the next block's first chunk needs (z below u, z_down at least -128), as within a
-  //     block. Not in the whole softmax (its six such buffers, live through all three passes,
-  //     would take room from the kept chunks), nor the normalization (what its copy of the
+  //     block. The chunks a block does not see are filled with 0 and stored from z's buffer
+  //     (which may hold the reset's 0), not from the one the last seen chunk stored from, whose
+  //     STORE the fill waited for (the gallery's 2,048-token prefill: the exponentials 35.847
+  //     -> 35.567 M cycles). Not in the whole softmax (its six such buffers, live through all three
+  //     passes, would take room from the kept chunks), nor the normalization (what its copy of the
   //     reciprocal leaves is bounded by the block's own reciprocal, not the next block's);
   //   - where scores_by_gemm() (not in uniform tiles), t0 = -s * multiplier by the GEMM core
   //     (detail::scores_by_gemm): each load of the scores into the accumulator (ACC_8BIT,
