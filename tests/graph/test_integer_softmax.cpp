@@ -1830,6 +1830,36 @@ TEST_CASE("integer softmax kernel: a causal prefill's blocks in pairs, p and P -
     }
 }
 
+namespace {
+
+// A causal prefill of 40 queries after 3 keys, two queries a tile of 8 lanes, in chunks of 8
+// keys: `part`'s kernel lowered, its accumulator slots by buffer name, and its instantiated
+// stream, decoded.
+struct CausalPrefill {
+  static constexpr std::int64_t chunk = 8, queries = 40, before = 3, keys = before + queries;
+  static constexpr std::int64_t chunks = (keys + chunk - 1) / chunk;
+  vta::Env env;
+  graph::IntegerSoftmaxKernel kernel;
+  vta::Program prog;
+  std::map<std::string, vta::SramSlot> slots;
+  vta::Stream stream;
+  explicit CausalPrefill(graph::IntegerSoftmaxPart part)
+      : kernel(env, one_batch(ne::var("m", 1, 40), ne::var("last", 0, 8), 8, 2, part), chunk, "sm"),
+        prog(LaneGroupKernel::lower(env, kernel)) {
+    for (const auto& [buffer, slot] : prog.sram()) slots.emplace(buffer->name, slot);
+    std::vector<std::uint64_t> phys;
+    for (std::size_t a = 0; a < kernel.args().size(); ++a) phys.push_back((a + 1) << 20);
+    const ne::Binding at[] = {{"m", queries}, {"last", before}};
+    stream = prog.instantiate(at, phys);
+  }
+  // The chunks block p (queries 2p and 2p + 1) sees: before + 2p + 2 keys.
+  static std::int64_t seen(std::int64_t p) {
+    return std::min(chunks, (before + (2 * p) + 2 + chunk - 1) / chunk);
+  }
+};
+
+}  // namespace
+
 TEST_CASE("integer softmax kernel: a causal normalization's stored buffers, reset where needed") {
   // Pass 3 stores its chunks from two buffers by turns, x (chunks 0, 2, ...) and odd. Read from
   // the instantiated stream (each GEMM reset's entries, from the micro-ops it runs):
@@ -1841,38 +1871,24 @@ TEST_CASE("integer softmax kernel: a causal normalization's stored buffers, rese
   //   - both live through the block's passes (graph::detail::stored_at_block_level): no buffer
   //     of pass 2 shares their entries, whose first writes would wait for the block before's
   //     STOREs of unseen chunks.
-  const vta::Env env;
-  const auto m = ne::var("m", 1, 40);
-  const auto last = ne::var("last", 0, 8);
-  constexpr std::int64_t chunk = 8, queries = 40, before = 3, keys = before + queries;
-  const graph::IntegerSoftmaxKernel kernel(
-      env, one_batch(m, last, 8, 2, graph::IntegerSoftmaxPart::Normalize), chunk, "sm");
-  const vta::Program prog = LaneGroupKernel::lower(env, kernel);
-  std::optional<vta::SramSlot> x, odd;
-  for (const auto& [buffer, slot] : prog.sram()) {
-    if (buffer->name == "sm.y.e_r") x = slot;
-    if (buffer->name == "sm.y.e_r.odd") odd = slot;
-  }
-  REQUIRE(x);
-  REQUIRE(odd);
-  for (const auto& [buffer, slot] : prog.sram())
-    if (buffer->name.starts_with("sm.sum.")) {
-      CAPTURE(buffer->name);
-      CHECK((slot.base + slot.entries <= x->base || x->base + x->entries <= slot.base));
-      CHECK((slot.base + slot.entries <= odd->base || odd->base + odd->entries <= slot.base));
+  const CausalPrefill k(graph::IntegerSoftmaxPart::Normalize);
+  REQUIRE(k.slots.contains("sm.y.e_r"));
+  REQUIRE(k.slots.contains("sm.y.e_r.odd"));
+  const auto x = k.slots.at("sm.y.e_r"), odd = k.slots.at("sm.y.e_r.odd");
+  for (const auto& [name, slot] : k.slots)
+    if (name.starts_with("sm.sum.")) {
+      CAPTURE(name);
+      CHECK((slot.base + slot.entries <= x.base || x.base + x.entries <= slot.base));
+      CHECK((slot.base + slot.entries <= odd.base || odd.base + odd.entries <= slot.base));
     }
-  std::vector<std::uint64_t> phys;
-  for (std::size_t a = 0; a < kernel.args().size(); ++a) phys.push_back((a + 1) << 20);
-  const ne::Binding at[] = {{"m", queries}, {"last", before}};
-  const auto stream = prog.instantiate(at, phys);
-  const auto layout = env.config.layout();
+  const auto layout = k.env.config.layout();
   std::vector<dlavm::runtime::Uop> sram;
   int x_resets = 0, odd_resets = 0;
-  for (const auto& f : vta::decode_all(layout, stream.insns)) {
+  for (const auto& f : vta::decode_all(layout, k.stream.insns)) {
     if (f.opcode == vta::Opcode::Load && f.memory_type == vta::MemId::Uop) {
       sram.resize(std::max<std::size_t>(sram.size(), std::size_t{f.sram_base} + f.x_size));
-      for (std::uint32_t k = 0; k < f.x_size; ++k)
-        sram[f.sram_base + k] = dlavm::runtime::unpack_uop(layout, stream.uops[f.dram_base + k]);
+      for (std::uint32_t u = 0; u < f.x_size; ++u)
+        sram[f.sram_base + u] = dlavm::runtime::unpack_uop(layout, k.stream.uops[f.dram_base + u]);
     }
     if (f.opcode != vta::Opcode::Gemm || !f.reset_reg) continue;
     std::set<std::int64_t> entries;
@@ -1880,15 +1896,13 @@ TEST_CASE("integer softmax kernel: a causal normalization's stored buffers, rese
       for (std::uint32_t o = 0; o < f.iter_out; ++o)
         for (std::uint32_t i = 0; i < f.iter_in; ++i)
           entries.insert(sram[u].dst + o * f.dst_factor_out + i * f.dst_factor_in);
-    x_resets += entries.contains(x->base) ? 1 : 0;
-    odd_resets += entries.contains(odd->base) ? 1 : 0;
+    x_resets += entries.contains(x.base) ? 1 : 0;
+    odd_resets += entries.contains(odd.base) ? 1 : 0;
   }
-  // block p (queries 2p and 2p + 1) sees before + 2p + 2 keys, ceil(that / 8) of 6 chunks
   int want_x = 0, want_odd = 0;
-  constexpr std::int64_t chunks = (keys + chunk - 1) / chunk;
-  for (std::int64_t p = 0; p < queries / 2; ++p) {
-    const std::int64_t seen = std::min(chunks, (before + (2 * p) + 2 + chunk - 1) / chunk);
-    const bool last_in_x = seen % 2 == 1, unseen = seen < chunks;
+  for (std::int64_t p = 0; p < CausalPrefill::queries / 2; ++p) {
+    const std::int64_t seen = CausalPrefill::seen(p);
+    const bool last_in_x = seen % 2 == 1, unseen = seen < CausalPrefill::chunks;
     want_x += (seen > 1 ? 1 : 0) + (last_in_x ? 1 : 0) + (unseen && !last_in_x ? 1 : 0);
     want_odd += (seen > 2 ? 1 : 0) + (last_in_x ? 0 : 1) + (unseen && last_in_x ? 1 : 0);
   }
@@ -1902,35 +1916,21 @@ TEST_CASE("integer softmax kernel: the exponentials store the chunks a block doe
   // 0 whenever a chain starts), not the one the block's last seen chunk stored its
   // exponentials from, whose STORE the fill would wait for. Read from the instantiated stream:
   // the STOREs from each buffer, against the chunks each block sees.
-  const vta::Env env;
-  const auto m = ne::var("m", 1, 40);
-  const auto last = ne::var("last", 0, 8);
-  constexpr std::int64_t chunk = 8, queries = 40, before = 3, keys = before + queries;
-  const graph::IntegerSoftmaxKernel kernel(
-      env, one_batch(m, last, 8, 2, graph::IntegerSoftmaxPart::Exp), chunk, "sm");
-  const vta::Program prog = LaneGroupKernel::lower(env, kernel);
-  std::optional<vta::SramSlot> e8, z;
-  for (const auto& [buffer, slot] : prog.sram()) {
-    if (buffer->name == "sm.y.z_down") e8 = slot;
-    if (buffer->name == "sm.y.z") z = slot;
-  }
-  REQUIRE(e8);
-  REQUIRE(z);
-  std::vector<std::uint64_t> phys;
-  for (std::size_t a = 0; a < kernel.args().size(); ++a) phys.push_back((a + 1) << 20);
-  const ne::Binding at[] = {{"m", queries}, {"last", before}};
+  const CausalPrefill k(graph::IntegerSoftmaxPart::Exp);
+  REQUIRE(k.slots.contains("sm.y.z_down"));
+  REQUIRE(k.slots.contains("sm.y.z"));
+  const auto e8 = k.slots.at("sm.y.z_down"), z = k.slots.at("sm.y.z");
   int from_e8 = 0, from_z = 0;
-  for (const auto& f : vta::decode_all(env.config.layout(), prog.instantiate(at, phys).insns)) {
+  for (const auto& f : vta::decode_all(k.env.config.layout(), k.stream.insns)) {
     if (f.opcode != vta::Opcode::Store) continue;
-    from_e8 += f.sram_base == e8->base ? 1 : 0;
-    from_z += f.sram_base == z->base ? 1 : 0;
+    from_e8 += f.sram_base == e8.base ? 1 : 0;
+    from_z += f.sram_base == z.base ? 1 : 0;
   }
-  constexpr std::int64_t chunks = (keys + chunk - 1) / chunk;
   std::int64_t seen_chunks = 0;
-  for (std::int64_t p = 0; p < queries / 2; ++p)
-    seen_chunks += std::min(chunks, (before + (2 * p) + 2 + chunk - 1) / chunk);
+  for (std::int64_t p = 0; p < CausalPrefill::queries / 2; ++p)
+    seen_chunks += CausalPrefill::seen(p);
   CHECK(from_e8 == seen_chunks);
-  CHECK(from_z == (queries / 2) * chunks - seen_chunks);
+  CHECK(from_z == (CausalPrefill::queries / 2) * CausalPrefill::chunks - seen_chunks);
 }
 
 // A measure of the estimate, not of memory safety: the normal build runs it (17 s of the
