@@ -102,25 +102,35 @@ std::vector<te::NDArray*> kernel_arrays(const graph::IntegerSoftmaxKernel& kerne
   return arrays;
 }
 
-// The GEMM micro-ops (not resets) of `stream` by the weight entry each reads: the micro-ops
-// each LOAD UOP puts in the micro-op buffer, each GEMM's run over its loops.
-std::map<std::uint32_t, std::uint64_t> gemm_uops_by_weight(const vta::Config& config,
-                                                           const vta::Stream& stream) {
+// Calls gemm(f, sram) for each GEMM instruction f of `stream` (resets too), `sram` the micro-op
+// buffer as the LOAD UOPs before it left it.
+template <class Gemm>
+void for_each_gemm(const vta::Config& config, const vta::Stream& stream, Gemm&& gemm) {
   const auto layout = config.layout();
   std::vector<dlavm::runtime::Uop> sram;
-  std::map<std::uint32_t, std::uint64_t> by;
   for (const auto& f : vta::decode_all(layout, stream.insns)) {
     if (f.opcode == vta::Opcode::Load && f.memory_type == vta::MemId::Uop) {
       sram.resize(std::max<std::size_t>(sram.size(), std::size_t{f.sram_base} + f.x_size));
       for (std::uint32_t k = 0; k < f.x_size; ++k)
         sram[f.sram_base + k] = dlavm::runtime::unpack_uop(layout, stream.uops[f.dram_base + k]);
     }
-    if (f.opcode != vta::Opcode::Gemm || f.reset_reg) continue;
-    for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u)
-      for (std::uint32_t o = 0; o < f.iter_out; ++o)
-        for (std::uint32_t i = 0; i < f.iter_in; ++i)
-          ++by[sram[u].wgt + o * f.wgt_factor_out + i * f.wgt_factor_in];
+    if (f.opcode == vta::Opcode::Gemm) gemm(f, std::as_const(sram));
   }
+}
+
+// The GEMM micro-ops (not resets) of `stream` by the weight entry each reads: each GEMM's
+// micro-ops run over its loops.
+std::map<std::uint32_t, std::uint64_t> gemm_uops_by_weight(const vta::Config& config,
+                                                           const vta::Stream& stream) {
+  std::map<std::uint32_t, std::uint64_t> by;
+  for_each_gemm(config, stream,
+                [&](const vta::InsnFields& f, const std::vector<dlavm::runtime::Uop>& sram) {
+                  if (f.reset_reg) return;
+                  for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u)
+                    for (std::uint32_t o = 0; o < f.iter_out; ++o)
+                      for (std::uint32_t i = 0; i < f.iter_in; ++i)
+                        ++by[sram[u].wgt + o * f.wgt_factor_out + i * f.wgt_factor_in];
+                });
   return by;
 }
 
@@ -1881,24 +1891,18 @@ TEST_CASE("integer softmax kernel: a causal normalization's stored buffers, rese
       CHECK((slot.base + slot.entries <= x.base || x.base + x.entries <= slot.base));
       CHECK((slot.base + slot.entries <= odd.base || odd.base + odd.entries <= slot.base));
     }
-  const auto layout = k.env.config.layout();
-  std::vector<dlavm::runtime::Uop> sram;
   int x_resets = 0, odd_resets = 0;
-  for (const auto& f : vta::decode_all(layout, k.stream.insns)) {
-    if (f.opcode == vta::Opcode::Load && f.memory_type == vta::MemId::Uop) {
-      sram.resize(std::max<std::size_t>(sram.size(), std::size_t{f.sram_base} + f.x_size));
-      for (std::uint32_t u = 0; u < f.x_size; ++u)
-        sram[f.sram_base + u] = dlavm::runtime::unpack_uop(layout, k.stream.uops[f.dram_base + u]);
-    }
-    if (f.opcode != vta::Opcode::Gemm || !f.reset_reg) continue;
-    std::set<std::int64_t> entries;
-    for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u)
-      for (std::uint32_t o = 0; o < f.iter_out; ++o)
-        for (std::uint32_t i = 0; i < f.iter_in; ++i)
-          entries.insert(sram[u].dst + o * f.dst_factor_out + i * f.dst_factor_in);
-    x_resets += entries.contains(x.base) ? 1 : 0;
-    odd_resets += entries.contains(odd.base) ? 1 : 0;
-  }
+  for_each_gemm(k.env.config, k.stream,
+                [&](const vta::InsnFields& f, const std::vector<dlavm::runtime::Uop>& sram) {
+                  if (!f.reset_reg) return;
+                  std::set<std::int64_t> entries;
+                  for (std::uint32_t u = f.uop_bgn; u < f.uop_end; ++u)
+                    for (std::uint32_t o = 0; o < f.iter_out; ++o)
+                      for (std::uint32_t i = 0; i < f.iter_in; ++i)
+                        entries.insert(sram[u].dst + o * f.dst_factor_out + i * f.dst_factor_in);
+                  x_resets += entries.contains(x.base) ? 1 : 0;
+                  odd_resets += entries.contains(odd.base) ? 1 : 0;
+                });
   int want_x = 0, want_odd = 0;
   for (std::int64_t p = 0; p < CausalPrefill::queries / 2; ++p) {
     const std::int64_t seen = CausalPrefill::seen(p);
