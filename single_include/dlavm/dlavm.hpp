@@ -40553,8 +40553,9 @@ DLAVM_INLINE std::vector<std::pair<std::string, EpilogueRule>> default_epilogue_
 //   factors of two taken out of frac_bits, which leaves every bit as it was);
 //   z = (t >> (frac_bits - 7)) >> 7 (no first shift where frac_bits is then 7) and the
 //   fraction r; v = (45 r - 22120) r + 2^22;
-//   e = (v >> min(z, 15)) >> min(max(z - 15, 0), 15) (runtime::integer_exp's v >> (z + 4): the
-//   second shift clears what the first leaves, v < 2^23); sum over keys;
+//   e = (v >> min(z - 8, 15)) >> 8 (runtime::integer_exp's v >> (z + 4): a z of 23 or more
+//   gives 0, v < 2^23; below 8 the first shift is left, by up to 4, and the second takes it
+//   back); sum over keys;
 //   R = floor(127 * 2^23 / sum) by restoring division, 12 quotient bits (the ALU cannot
 //   divide: compare, subtract, shift); y = (e * R + 2^22) >> 23 with R split in two 6-bit
 //   halves, as ((e * R >> 8) + 2^14) >> 15.
@@ -40562,7 +40563,8 @@ DLAVM_INLINE std::vector<std::pair<std::string, EpilogueRule>> default_epilogue_
 // what the hardware takes from it (VTA's compute module uses the low 8 bits of a multiplier
 // and the low LOG_ACC_WIDTH bits of a shift amount, the functional simulator the whole value):
 // multipliers r in [0, 127] and R's halves in [0, 63] (the division adds the sum back by a
-// MAX, not a multiply by the quotient bit); shift amounts in [0, 15].
+// MAX, not a multiply by the quotient bit); shift amounts in [-4, 15] (check_softmax_shifts:
+// a design that reads them unsigned is refused).
 // The max and the sum over a constant number of keys halve the block level by level, one ALU
 // instruction per level over the entries that remain (its micro-ops write distinct entries, so
 // no micro-op reads an entry the one before it wrote); over a symbolic number they are window
@@ -40644,7 +40646,7 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 //   2. the sum of the exponentials, likewise (one ALU add per chunk);
 //   3. the probabilities: the exponentials again, times the reciprocal of the sum, stored;
 //      rewritten by skip_masked_work, from those pass 2 kept in the chunks the accumulator
-//      holds beside the passes' buffers (kept_chunks: 26 of the 32 chunks of 64 keys in the
+//      holds beside the passes' buffers (kept_chunks: 27 of the 32 chunks of 64 keys in the
 //      gallery's 2,048-token prefill), where pass 3 loads nothing and computes no exponential
 //      (and, not in uniform tiles, pass 2 loads nothing: pass 1 loads those chunks there).
 // Keys at N and after, and those after N - M + q for a causal softmax not in uniform tiles
@@ -40814,18 +40816,16 @@ class IntegerSoftmaxKernel {
   //     would wait for the block before's STOREs; the gallery's 2,048-token prefill: the
   //     normalization 12.970 -> 12.711 M cycles);
   //   - the exponentials' copies of z in passes 2 and 3 (a reset and an ADD each a chunk): z
-  //     taken from u by a MAX, and the second shift amount computed in the copy, taken by a
-  //     MAX, the first in place; each buffer reset once before the chunk loop. What a chunk's
-  //     chain leaves in them (shift amounts, at most 15) is below u (at least 128), and does not
-  //     change the second amount (max(z - 15, 0) for any value up to 15 is 0);
+  //     taken from u by a MAX, its buffer reset once before the chunk loop. What a chunk's chain
+  //     leaves in it (a shift amount, at most 15) is below u (at least 128);
   //   - with no epilogue, the exponent's z_down = -128 z as a MIN of z_down by -128 and a
   //     multiply by z, in place of a reset, a copy of z and a multiply by -128: u clipped first
   //     by a MIN (a key past it has the exponential 0 either way), so that z fits the
   //     multiplier's 8 bits: the exponentials' (IntegerSoftmaxPart::Exp) to 2^11 - 1, z <= 15,
   //     so that the shift needs no MIN by 15; the whole softmax's, in passes 2 and 3, to
-  //     24 x 2^7 - 1, z <= 23 (v >> 23 is 0), so that its second shift amount, max(z - 15, 0),
-  //     needs no MIN by 15; z_down reset once a block, before the chunk loop (every value a
-  //     chunk leaves in it is at least -128);
+  //     24 x 2^7 - 1, z <= 23 (v >> 23 is 0), so that its first shift amount, z - 8, needs no
+  //     MIN by 15; z_down reset once a block, before the chunk loop (every value a chunk leaves
+  //     in it is at least -128);
   //   - the exponentials' (IntegerSoftmaxPart::Exp) z and z_down reset once before the blocks,
   //     not once a block, and allocated around them: what a block's chains leave in them is
   //     what the next block's first chunk needs (z below u, z_down at least -128), as within a
@@ -40898,6 +40898,10 @@ class IntegerSoftmaxKernel {
 // Why the kernel cannot apply `epilogue`, or nullopt: an operand step (a bias, a residual) or
 // an int32 result.
 std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue);
+// Why the design of `env` cannot compute `part`'s shifts, or nothing: the whole softmax's
+// exponential shifts left where the exponent is below 8, which a design that reads a shift
+// amount's low bits unsigned (Chisel's) would take for a long shift right.
+std::optional<std::string> check_softmax_shifts(const vta::Env& env, IntegerSoftmaxPart part);
 // Why `chunk` cannot run `shape`, or nullopt: not a power of two of at least 2, or a pass's
 // buffers that do not fit the accumulator (footprint).
 std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmaxShape& shape,
@@ -41240,9 +41244,14 @@ inline ExponentStages exponent_stages(SoftmaxStageWriter& w, const BlockTensor& 
   return {z, w.block("v", [&](V k, V l) { return v2(k, l) + rows.top(0, l); })};
 }
 
-// e of every score (runtime::integer_exp): v >> (z + 4) as (v >> min(z, 15)) >> min(max(z -
-// 15, 0), 15) with z from exponent_stages (a shift by at most 30 in two: v < 2^23, so that any
-// larger z gives 0 too).
+// e of every score (runtime::integer_exp): v >> (z + 4) with z from exponent_stages (which adds
+// the 4), as (v >> min(z - 8, 15)) >> 8: v < 2^23, so that a z of 23 or more gives 0, as the
+// clip to 23 does; the first amount is -4 at least (z >= 4: t >= 4 * 2^frac_bits), a shift left
+// of v by up to 4 (below 2^27), which the second takes back: (v << k) >> 8 is v >> (8 - k) and
+// (v >> j) >> 8 is v >> (j + 8). Two shifts and two steps for the first amount (an ADD the GEMM
+// core may take), where min(z, 15) and min(max(z - 15, 0), 15) took four; every amount within
+// the [-16, 15] VTA's SHR reads, a negative one where the design reads it signed
+// (check_softmax_shifts).
 inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& s,
                                       const ExponentRows& rows) {
   const auto c = SoftmaxStageWriter::c;
@@ -41251,12 +41260,10 @@ inline BlockTensor exponential_stages(SoftmaxStageWriter& w, const BlockTensor& 
   const auto exponent = exponent_stages(w, s, rows, runtime::kIntegerExpQuadratic);
   const BlockTensor& z = exponent.z;
   const BlockTensor& v = exponent.v;
-  const auto z1 = w.block("z1", [&](V k, V l) { return te::min(z(k, l), c(15)); });
-  const auto e1 = w.block("e1", [&](V k, V l) { return v(k, l) >> z1(k, l); });
-  const auto z2a = w.block("z2a", [&](V k, V l) { return z(k, l) - c(15); });
-  const auto z2b = w.block("z2b", [&](V k, V l) { return te::max(z2a(k, l), c(0)); });
-  const auto z2 = w.block("z2", [&](V k, V l) { return te::min(z2b(k, l), c(15)); });
-  return w.block("e", [&](V k, V l) { return e1(k, l) >> z2(k, l); });
+  const auto z_less = w.block("z_less", [&](V k, V l) { return z(k, l) + c(-8); });
+  const auto z_clip = w.block("z_clip", [&](V k, V l) { return te::min(z_less(k, l), c(15)); });
+  const auto e1 = w.block("e1", [&](V k, V l) { return v(k, l) >> z_clip(k, l); });
+  return w.block("e", [&](V k, V l) { return e1(k, l) >> c(8); });
 }
 
 // e8 of every score (runtime::integer_exp8): ((v >> min(z, 15)) + 2^13) >> 14 with z from
@@ -41924,7 +41931,8 @@ namespace detail {
 
 // What the kernel's constructor refuses: an epilogue other than immediate steps, BATCH > 1,
 // more keys than 32-bit sums hold, a fixed point host::integer_exp_for does not give, a chunk
-// that does not fit, and a causal softmax with fewer keys than queries.
+// that does not fit, a design whose shifts it cannot use (check_softmax_shifts), and a causal
+// softmax with fewer keys than queries.
 inline void check_softmax_kernel(const vta::Env& env, const IntegerSoftmaxShape& shape,
                                  std::int64_t chunk, const std::string& name,
                                  const Epilogue& epilogue) {
@@ -41953,6 +41961,8 @@ inline void check_softmax_kernel(const vta::Env& env, const IntegerSoftmaxShape&
         name, shape.groups, shape.lanes, env.block_out);
   if (auto why = check_chunk(env, shape, chunk))
     raise<ScheduleError>("integer_softmax '{}': {}", name, *why);
+  if (auto why = graph::check_softmax_shifts(env, shape.part))
+    raise<FeatureError>("integer_softmax '{}': {}", name, *why);
   if (shape.queries.defined() && !ne::can_prove(ne::simplify(shape.keys - shape.queries) >= 0))
     raise<ShapeError>(
         "integer_softmax '{}': {} keys and {} queries; a causal softmax needs at least as many "
@@ -43100,7 +43110,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     // Resets once before the blocks rather than once a block (`reset_once`: the exponentials
     // alone, whose footprint leaves the room, pass_footprint), of the buffers whose every
     // chunk's chain leaves in each row a value the next chain reads as it would the reset's 0
-    // (z_by_max, shift_by_max, z_down_by_multiply: bounds that hold for any block's chain);
+    // (z_by_max, z_down_by_multiply: bounds that hold for any block's chain);
     // the buffers allocated around the blocks (skip_masked), so that their rows survive from
     // one block to the next.
     bool reset_once = false;
@@ -44230,14 +44240,14 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     //     z_down by z, an ADD of a and a shift right by b, the chain's end: M = m, since
     //     ((2^23 - 1) >> m) + a < 2^b, and the MIN by m dropped (the clip makes it redundant).
     //     z_down ends each chunk's chain an int8 exponential (or a trimmed chain's fill of 0);
-    //   - the whole softmax's v >> z as (v >> min(z, m)) >> min(max(z - m, 0), m2) in z_down
-    //     (shift_by_max's form: z1 takes z by a MAX before z's MIN by m, then an ADD of -m, a
-    //     MAX with 0 and a MIN by m2 in place, the second shift): M = 23, which the two shifts
-    //     still shift by (M <= m + m2), and the MIN by m2 dropped (max(z - m, 0) <= M - m <=
-    //     m2). z_down ends each chunk's chain an exponential, a sum of them (pass 2's halving,
-    //     after the chain) or a probability (pass 3), or r where the kept chunks compute the
-    //     exponential in their own rows (keep, read_kept: r = u + z_down, then the MAX of z_down
-    //     with r, the copy the quadratic multiplies by): each at least 0.
+    //   - the whole softmax's v >> z as (v >> min(z + a, m)) >> b in z_down (exponential_stages:
+    //     an ADD of a <= 0 to z in place, then its MIN by m, the shift of v by z, and a shift
+    //     right by b): M = m - a, where the shifts take v by m + b >= 23 (v >> 23 is 0), and the
+    //     MIN by m dropped (z + a <= M + a = m). z_down ends each chunk's chain an exponential,
+    //     a sum of them (pass 2's halving, after the chain) or a probability (pass 3), or r
+    //     where the kept chunks compute the exponential in their own rows (keep, read_kept:
+    //     r = u + z_down, then the MAX of z_down with r, the copy the quadratic multiplies by):
+    //     each at least 0.
     // z still ends each chunk at most m, below u, as z_by_max's copy by a MAX needs. A reset a
     // chunk fewer, a MIN for the ADD, and the clip for the MIN dropped. `parts` rewritten;
     // false, and `parts` as they were, where the chain is neither.
@@ -44270,15 +44280,14 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
           !is(at + 4, Mul, true) || !l[at + 4].op->buffers[0].same_as(down) ||
           form(l[at + 4])[3] != -(std::int64_t{1} << k))
         return false;
-      // z's reads and writes after: the second amount's copy (the whole softmax's), its MIN by
-      // m, then the shift of v by z
-      std::optional<std::size_t> copy, clip, by_z;
+      // z's reads and writes after: the whole softmax's ADD of a <= 0 in place, the MIN by m,
+      // then the shift of v by z
+      std::optional<std::size_t> less, clip, by_z;
       for (std::size_t j = at + 5; j < l.size(); ++j) {
         const bool writes_z = l[j].op->buffers[0].same_as(z);
         const bool reads_z = l[j].op->buffers.size() == 2 && l[j].op->buffers[1].same_as(z);
-        if (reads_z && !writes_z && !copy && !clip && is(j, Max, false) &&
-            l[j].op->buffers[0].name().ends_with(".z1")) {
-          copy = j;
+        if (writes_z && !less && !clip && is(j, Add, true) && on(j, z, z)) {
+          less = j;
         } else if (writes_z && !clip && is(j, Min, true)) {
           clip = j;
         } else if (reads_z && clip && !by_z && is(j, Shr, false)) {
@@ -44289,39 +44298,27 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       }
       if (!clip || !by_z || !l[*by_z].op->buffers[0].same_as(down)) return false;
       constexpr std::int64_t v_bits = 23;  // v < 2^23: v >> 23 is 0
-      const std::int64_t m = form(l[*clip])[3];
-      if (m < 0 || m > 15) return false;
-      std::int64_t most = m;        // M
-      std::size_t dropped = *clip;  // the MIN the clip makes redundant
-      if (!copy) {
+      const std::int64_t m = form(l[*clip])[3], a = less ? form(l[*less])[3] : 0;
+      if (m < 0 || m > 15 || a > 0 || a < -16) return false;
+      const std::int64_t most = m - a;  // M: z + a <= m
+      if (!less) {
         if (*by_z + 3 != l.size() || !is(*by_z + 1, Add, true) || !is(*by_z + 2, Shr, true) ||
             !l[*by_z + 1].op->buffers[0].same_as(down) ||
             !l[*by_z + 2].op->buffers[0].same_as(down))
           return false;
-        const std::int64_t a = form(l[*by_z + 1])[3], b = form(l[*by_z + 2])[3];
-        if (a < 0 || b < 1 || b > 30 || ((((1 << v_bits) - 1) >> m) + a) >= (1 << b)) return false;
-      } else {
-        const te::Buffer z1 = l[*copy].op->buffers[0];
-        if (*by_z + 5 > l.size() || !is(*by_z + 1, Add, true) || !on(*by_z + 1, z1, z1) ||
-            form(l[*by_z + 1])[3] != -m || !is(*by_z + 2, Max, true) || !on(*by_z + 2, z1, z1) ||
-            form(l[*by_z + 2])[3] != 0 || !is(*by_z + 3, Min, true) || !on(*by_z + 3, z1, z1) ||
-            !is(*by_z + 4, Shr, false) || !on(*by_z + 4, down, z1))
+        const std::int64_t add = form(l[*by_z + 1])[3], b = form(l[*by_z + 2])[3];
+        if (add < 0 || b < 1 || b > 30 || ((((1 << v_bits) - 1) >> m) + add) >= (1 << b))
           return false;
-        const std::int64_t m2 = form(l[*by_z + 3])[3];
-        most = v_bits;
-        if (m2 < 0 || m2 > 15 || most > m + m2) return false;
-        dropped = *by_z + 3;
-        // z1 written and read by these links alone
-        for (std::size_t j = 0; j < l.size(); ++j)
-          if (j != *copy && (j < *by_z + 1 || j > *by_z + 4) &&
-              std::ranges::any_of(l[j].op->buffers,
-                                  [&](const te::Buffer& b) { return b.same_as(z1); }))
-            return false;
-        if (written_outside(parts, ch, {z1})) return false;
+      } else {
+        if (*by_z + 2 > l.size() || !is(*by_z + 1, Shr, true) ||
+            !l[*by_z + 1].op->buffers[0].same_as(down))
+          return false;
+        const std::int64_t b = form(l[*by_z + 1])[3];
+        if (b < 1 || b > 15 || m + b < v_bits) return false;
       }
       const std::int64_t top = ((most + 1) << k) - 1;
       if (top > 32767 || written_outside(parts, ch, {z}) ||
-          (!copy && written_outside(parts, ch, {down})))
+          (!less && written_outside(parts, ch, {down})))
         return false;
       const auto row = [&](std::size_t j, std::size_t arg) {
         return vta::detail::index_arg(l[j].op->args[arg]);
@@ -44341,7 +44338,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       for (std::size_t j = 0; j < l.size(); ++j) {
         const tir::Stmt& st = parts[first + j];
         if (j == at) out.push_back(clip_u);
-        if (j == at + 2 || j == dropped) continue;
+        if (j == at + 2 || j == *clip) continue;
         out.push_back(j == at + 3 ? fill_down : j == at + 4 ? times_z : st);
       }
       out.insert(out.end(), parts.begin() + static_cast<std::ptrdiff_t>(ch.end), parts.end());
@@ -44432,64 +44429,6 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       odd = turn;
       return {tir::make_if(ne::simplify(ne::floormod(c, 2) == 0), tir::make_seq(parts),
                            tir::make_seq(odd_parts))};
-    }
-    // The exponential's second shift amount (detail::exponential_stages) from a MAX: the
-    // lowering copies z to z1 (a reset and an ADD), clips z1 to the first shift, min(z, m1),
-    // and z in place to the second, min(max(z - k, 0), m2). Swapped, z1 takes max(z1, z) and
-    // the second shift, z in place the first: clip(max(x, z) - k, 0, m2) is clip(z - k, 0, m2)
-    // for any x <= k, and z1 holds at most m2 <= k after each chunk's chain (0 from the reset,
-    // once before the chunk loop: appended to `hoisted`). One reset of a chunk's rows a chunk
-    // fewer. `parts` rewritten; false, and `parts` as they were, where the chain is not that.
-    bool shift_by_max(const detail::ChunkBody& body, std::vector<tir::Stmt>& parts,
-                      const ne::Expr& c, std::vector<tir::Stmt>& hoisted) {
-      const Chain ch = chain_of(body, parts, c);
-      const std::size_t k = first_reset(ch, ".z1");
-      if (k + 8 > ch.links.size() || ch.links[k + 1].op->buffers.size() != 2) return false;
-      const te::Buffer z1 = ch.links[k].op->buffers[0], z = ch.links[k + 1].op->buffers[1];
-      for (std::size_t j = 0; j < k; ++j)  // (z1 written first by its reset)
-        if (ch.links[j].op->buffers[0].same_as(z1)) return false;
-      // link k + 1 + j: its operation, whether immediate, its destination (null: any) and source
-      struct Step {
-        runtime::AluOp op;
-        bool immediate;
-        te::Buffer dst, src;
-      };
-      using enum runtime::AluOp;
-      const std::array<Step, 7> expected{{{Add, false, z1, z},
-                                          {Min, true, z1, z1},
-                                          {Shr, false, {}, z1},
-                                          {Add, true, z, z},
-                                          {Max, true, z, z},
-                                          {Min, true, z, z},
-                                          {Shr, false, {}, z}}};
-      std::array<std::int64_t, 7> imm{};
-      for (std::size_t j = 0; j < expected.size(); ++j) {
-        const Link& l = ch.links[k + 1 + j];
-        const auto f = form(l);
-        if (l.loop == nullptr || l.op->buffers.size() != 2 || f[0] != 1 ||
-            f[1] != static_cast<std::int64_t>(expected[j].op) ||
-            f[2] != (expected[j].immediate ? 1 : 0) || !steps(l, 1, 1) ||
-            (expected[j].dst.defined() && !l.op->buffers[0].same_as(expected[j].dst)) ||
-            !l.op->buffers[1].same_as(expected[j].src))
-          return false;
-        imm[j] = vta::detail::constant_index(l.op->args[2]).value_or(-1);
-      }
-      // the second amount clip(z - k, 0, m2), m2 <= k
-      const std::int64_t shift = -imm[3], most = imm[5];
-      if (shift <= 0 || imm[4] != 0 || most < 0 || most > shift || !among(body.allocated, z1) ||
-          !among(body.allocated, z) || !ne::can_prove(ne::simplify(z1.size() - z.size()) == 0))
-        return false;
-      // z and z1 read nowhere after these links
-      const std::size_t at = ch.first + k;
-      for (std::size_t j = at + 8; j < parts.size(); ++j)
-        for (const auto* call : vta::detail::calls_in(parts[j]))
-          if (among(call->buffers, z) || among(call->buffers, z1)) return false;
-      hoist(parts[at], z1, hoisted);
-      parts[at + 1] = detail::with_alu(parts[at + 1], Max, false, 0);
-      const tir::BufferMap swap{{z.get(), z1}, {z1.get(), z}};
-      for (std::size_t j = at + 2; j < at + 8; ++j) parts[j] = tir::rewrite(parts[j], {}, swap);
-      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at));
-      return true;
     }
     // Whether statement st is a kernel on `e` alone, in place, with an immediate (kept_in_spans
     // runs those at the chain's end after its loop): dst and src e, the immediate used.
@@ -44603,7 +44542,6 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
       std::vector<tir::Stmt> parts = guard_masks(body->parts, body->fill + 1, c);
       // resets before the loop in place of one a chunk (its buffers then allocated around it)
       std::vector<tir::Stmt> hoisted;
-      shift_by_max(*body, parts, c, hoisted);
       if (z_by_max(*body, parts, c, hoisted) && !normalize)
         z_down_by_multiply(*body, parts, c, hoisted);
       if (normalize && pass + 1 == chunks.size()) r_by_max(*body, parts, c, hoisted);
@@ -44835,6 +44773,18 @@ DLAVM_INLINE te::NDArray IntegerSoftmaxKernel::mask_data() const {
   return m;
 }
 
+// (the whole exponential's first shift is by z - 8, from -4 to 15: detail::exponential_stages)
+DLAVM_INLINE std::optional<std::string> check_softmax_shifts(const vta::Env& env,
+                                                             IntegerSoftmaxPart part) {
+  if (part != IntegerSoftmaxPart::Whole ||
+      env.config.variant.shr_amount != vta::ShrAmount::UnsignedLow)
+    return std::nullopt;
+  return fmt::format(
+      "the whole softmax's exponential shifts by amounts from -4 to 15, which the {} design reads "
+      "unsigned (a negative one as a shift right)",
+      env.config.variant.name());
+}
+
 DLAVM_INLINE std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue) {
   if (epilogue.int32_result)
     return std::string("the probabilities are stored as int8; an int32 result is not");
@@ -44893,7 +44843,7 @@ inline SramFootprint pass_footprint(const IntegerSoftmaxShape& shape, std::int64
   SramFootprint f;
   switch (shape.part) {
     case IntegerSoftmaxPart::Whole:
-      f.acc = 9 + 5 * chunk;
+      f.acc = 9 + 4 * chunk;
       break;
     case IntegerSoftmaxPart::Exp:
       // (z and z_down, reset once before the blocks, live through pass 1 too: beside its load
@@ -46053,6 +46003,7 @@ inline AnchorStrategy integer_softmax_strategy(const char* op, IntegerSoftmaxPar
           "VTA loads the {} through LOAD ACC_8BIT, which the {} design does not have", input,
           env.config.variant.name());
     if (auto why = check_softmax_epilogue(e)) return why;
+    if (auto why = graph::check_softmax_shifts(env, part)) return why;
     if (env.batch != 1)
       return fmt::format(
           "VTA normalizes the keys along the accumulator's entries, one key per row; a BATCH of "

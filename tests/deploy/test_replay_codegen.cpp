@@ -272,25 +272,25 @@ TEST_CASE("attention's replays copy the iterations of their head loops") {
 
 TEST_CASE("the integer softmax's replays copy the iterations of its chunk loops") {
   // The loops over a tile's chunks are memoized. At a decode step after 2,047 positions (one
-  // tile of queries, 32 chunks, the first 25 kept) they copy 93 iterations and replace 24
-  // kernel memo entries; after 1,151 positions (18 chunks, all kept), 47 and 17. The sum's copy
+  // tile of queries, 32 chunks, the first 26 kept) they copy 100 iterations and replace 25
+  // kernel memo entries; after 1,151 positions (18 chunks, all kept), 55 and 17. The sum's copy
   // of each kept chunk's exponentials, to rows that move with the chunk, is marked
   // vta.replay_apart: the statements before and after it are memoized apart and copied in the
-  // kept chunks too. The normalization's kernels, keyed on the block of 384 rows its loop
-  // stores (5 at most), keep an entry per block. At 16 tokens the 8 tiles of queries are
+  // kept chunks too. The normalization's kernels, keyed on the block of 320 rows its loop
+  // stores (6 at most), keep an entry per block. At 16 tokens the 8 tiles of queries are
   // uniform (IntegerSoftmaxKernel's uniform tiles: each over all the keys, the causal masks from
   // a table at an address affine in the tile), and the loop over them is tiled
   // (runtime::TileMemo): the first tile is written by its calls and recorded (its transfers'
   // steps given by the code), the other seven copied whole, the second too, though it waits
-  // for the first tile's stores where the first waited for none: 98 iterations copied in all
-  // (the first tile's) and 24 entries replaced (before the steps, the second tile was recorded
+  // for the first tile's stores where the first waited for none: 105 iterations copied in all
+  // (the first tile's) and 25 entries replaced (before the steps, the second tile was recorded
   // by its calls too and the other six copied: 191 and 49; before uniform tiles, the tile
   // loop's values read the tile, and each tile after the first copied the chunk loops'
   // iterations the first recorded: 749 copies, 416 entries replaced).
   const auto cases = deploy_cases::cases();
   for (const auto& run :
-       {CopyRun{"isoftmax0", 1, 2047, 93, 24}, CopyRun{"isoftmax0", 16, 2032, 98, 24, 7},
-        CopyRun{"isoftmax0", 1, 1151, 47, 17}})
+       {CopyRun{"isoftmax0", 1, 2047, 100, 25}, CopyRun{"isoftmax0", 16, 2032, 105, 25, 7},
+        CopyRun{"isoftmax0", 1, 1151, 55, 17}})
     check_copies(cases, run);
 }
 
@@ -439,7 +439,7 @@ TEST_CASE("kernel sites that print the same kernel from the same keys share one 
   for (std::sregex_iterator m(source.begin(), source.end(), hit), end; m != end; ++m)
     if ((*m)[1] != (*m)[2]) ++keyed;
   MESSAGE(keyed, " sites with keys share another site's memo");
-  CHECK(keyed >= 20);
+  CHECK(keyed >= 18);
   // And sites without keys: the reciprocal computes each quotient bit after the first two in
   // the rows of the bit before, twelve kernels the same in each, ten bits of them printed
   // once as a loop (below) whose body starts at the fifth kernel of the bit before it; that
@@ -547,11 +547,11 @@ TEST_CASE("runs of kernels and transfers, after a loop and inside a run, are loo
 }
 
 TEST_CASE("kernel sites keyed on a short loop inside another keep an entry per iteration") {
-  // The integer softmax's normalization computes a tile's probabilities in blocks of 384 rows,
-  // at most 5 of them (ne::bounds of its loop's count over the dims' ranges), its six kernels
+  // The integer softmax's normalization computes a tile's probabilities in blocks of 320 rows,
+  // at most 6 of them (ne::bounds of its loop's count over the dims' ranges), its six kernels
   // keyed on the block (the rounding's three and the store run once after the loop): each
-  // keeps 5 entries, one per block, so that the next tile of queries (the loop around) finds
-  // them all; the chunks past the kept ones, at most 8, keep 8 (the nine kernels there whose
+  // keeps 6 entries, one per block, so that the next tile of queries (the loop around) finds
+  // them all; the chunks past the kept ones, at most 7, keep 7 (the nine kernels there whose
   // rows are the chunk's keys, min(keys - 64 c, 64); ten before z_down_by_multiply took the
   // reset of z_down). A loop of more iterations than kKernelMemoEntries, or one with no loop
   // around it, keeps one entry per kernel (the chunks' loops: 32 chunks).
@@ -561,8 +561,8 @@ TEST_CASE("kernel sites keyed on a short loop inside another keep an entry per i
   for (std::sregex_iterator m(source.begin(), source.end(), memo), end; m != end; ++m)
     ++memos[(*m)[1].matched ? (*m)[1].str() : "1"];
   for (const auto& [entries, n] : memos) MESSAGE(n, " kernel memos of ", entries, " entries");
-  CHECK(memos["5"] >= 6);
-  CHECK(memos["8"] >= 9);
+  CHECK(memos["6"] >= 6);
+  CHECK(memos["7"] >= 9);
   for (const auto& kept : memos) {
     const std::string& entries = kept.first;  // (no binding: Clang 14's CAPTURE cannot name one)
     CAPTURE(entries);
@@ -585,9 +585,10 @@ TEST_CASE("kernel sites of constants write the images the codegen encoded") {
   CAPTURE(sites);
   CAPTURE(calls);
   CAPTURE(images);
-  // (82 images for 95 sites, and 98 kernels collected: 203 sites before the ten quotient bits
-  // alike were printed once, in a loop)
-  CHECK(sites >= 90);
+  // (77 images for 89 sites, and 59 kernels collected; 95 sites before the whole exponential's
+  // shifts took three kernels where they took six, in each of two passes; 203 before the ten
+  // quotient bits alike were printed once, in a loop)
+  CHECK(sites >= 85);
   CHECK(images >= 20);
   CHECK(sites >= images + 10);  // sites of the same kernel share its image
   CHECK(calls >= 50);           // the keyed kernels still collect their micro-ops

@@ -582,7 +582,7 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
   // stored again with no fill, each STORE right after the one before. Rewritten, each pass fills
   // with -32768 only the last chunk a query sees, causal or not: a softmax of 64 keys that is not
   // causal fills 1 of its 4 chunks. (An accumulator of 128 entries, which the passes all but
-  // fill: rewritten, pass 3 keeps two chunks' exponentials from pass 2, the next test's rewrite,
+  // fill: rewritten, pass 3 keeps three chunks' exponentials from pass 2, the next test's rewrite,
   // a block's first.) At the scale of 0.3 (111 with 8 fraction bits), where the ALU forms
   // t0 = -s * 111 (the GEMM core does not: detail::softmax_scores_by_gemm), so that the
   // function as lowered runs as it is.
@@ -608,7 +608,7 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
                                              .queries = causal ? ne::Expr(products) : 0,
                                              .fixed = fixed};
       const graph::IntegerSoftmaxKernel kernel(env, shape, 16, "sm", epilogue);
-      REQUIRE(kernel.kept_chunks() == 2);
+      REQUIRE(kernel.kept_chunks() == 3);
       REQUIRE(!kernel.scores_by_gemm());
       // (as lowered, without the weight tiles of the constants the GEMM core adds: only the
       // rewrite reads them)
@@ -648,8 +648,8 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
       // quotient bits (a MAX with -1 each, 12 a block). As lowered, a causal pass
       // 2 computes each chunk a query sees whole (16 queries see 1, 2, 3 and 4 chunks), pass 3
       // every chunk; rewritten, both the keys a query sees alone (query p: p + 1 of them), the
-      // rows after them filled, and pass 3 none in the two kept first chunks (query p: p + 1 - 32
-      // of them where that is more than 0; a softmax that is not causal 32 keys).
+      // rows after them filled, and pass 3 none in the three kept first chunks (query p: p + 1 -
+      // 48 of them where that is more than 0; a softmax that is not causal 16 keys).
       std::size_t exponent_rows = 0, quotient_bits = 0;
       for (const auto& i : stream) {
         const auto micro_ops = std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
@@ -659,7 +659,7 @@ TEST_CASE("integer softmax kernel: the work on keys no query sees is skipped") {
         if (i.alu_opcode == runtime::AluOp::Max && i.imm == -1) quotient_bits += micro_ops;
       }
       const std::size_t want_rows[] = {2 * 64 * 64, 16 * (1 + 2 + 3 + 4) * 16 + 64 * 64,
-                                       64 * 65 / 2 + 32 * 33 / 2, 64 * 64 + 64 * 32};
+                                       64 * 65 / 2 + 16 * 17 / 2, 64 * 64 + 64 * 16};
       CHECK(exponent_rows == want_rows[k]);
       CHECK(quotient_bits == 12 * 64);
     }
@@ -715,33 +715,33 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
   small.log_acc_buff_size = 13;
   const vta::Env env(small);
   std::uint64_t seed = 900;
-  // 80 queries after no keys in chunks of 8 in 128 entries, 9 of the 10 kept (keys 0 to 71): the
-  // exponent's first stage (t0 = s * -23, a GEMM of the scores by the GEMM core, no ALU pass)
-  // runs once for each key a query sees in pass 1, and in passes 2 and 3 only for keys 72 on:
-  // 3,240 + 2 x 36 micro-ops (3 x 3,240 with no chunk kept)
-  const auto products = ne::var("products", 1, 80);
+  // 88 queries after no keys in chunks of 8 in 128 entries, 10 of the 11 kept (keys 0 to 79):
+  // the exponent's first stage (t0 = s * -23, a GEMM of the scores by the GEMM core, no ALU
+  // pass) runs once for each key a query sees in pass 1, and in passes 2 and 3 only for keys 80
+  // on: 3,916 + 2 x 36 micro-ops (3 x 3,916 with no chunk kept)
+  const auto products = ne::var("products", 1, 88);
   const graph::IntegerSoftmaxShape shape{.products = products,
                                          .keys = products,
                                          .lanes = 16,
                                          .queries = products,
                                          .fixed = host::integer_exp_for(0.125)};
   const graph::IntegerSoftmaxKernel kernel(env, shape, 8, "sm");
-  REQUIRE(kernel.kept_chunks() == 9);
+  REQUIRE(kernel.kept_chunks() == 10);
   const auto prog = LaneGroupKernel::lower(env, kernel);
-  const ne::Binding bindings[] = {{"products", 80}};
+  const ne::Binding bindings[] = {{"products", 88}};
   vta::SimDevice dev(env.config);
-  auto a = te::NDArray::random(DType::int8(), {80, 80, 1, 1, 16}, 83);
-  te::NDArray r(DType::int8(), {80, 80, 1, 1, 16});
+  auto a = te::NDArray::random(DType::int8(), {88, 88, 1, 1, 16}, 83);
+  te::NDArray r(DType::int8(), {88, 88, 1, 1, 16});
   std::vector<te::NDArray> constants;
   const auto arrays = kernel_arrays(kernel, a, r, constants);
   CHECK(prog.run(dev, arrays, bindings).result.finished);
-  te::NDArray want(DType::int8(), {80, 80, 1, 1, 16});
-  runtime::integer_softmax(a.data().data(), want.data().data(), 80, 80, 16,
-                           host::integer_exp_for(0.125), 80, false);
+  te::NDArray want(DType::int8(), {88, 88, 1, 1, 16});
+  runtime::integer_softmax(a.data().data(), want.data().data(), 88, 88, 16,
+                           host::integer_exp_for(0.125), 88, false);
   CHECK(r == want);
   const std::vector<std::uint64_t> phys{0x100000, 0x200000, 0x300000};
-  // (t0 by weight tile 0; the quadratic's -c1 and the probability's rounding added by the
-  // GEMM core against tiles 1 and 2, none by the ALU)
+  // (t0 by weight tile 0; the quadratic's -c1, the exponential's first shift's -8 and the
+  // probability's rounding added by the GEMM core against tiles 1 to 3, none by the ALU)
   std::size_t alu_t0 = 0, alu_adds = 0;
   const auto stream80 = prog.instantiate(bindings, phys);
   for (const auto& i : vta::decode_all(env.config.layout(), stream80.insns)) {
@@ -754,23 +754,24 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
       alu_adds += micro_ops;
   }
   const auto by_weight = gemm_uops_by_weight(env.config, stream80);
-  CHECK(by_weight.at(0) == 3240 + 2 * 36);
-  CHECK(kernel.gemm_adds() == std::vector<std::int64_t>{-22120, 1 << 14});
-  CHECK(by_weight.size() == 3);
+  CHECK(by_weight.at(0) == 3916 + 2 * 36);
+  CHECK(kernel.gemm_adds() == std::vector<std::int64_t>{-22120, -8, 1 << 14});
+  CHECK(by_weight.size() == 4);
   CHECK(alu_t0 == 0);
   CHECK(alu_adds == 0);
-  // pass 3 computes the kept chunks a query sees in spans of five (its five chunk buffers,
-  // 40 keys): query p sees s = ceil((p + 1) / 8) chunks, min(s, 9) of them kept, each span
+  // pass 3 computes the kept chunks a query sees in spans of four (its four chunk buffers,
+  // 32 keys): query p sees s = ceil((p + 1) / 8) chunks, min(s, 10) of them kept, each span
   // stored after it (where pass 1 keeps the scores: a STORE of all of them after the spans
   // would end as the next query's pass 1 loads into their rows, which waits for it); the chunk
-  // loop stores each of the 10 - min(s, 9) others once (computed, or the epilogue of 0 of a
-  // chunk it does not see). One STORE a chunk: 800; one a span: 488.
+  // loop stores each of the 11 - min(s, 10) others once (computed, or the epilogue of 0 of a
+  // chunk it does not see). One STORE a chunk: 968; one a span: 616.
+  constexpr std::size_t SPAN = 4;
   std::size_t stores = 0, want_stores = 0;
   for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
     stores += i.opcode == vta::Opcode::Store;
-  for (std::size_t p = 0; p < 80; ++p) {
-    const std::size_t kept_seen = std::min<std::size_t>((p + 8) / 8, 9);
-    want_stores += (kept_seen + 4) / 5 + (10 - kept_seen);
+  for (std::size_t p = 0; p < 88; ++p) {
+    const std::size_t kept_seen = std::min<std::size_t>((p + 8) / 8, 10);
+    want_stores += (kept_seen + SPAN - 1) / SPAN + (11 - kept_seen);
   }
   CHECK(stores == want_stores);
   // pass 1 loads the kept chunks' scores into their kept rows, and pass 2 computes them there:
@@ -787,29 +788,29 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
     acc8_loads += i.opcode == vta::Opcode::Load && i.memory_type == vta::MemId::Acc8;
   }
   CHECK(acc8_loads == 0);
-  for (std::size_t p = 0; p < 80; ++p) {
+  for (std::size_t p = 0; p < 88; ++p) {
     const std::size_t s = (p + 8) / 8;
-    want_loads += s + 2 * (s > 9 ? s - 9 : 0);
+    want_loads += s + 2 * (s > 10 ? s - 10 : 0);
   }
   // (and the input row the GEMM core adds the constants against, once)
   CHECK(score_loads == want_loads + 1);
-  // no kernel runs over more rows than a span (40): the kept rows' reset once a block, before
+  // no kernel runs over more rows than a span (32): the kept rows' reset once a block, before
   // pass 2's loop, is gone (the rows hold the scores then; pass 1 fills the last chunk a query
   // sees with 0 where it does not load them)
   std::size_t long_resets = 0;
   for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
-    long_resets += i.opcode == vta::Opcode::Gemm && i.reset_reg && i.iter_out * i.iter_in > 40;
+    long_resets += i.opcode == vta::Opcode::Gemm && i.reset_reg && i.iter_out * i.iter_in > 32;
   CHECK(long_resets == 0);
-  // the gallery's kernel (two queries of 8 heads a tile, chunks of 128 keys, 10 of 16 kept):
-  // decode steps after 2,047 keys and at the last kept key (1,279 before) and the first past
+  // the gallery's kernel (two queries of 8 heads a tile, chunks of 128 keys, 11 of 16 kept):
+  // decode steps after 2,047 keys and at the last kept key (1,407 before) and the first past
   // them, prefills of 300 tokens after 1,000 and of 2,048 from the start (not under the
   // sanitizers, where it would take a minute)
   const LaneGroupKernel gallery(vta::Env{},
                                 two_queries_a_tile(ne::var("m", 1, 2048), ne::var("last", 0, 2047),
                                                    graph::IntegerSoftmaxPart::Whole),
                                 128);
-  CHECK(gallery.kernel.kept_chunks() == 10);
-  for (const auto& ql : {std::pair{1, 2047}, {1, 1279}, {1, 1280}, {300, 1000}, {2048, 0}}) {
+  CHECK(gallery.kernel.kept_chunks() == 11);
+  for (const auto& ql : {std::pair{1, 2047}, {1, 1407}, {1, 1408}, {300, 1000}, {2048, 0}}) {
     const int q = ql.first, l = ql.second;  // (not bindings: Clang 14's CAPTURE)
     if (DLAVM_TEST_SANITIZED && q == 2048) continue;
     CAPTURE(q);
@@ -821,12 +822,12 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
             logical,
             {.axis = -2, .scale = 0.125, .causal = true, .queries = host::CausalQueries::Before}));
   }
-  // a constant key count of whole chunks, not causal: loaded with no fill, 9 of 10 chunks kept
+  // a constant key count of whole chunks, not causal: loaded with no fill, 10 of 11 chunks kept
   const graph::IntegerSoftmaxShape whole{
-      .products = 3, .keys = 80, .lanes = 32, .fixed = host::integer_exp_for(0.125)};
+      .products = 3, .keys = 88, .lanes = 32, .fixed = host::integer_exp_for(0.125)};
   const graph::IntegerSoftmaxKernel plain(env, whole, 8, "sm");
-  REQUIRE(plain.kept_chunks() == 9);
-  check_static_kernel(env, plain, te::NDArray::random(DType::int8(), {3, 80, 2, 1, 16}, 84));
+  REQUIRE(plain.kept_chunks() == 10);
+  check_static_kernel(env, plain, te::NDArray::random(DType::int8(), {3, 88, 2, 1, 16}, 84));
 }
 
 // The kernel calls of a lowered function: each call's name, its buffers' names, and the loops
@@ -885,8 +886,8 @@ bool rows_gemm(const KernelCall& k) {
 
 TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' sums, rewritten") {
   // skip_masked_work's rewrites of the lowering's copies, read from the lowered function (the
-  // tests above hold them bit-exact): the exponent's z and z1 reset once a block, outside the
-  // chunk loops, in passes 2 and 3 (their copies MAXes); and a prefill's kept chunks computing
+  // tests above hold them bit-exact): the exponent's z reset once a block, outside the chunk
+  // loops, in passes 2 and 3 (its copies MAXes); and a prefill's kept chunks computing
   // their exponentials in the kept rows, with no copy there, the chunk's sum added to rows that
   // are halved after the loop, from the scores pass 1 loaded there (its max from running rows,
   // halved after its loop). A decode step in uniform tiles copies its kept chunks as before.
@@ -911,8 +912,8 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
   };
   for (const bool prefill : {true, false}) {
     CAPTURE(prefill);
-    // 80 queries after no keys (9 of 10 chunks of 8 kept), or at most 16 after up to 64
-    const auto m = ne::var("m", 1, prefill ? 80 : 16);
+    // 88 queries after no keys (10 of 11 chunks of 8 kept), or at most 16 after up to 64
+    const auto m = ne::var("m", 1, prefill ? 88 : 16);
     const auto last = ne::var("last", 0, prefill ? 0 : 64);
     const auto calls = lowered({.products = m,
                                 .keys = ne::Expr(last) + m,
@@ -921,11 +922,10 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
                                 .fixed = host::integer_exp_for(0.125)},
                                8);
     const auto z_reset = [&](const KernelCall& k) {
-      return k.name == vta::intrin::gemm_reset &&
-             (ends(k.buffers[0], ".z") || ends(k.buffers[0], ".z1"));
+      return k.name == vta::intrin::gemm_reset && ends(k.buffers[0], ".z");
     };
     // (the loop over the blocks around every call; the chunk loops inside it)
-    CHECK(count(calls, [&](const KernelCall& k) { return z_reset(k) && k.loops == 1; }) == 4);
+    CHECK(count(calls, [&](const KernelCall& k) { return z_reset(k) && k.loops == 1; }) == 2);
     CHECK(count(calls, [&](const KernelCall& k) { return z_reset(k) && k.loops > 1; }) == 0);
     // (in a prefill, r = t + z_down is such an ADD, in the kept rows)
     const auto copy_to_kept = [&](const KernelCall& k) {
@@ -967,9 +967,9 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
     // passes 2 and 3 take z_down = -128 z as a MIN by -128 and a multiply by z
     // (z_down_by_multiply), not as a copy of z (a reset and an ADD), z_down reset once a block,
     // outside the chunk loops (within them only the fill of a trimmed chain's end, and of a
-    // chunk no query sees): u clipped to 3,071 first (z at most 23, whose shift leaves 0 of
-    // the quadratic's v < 2^23), so that the second shift amount, max(z - 15, 0), needs no MIN
-    // by 15
+    // chunk no query sees): u clipped to 3,071 first (z at most 23, whose shifts leave 0 of
+    // the quadratic's v < 2^23), so that the first shift amount, z - 8 (added in place), needs
+    // no MIN by 15
     const auto alu = [&](runtime::AluOp op, bool immediate, std::int64_t imm,
                          std::string_view dst) {
       return count(calls, [&, op, immediate, imm, dst](const KernelCall& k) {
@@ -992,8 +992,16 @@ TEST_CASE("integer softmax kernel: the exponent's copies and the kept chunks' su
                    ends(k.buffers[0], ".z_down") && ends(k.buffers[1], ".z");
           }) == alu(runtime::AluOp::Min, true, -128, ".z_down"));
     CHECK(alu(runtime::AluOp::Min, true, 3071, "") == alu(runtime::AluOp::Min, true, -128, ""));
-    CHECK(alu(runtime::AluOp::Min, true, 15, ".z1") == 0);
-    CHECK(alu(runtime::AluOp::Min, true, 15, ".z") > 0);
+    CHECK(alu(runtime::AluOp::Min, true, 15, ".z") == 0);
+    // (the -8 added by the GEMM core where it adds the kernel's constants: not in a decode
+    // step's uniform tiles)
+    CHECK(count(calls,
+                [&](const KernelCall& k) {
+                  return k.name == vta::intrin::gemm && ends(k.buffers[0], ".z") &&
+                         ends(k.buffers[1], ".row");
+                }) +
+              alu(runtime::AluOp::Add, true, -8, ".z") ==
+          alu(runtime::AluOp::Min, true, 3071, ""));
   }
   // a normalization's pass 3 copies the reciprocal by a MAX, its buffer reset once a block,
   // outside the chunk loop (tests above hold it bit-exact)
@@ -1380,12 +1388,14 @@ TEST_CASE(
       const LaneGroupKernel k(env, shape, 4);
       CHECK(k.kernel.scores_by_gemm() == by_gemm);
       // (the input buffer a chunk's rows and a weight tile beside the accumulator's; and a
-      // row and a tile a constant the GEMM core adds: the quadratic's -c1, the exponential's
-      // or the probability's rounding)
+      // row and a tile a constant the GEMM core adds: the quadratic's -c1, the whole
+      // exponential's first shift's -8 and the probability's rounding, or the int8
+      // exponential's rounding)
+      const std::int64_t adds = part == graph::IntegerSoftmaxPart::Whole ? 3 : 2;
       const auto sram = graph::footprint(env, shape, 4);
-      CHECK(k.kernel.gemm_adds().size() == 2);
+      CHECK(static_cast<std::int64_t>(k.kernel.gemm_adds().size()) == adds);
       CHECK(sram.inp == (by_gemm ? 4 : 0) + 1);
-      CHECK(sram.wgt == (by_gemm ? 1 : 0) + 2);
+      CHECK(sram.wgt == (by_gemm ? 1 : 0) + adds);
       for (const auto& [q, l] : {std::pair<std::int64_t, std::int64_t>{5, 3}, {11, 40}}) {
         te::NDArray logical(DType::int8(), {2, q, q + l, 8});
         for (std::int64_t b = 0; b < 2; ++b)
@@ -2088,21 +2098,25 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
           CHECK(wgt == (rows ? 1 : 0) + adds);
           CHECK(inp == (rows ? chunk : 0) + (adds > 0 ? 1 : 0));
           // (none in uniform tiles: one batch, causal; two where the exponent's -c1 and a
-          // rounding are added, one where the normalization's rounding is)
+          // rounding are added, three where the whole exponential's first shift's -8 is too,
+          // one where the normalization's rounding is)
           const bool uniform = products == 2 && !(keys == 2048 && chunk == 128);
-          CHECK(adds == (uniform ? 0 : part == graph::IntegerSoftmaxPart::Normalize ? 1 : 2));
+          CHECK(adds == (uniform                                        ? 0
+                         : part == graph::IntegerSoftmaxPart::Normalize ? 1
+                         : part == graph::IntegerSoftmaxPart::Whole     ? 3
+                                                                        : 2));
         }
-  // the default chunk for 2048 keys, not causal: 32, whose chunk buffers leave room for 58 of
-  // the 64 chunks' scores and exponentials kept (64 keeps 26 of 32, 128 10 of 16, 256 2 of 8;
-  // 512 keys would need 2,569 entries), also the fastest on the cycle model (154,063 cycles; 64:
-  // 155,582; 128: 168,990; 256: 201,890).
+  // the default chunk for 2048 keys, not causal: 64, whose chunk buffers leave room for 27 of
+  // the 32 chunks' scores and exponentials kept (32 keeps 59 of 64, 128 11 of 16, 256 3 of 8;
+  // 512 keys would need 2,057 entries), also the fastest on the cycle model (121,732 cycles; 32:
+  // 122,069; 128: 129,700; 256: 149,716).
   const graph::IntegerSoftmaxShape wide{.products = 1, .keys = 2048, .lanes = 16};
   const auto space = graph::knob_space(env, wide);
-  CHECK(graph::Chooser().choose({}, space).values == std::vector<std::int64_t>{32});
-  CHECK(graph::IntegerSoftmaxKernel(env, wide, 32, "sm").kept_chunks() == 58);
-  CHECK(graph::IntegerSoftmaxKernel(env, wide, 64, "sm").kept_chunks() == 26);
-  CHECK(graph::IntegerSoftmaxKernel(env, wide, 128, "sm").kept_chunks() == 10);
-  CHECK(graph::IntegerSoftmaxKernel(env, wide, 256, "sm").kept_chunks() == 2);
+  CHECK(graph::Chooser().choose({}, space).values == std::vector<std::int64_t>{64});
+  CHECK(graph::IntegerSoftmaxKernel(env, wide, 32, "sm").kept_chunks() == 59);
+  CHECK(graph::IntegerSoftmaxKernel(env, wide, 64, "sm").kept_chunks() == 27);
+  CHECK(graph::IntegerSoftmaxKernel(env, wide, 128, "sm").kept_chunks() == 11);
+  CHECK(graph::IntegerSoftmaxKernel(env, wide, 256, "sm").kept_chunks() == 3);
   // the halves keep fewer chunk buffers (three each), and fit a chunk twice as wide; the
   // exponentials keep the scores of 12 chunks of 128 keys beside them, 4 of 256 (69,858 cycles,
   // the fastest, estimated within 0.5% of 256, 70,210, the least estimate: their ties take the
@@ -2116,9 +2130,23 @@ TEST_CASE("integer softmax kernel: the footprint is the accumulator the lowering
           std::vector<std::int64_t>{chosen});
   }
   CHECK(*space.check(std::vector<std::int64_t>{512}) ==
-        "a chunk of 512 keys needs 2569 accumulator entries for its passes' buffers, it has 2048");
+        "a chunk of 512 keys needs 2057 accumulator entries for its passes' buffers, it has 2048");
   CHECK(*space.check(std::vector<std::int64_t>{24}) ==
         "a chunk of 24 keys is not a power of two of at least 2");
+  // the whole exponential's first shift may be left (by -4 to -1): a design with the MUL that
+  // reads shift amounts unsigned cannot take it; the halves shift right only
+  vta::Config unsigned_shifts;
+  unsigned_shifts.variant.shr_amount = vta::ShrAmount::UnsignedLow;
+  CHECK_THROWS_WITH_AS(graph::IntegerSoftmaxKernel(vta::Env(unsigned_shifts), wide, 64, "sm"),
+                       "integer_softmax 'sm': the whole softmax's exponential shifts by amounts "
+                       "from -4 to 15, which the tvm-sim design reads unsigned (a negative one "
+                       "as a shift right)",
+                       dlavm::FeatureError);
+  for (const auto part : {graph::IntegerSoftmaxPart::Exp, graph::IntegerSoftmaxPart::Normalize}) {
+    auto half = wide;
+    half.part = part;
+    CHECK_NOTHROW(graph::IntegerSoftmaxKernel(vta::Env(unsigned_shifts), half, 64, "sm"));
+  }
   CHECK_THROWS_WITH_AS(graph::IntegerSoftmaxKernel(
                            env, {.products = 4, .keys = 3, .lanes = 16, .queries = 4}, 2, "sm"),
                        "integer_softmax 'sm': 3 keys and 4 queries; a causal softmax needs at "
@@ -2130,8 +2158,8 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
   const vta::Env env;
   // Hand-derived from the stages (graph/strategy/integer_softmax.hpp's arithmetic), at the
   // gallery's scale (a multiplier of 23 with 7 fraction bits: no shift of t). A key: the
-  // exponent t0, t, z, z_down, r, r_copy, v0, v1, v2, v (10); the exponential z1, e1, z2a, z2b,
-  // z2, e (6) or the int8 one z1, e1, e2, e8 (4); the probability e_hi, e_hi_up, e_lo, e_r, y0,
+  // exponent t0, t, z, z_down, r, r_copy, v0, v1, v2, v (10); the exponential z_less, z_clip,
+  // e1, e (4) or the int8 one z1, e1, e2, e8 (4); the probability e_hi, e_hi_up, e_lo, e_r, y0,
   // y1, y (7) or, of an int8 exponential, e_r, y0, y (3). A block: the exponent's max_t, z_offset,
   // bias, top (4); the reciprocal's neg_sum, partial remainder and q (3), 12 quotient bits of
   // 4 stages (the difference, its sign as 0 or -1 in two, q) and 11 of 7 more (q shifted, the
@@ -2145,17 +2173,17 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
   // MIN (1), its bits from 12 up shifted down and up, negated and added (4): 78; the kernel's
   // constant rows (B + 1, 2 U's first value, the pair's bounds) none a block. A reduction over
   // k keys: k - 1. Of those a key's value
-  // plus a constant the GEMM core adds (v1's -c1, e2's, y1's and y0's roundings) are GEMM
-  // micro-ops, as t0 is.
+  // plus a constant the GEMM core adds (v1's -c1, z_less's -8, e2's, y1's and y0's roundings)
+  // are GEMM micro-ops, as t0 is.
   const auto fixed = host::integer_exp_for(0.125);
   REQUIRE(graph::fewest_fraction_bits(fixed).frac_bits == 7);
   for (const std::int64_t k : {1, 2, 64, 1000}) {
     CAPTURE(k);
     // (t0 a GEMM micro-op, the scores loaded into the input buffer: the GEMM core forms it;
-    // v1 and y1, or v1 and e2, too)
+    // v1, z_less and y1, or v1 and e2, too)
     const auto whole = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, fixed, k);
-    CHECK(whole.alu_uops == 20 * k + 2 * (k - 1) + 148);
-    CHECK(whole.gemm_uops == 3 * k);
+    CHECK(whole.alu_uops == 17 * k + 2 * (k - 1) + 148);
+    CHECK(whole.gemm_uops == 4 * k);
     CHECK(whole.acc_load_bytes == 0);
     const auto exp = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Exp, fixed, k);
     CHECK(exp.alu_uops == 11 * k + (k - 1) + 4);
@@ -2181,9 +2209,9 @@ TEST_CASE("integer softmax floor: the stages' work once a key, below every kerne
   const auto odd = host::integer_exp_for(0.3);
   REQUIRE(graph::fewest_fraction_bits(odd).frac_bits > 7);
   const auto whole_odd = graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, odd, 10);
-  // (its -c1 and rounding added by the GEMM core still)
-  CHECK(whole_odd.alu_uops == 22 * 10 + 2 * 9 + 148);
-  CHECK(whole_odd.gemm_uops == 2 * 10);
+  // (its -c1, -8 and rounding added by the GEMM core still)
+  CHECK(whole_odd.alu_uops == 19 * 10 + 2 * 9 + 148);
+  CHECK(whole_odd.gemm_uops == 3 * 10);
   CHECK(whole_odd.acc_load_bytes == 160);
   CHECK_THROWS_WITH_AS(graph::softmax_floor(env, graph::IntegerSoftmaxPart::Whole, fixed, 0),
                        "softmax_floor: a block of 0 keys; it needs 1 at least", dlavm::ValueError);
@@ -2361,7 +2389,7 @@ TEST_CASE("integer softmax placement: what stays on the host says why") {
           ->groups;
   REQUIRE(few.size() == 1);
   CHECK(few[0].note ==
-        "no chunk of keys fits: a chunk of 2 keys needs 19 accumulator entries for its passes' "
+        "no chunk of keys fits: a chunk of 2 keys needs 17 accumulator entries for its passes' "
         "buffers, it has 16");
 }
 

@@ -433,6 +433,7 @@ inline AnchorStrategy integer_softmax_strategy(const char* op, IntegerSoftmaxPar
           "VTA loads the {} through LOAD ACC_8BIT, which the {} design does not have", input,
           env.config.variant.name());
     if (auto why = check_softmax_epilogue(e)) return why;
+    if (auto why = graph::check_softmax_shifts(env, part)) return why;
     if (env.batch != 1)
       return fmt::format(
           "VTA normalizes the keys along the accumulator's entries, one key per row; a BATCH of "

@@ -8,8 +8,9 @@
 //   factors of two taken out of frac_bits, which leaves every bit as it was);
 //   z = (t >> (frac_bits - 7)) >> 7 (no first shift where frac_bits is then 7) and the
 //   fraction r; v = (45 r - 22120) r + 2^22;
-//   e = (v >> min(z, 15)) >> min(max(z - 15, 0), 15) (runtime::integer_exp's v >> (z + 4): the
-//   second shift clears what the first leaves, v < 2^23); sum over keys;
+//   e = (v >> min(z - 8, 15)) >> 8 (runtime::integer_exp's v >> (z + 4): a z of 23 or more
+//   gives 0, v < 2^23; below 8 the first shift is left, by up to 4, and the second takes it
+//   back); sum over keys;
 //   R = floor(127 * 2^23 / sum) by restoring division, 12 quotient bits (the ALU cannot
 //   divide: compare, subtract, shift); y = (e * R + 2^22) >> 23 with R split in two 6-bit
 //   halves, as ((e * R >> 8) + 2^14) >> 15.
@@ -17,7 +18,8 @@
 // what the hardware takes from it (VTA's compute module uses the low 8 bits of a multiplier
 // and the low LOG_ACC_WIDTH bits of a shift amount, the functional simulator the whole value):
 // multipliers r in [0, 127] and R's halves in [0, 63] (the division adds the sum back by a
-// MAX, not a multiply by the quotient bit); shift amounts in [0, 15].
+// MAX, not a multiply by the quotient bit); shift amounts in [-4, 15] (check_softmax_shifts:
+// a design that reads them unsigned is refused).
 // The max and the sum over a constant number of keys halve the block level by level, one ALU
 // instruction per level over the entries that remain (its micro-ops write distinct entries, so
 // no micro-op reads an entry the one before it wrote); over a symbolic number they are window
@@ -90,7 +92,7 @@ IntegerSoftmaxStages integer_softmax_stages(const te::Tensor& scores, runtime::I
 //   2. the sum of the exponentials, likewise (one ALU add per chunk);
 //   3. the probabilities: the exponentials again, times the reciprocal of the sum, stored;
 //      rewritten by skip_masked_work, from those pass 2 kept in the chunks the accumulator
-//      holds beside the passes' buffers (kept_chunks: 26 of the 32 chunks of 64 keys in the
+//      holds beside the passes' buffers (kept_chunks: 27 of the 32 chunks of 64 keys in the
 //      gallery's 2,048-token prefill), where pass 3 loads nothing and computes no exponential
 //      (and, not in uniform tiles, pass 2 loads nothing: pass 1 loads those chunks there).
 // Keys at N and after, and those after N - M + q for a causal softmax not in uniform tiles
@@ -260,18 +262,16 @@ class IntegerSoftmaxKernel {
   //     would wait for the block before's STOREs; the gallery's 2,048-token prefill: the
   //     normalization 12.970 -> 12.711 M cycles);
   //   - the exponentials' copies of z in passes 2 and 3 (a reset and an ADD each a chunk): z
-  //     taken from u by a MAX, and the second shift amount computed in the copy, taken by a
-  //     MAX, the first in place; each buffer reset once before the chunk loop. What a chunk's
-  //     chain leaves in them (shift amounts, at most 15) is below u (at least 128), and does not
-  //     change the second amount (max(z - 15, 0) for any value up to 15 is 0);
+  //     taken from u by a MAX, its buffer reset once before the chunk loop. What a chunk's chain
+  //     leaves in it (a shift amount, at most 15) is below u (at least 128);
   //   - with no epilogue, the exponent's z_down = -128 z as a MIN of z_down by -128 and a
   //     multiply by z, in place of a reset, a copy of z and a multiply by -128: u clipped first
   //     by a MIN (a key past it has the exponential 0 either way), so that z fits the
   //     multiplier's 8 bits: the exponentials' (IntegerSoftmaxPart::Exp) to 2^11 - 1, z <= 15,
   //     so that the shift needs no MIN by 15; the whole softmax's, in passes 2 and 3, to
-  //     24 x 2^7 - 1, z <= 23 (v >> 23 is 0), so that its second shift amount, max(z - 15, 0),
-  //     needs no MIN by 15; z_down reset once a block, before the chunk loop (every value a
-  //     chunk leaves in it is at least -128);
+  //     24 x 2^7 - 1, z <= 23 (v >> 23 is 0), so that its first shift amount, z - 8, needs no
+  //     MIN by 15; z_down reset once a block, before the chunk loop (every value a chunk leaves
+  //     in it is at least -128);
   //   - the exponentials' (IntegerSoftmaxPart::Exp) z and z_down reset once before the blocks,
   //     not once a block, and allocated around them: what a block's chains leave in them is
   //     what the next block's first chunk needs (z below u, z_down at least -128), as within a
@@ -344,6 +344,10 @@ class IntegerSoftmaxKernel {
 // Why the kernel cannot apply `epilogue`, or nullopt: an operand step (a bias, a residual) or
 // an int32 result.
 std::optional<std::string> check_softmax_epilogue(const Epilogue& epilogue);
+// Why the design of `env` cannot compute `part`'s shifts, or nothing: the whole softmax's
+// exponential shifts left where the exponent is below 8, which a design that reads a shift
+// amount's low bits unsigned (Chisel's) would take for a long shift right.
+std::optional<std::string> check_softmax_shifts(const vta::Env& env, IntegerSoftmaxPart part);
 // Why `chunk` cannot run `shape`, or nullopt: not a power of two of at least 2, or a pass's
 // buffers that do not fit the accumulator (footprint).
 std::optional<std::string> check_chunk(const vta::Env& env, const IntegerSoftmaxShape& shape,
