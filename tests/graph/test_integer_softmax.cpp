@@ -743,8 +743,8 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
   // (t0 by weight tile 0; the quadratic's -c1, the exponential's first shift's -8 and the
   // probability's rounding added by the GEMM core against tiles 1 to 3, none by the ALU)
   std::size_t alu_t0 = 0, alu_adds = 0;
-  const auto stream80 = prog.instantiate(bindings, phys);
-  for (const auto& i : vta::decode_all(env.config.layout(), stream80.insns)) {
+  const auto stream88 = prog.instantiate(bindings, phys);
+  for (const auto& i : vta::decode_all(env.config.layout(), stream88.insns)) {
     const auto micro_ops = std::size_t{i.iter_out} * i.iter_in * (i.uop_end - i.uop_bgn);
     if (i.opcode == vta::Opcode::Alu && i.use_imm && i.alu_opcode == runtime::AluOp::Mul &&
         i.imm == -23)
@@ -753,7 +753,7 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
         std::ranges::find(kernel.gemm_adds(), i.imm) != kernel.gemm_adds().end())
       alu_adds += micro_ops;
   }
-  const auto by_weight = gemm_uops_by_weight(env.config, stream80);
+  const auto by_weight = gemm_uops_by_weight(env.config, stream88);
   CHECK(by_weight.at(0) == 3916 + 2 * 36);
   CHECK(kernel.gemm_adds() == std::vector<std::int64_t>{-22120, -8, 1 << 14});
   CHECK(by_weight.size() == 4);
@@ -765,13 +765,13 @@ TEST_CASE("integer softmax kernel: exponentials kept for pass 3 in some chunks, 
   // would end as the next query's pass 1 loads into their rows, which waits for it); the chunk
   // loop stores each of the 11 - min(s, 10) others once (computed, or the epilogue of 0 of a
   // chunk it does not see). One STORE a chunk: 968; one a span: 616.
-  constexpr std::size_t SPAN = 4;
+  constexpr std::size_t kSpan = 4;
   std::size_t stores = 0, want_stores = 0;
   for (const auto& i : vta::decode_all(env.config.layout(), prog.instantiate(bindings, phys).insns))
     stores += i.opcode == vta::Opcode::Store;
   for (std::size_t p = 0; p < 88; ++p) {
     const std::size_t kept_seen = std::min<std::size_t>((p + 8) / 8, 10);
-    want_stores += (kept_seen + SPAN - 1) / SPAN + (11 - kept_seen);
+    want_stores += (kept_seen + kSpan - 1) / kSpan + (11 - kept_seen);
   }
   CHECK(stores == want_stores);
   // pass 1 loads the kept chunks' scores into their kept rows, and pass 2 computes them there:
@@ -2391,6 +2391,23 @@ TEST_CASE("integer softmax placement: what stays on the host says why") {
   CHECK(few[0].note ==
         "no chunk of keys fits: a chunk of 2 keys needs 17 accumulator entries for its passes' "
         "buffers, it has 16");
+  // a design that reads shift amounts unsigned: the whole softmax stays on the host, its
+  // exponentials go to VTA
+  vta::Config unsigned_shifts;
+  unsigned_shifts.variant.shr_amount = vta::ShrAmount::UnsignedLow;
+  const graph::Target shifts_unsigned{.env = vta::Env(unsigned_shifts)};
+  const auto placed = [&](const graph::Expr& y) {
+    return graph::infer_type(graph::function({s}, {y}), shifts_unsigned).placement()->groups;
+  };
+  const auto whole = placed(graph::integer_softmax(s, {.axis = -2}));
+  REQUIRE(whole.size() == 1);
+  CHECK(whole[0].device == graph::Device::Host);
+  CHECK(whole[0].note ==
+        "the whole softmax's exponential shifts by amounts from -4 to 15, which the tvm-sim "
+        "design reads unsigned (a negative one as a shift right)");
+  const auto exp = placed(graph::integer_softmax_exp(s, {.axis = -2}));
+  REQUIRE(exp.size() == 1);
+  CHECK(exp[0].device == graph::Device::Vta);
 }
 
 TEST_CASE("integer softmax placement: immediate steps after it join its kernel, operands do not") {
