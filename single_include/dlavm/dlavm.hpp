@@ -18430,6 +18430,11 @@ inline Stmt make_for(ne::Var var, ne::Expr min, ne::Expr extent, ForKind kind, S
 inline Stmt make_allocate(Buffer buffer, Stmt body) {
   return Stmt(make_ref<AllocateNode>(std::move(buffer), std::move(body)));
 }
+// `body` inside an allocation of each of `buffers`, the first outermost.
+inline Stmt make_allocate(const std::vector<Buffer>& buffers, Stmt body) {
+  for (auto it = buffers.rbegin(); it != buffers.rend(); ++it) body = make_allocate(*it, body);
+  return body;
+}
 inline Stmt make_store(Buffer buffer, std::vector<ne::Expr> indices, te::Expr value) {
   if (indices.size() != buffer.ndim())
     raise<ShapeError>("store to buffer '{}' with {} indices; it has {} dims", buffer.name(),
@@ -19269,9 +19274,7 @@ class Lowerer {
       top.push_back(make_stage(*st));
       if (!is_param(st.get())) root_allocs.push_back(plans_[st.get()].buffer);
     }
-    Stmt body = make_seq(top);
-    for (auto it = root_allocs.rbegin(); it != root_allocs.rend(); ++it)
-      body = make_allocate(*it, body);
+    Stmt body = make_allocate(root_allocs, make_seq(top));
     check_loop_scopes(body);
     PrimFunc f{name_, params_, body, {}};
     return f;
@@ -20566,8 +20569,7 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
       }
       body = make_seq(seq);
     }
-    for (auto it = run.rbegin(); it != run.rend(); ++it) body = make_allocate(*it, body);
-    return body;
+    return make_allocate(run, body);
   }
 
  private:
@@ -20916,8 +20918,7 @@ class VThreadInjector {
       locals_.emplace_back(a->buffer.get(), copies);
       Stmt body = inject(a->body);
       locals_.pop_back();
-      for (auto it = copies.rbegin(); it != copies.rend(); ++it) body = make_allocate(*it, body);
-      return body;
+      return make_allocate(copies, body);
     }
     if (const auto* a = s.as<AttrNode>())
       return make_attr(a->key, a->node, a->value, inject(a->body));
@@ -41674,9 +41675,7 @@ inline tir::Stmt stored_at_block_level(const tir::Stmt& body, const ne::Var& pro
       inside = true;
       tir::Stmt inner = visit(n.body);
       inside = false;
-      for (auto it = found.rbegin(); it != found.rend(); ++it)
-        inner = tir::make_allocate(*it, inner);
-      return tir::make_for(n.var, n.min, n.extent, n.for_kind, inner);
+      return tir::make_for(n.var, n.min, n.extent, n.for_kind, tir::make_allocate(found, inner));
     }
   } hoist(stored, product);
   return stored.empty() ? body : hoist.visit(body);
@@ -41687,9 +41686,7 @@ inline tir::Stmt stored_at_block_level(const tir::Stmt& body, const ne::Var& pro
 inline tir::Stmt before_blocks(const tir::Stmt& body, const std::vector<te::Buffer>& buffers,
                                std::vector<tir::Stmt> first) {
   first.push_back(body);
-  tir::Stmt out = tir::make_seq(first);
-  for (auto it = buffers.rbegin(); it != buffers.rend(); ++it) out = tir::make_allocate(*it, out);
-  return out;
+  return tir::make_allocate(buffers, tir::make_seq(first));
 }
 
 // Body `body` (lowered and rewritten: skip_masked_work's passes but pair_blocks, which runs after
@@ -42947,10 +42944,9 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
     // more instructions in the gallery's normalization)
     const auto narrowed = [&](tir::PrimFunc g) {
       g.body = detail::narrow_running_rows(g.body, kernel.env_.acc_tile());
-      if (detail::softmax_skips(kernel.shape_) &&
-          kernel.shape_.part == IntegerSoftmaxPart::Normalize)
-        g.body = detail::stored_at_block_level(g.body, product, g.flat_params.back());
       if (detail::softmax_skips(kernel.shape_)) {
+        if (kernel.shape_.part == IntegerSoftmaxPart::Normalize)
+          g.body = detail::stored_at_block_level(g.body, product, g.flat_params.back());
         g.body = detail::constant_rows_once(g.body, product, kernel.env_.acc_tile());
         g.body = detail::pair_blocks(g.body, product);
       }
@@ -43141,9 +43137,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     }
     // Those allocated around `s`.
     tir::Stmt allocated_around(const detail::ChunkBody& body, tir::Stmt s) const {
-      const auto buffers = allocated_in(body);
-      for (auto it = buffers.rbegin(); it != buffers.rend(); ++it) s = tir::make_allocate(*it, s);
-      return s;
+      return tir::make_allocate(allocated_in(body), std::move(s));
     }
     // A chunk body's parts after its load (`parts` from `first` on) that copy the mask rows and
     // apply them (their buffers' names end in ".mask"), only where the chunk (`c`) holds a key
@@ -44159,12 +44153,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         if (!moved) return std::nullopt;
         to.push_back(tir::make_evaluate(*moved));
       }
-      tir::Stmt inner = tir::make_seq(body);
-      for (auto it = spanned.rbegin(); it != spanned.rend(); ++it)
-        inner = tir::make_allocate(*it, inner);
       tir::Stmt loop = tir::make_for(g, ne::Expr(0),
                                      ne::simplify(ne::floordiv(total + (span_rows - 1), span_rows)),
-                                     kind, inner);
+                                     kind, tir::make_allocate(spanned, tir::make_seq(body)));
       if (after.empty()) return loop;
       if (!body.empty()) after.insert(after.begin(), std::move(loop));
       return tir::make_seq(std::move(after));

@@ -279,9 +279,7 @@ class Lowerer {
       top.push_back(make_stage(*st));
       if (!is_param(st.get())) root_allocs.push_back(plans_[st.get()].buffer);
     }
-    Stmt body = make_seq(top);
-    for (auto it = root_allocs.rbegin(); it != root_allocs.rend(); ++it)
-      body = make_allocate(*it, body);
+    Stmt body = make_allocate(root_allocs, make_seq(top));
     check_loop_scopes(body);
     PrimFunc f{name_, params_, body, {}};
     return f;

@@ -153,6 +153,11 @@ inline Stmt make_for(ne::Var var, ne::Expr min, ne::Expr extent, ForKind kind, S
 inline Stmt make_allocate(Buffer buffer, Stmt body) {
   return Stmt(make_ref<AllocateNode>(std::move(buffer), std::move(body)));
 }
+// `body` inside an allocation of each of `buffers`, the first outermost.
+inline Stmt make_allocate(const std::vector<Buffer>& buffers, Stmt body) {
+  for (auto it = buffers.rbegin(); it != buffers.rend(); ++it) body = make_allocate(*it, body);
+  return body;
+}
 inline Stmt make_store(Buffer buffer, std::vector<ne::Expr> indices, te::Expr value) {
   if (indices.size() != buffer.ndim())
     raise<ShapeError>("store to buffer '{}' with {} indices; it has {} dims", buffer.name(),

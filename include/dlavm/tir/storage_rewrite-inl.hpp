@@ -33,8 +33,7 @@ class InplaceReuse : public StmtMutator<InplaceReuse> {
       }
       body = make_seq(seq);
     }
-    for (auto it = run.rbegin(); it != run.rend(); ++it) body = make_allocate(*it, body);
-    return body;
+    return make_allocate(run, body);
   }
 
  private:

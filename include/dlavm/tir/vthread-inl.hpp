@@ -34,8 +34,7 @@ class VThreadInjector {
       locals_.emplace_back(a->buffer.get(), copies);
       Stmt body = inject(a->body);
       locals_.pop_back();
-      for (auto it = copies.rbegin(); it != copies.rend(); ++it) body = make_allocate(*it, body);
-      return body;
+      return make_allocate(copies, body);
     }
     if (const auto* a = s.as<AttrNode>())
       return make_attr(a->key, a->node, a->value, inject(a->body));

@@ -674,9 +674,7 @@ inline tir::Stmt stored_at_block_level(const tir::Stmt& body, const ne::Var& pro
       inside = true;
       tir::Stmt inner = visit(n.body);
       inside = false;
-      for (auto it = found.rbegin(); it != found.rend(); ++it)
-        inner = tir::make_allocate(*it, inner);
-      return tir::make_for(n.var, n.min, n.extent, n.for_kind, inner);
+      return tir::make_for(n.var, n.min, n.extent, n.for_kind, tir::make_allocate(found, inner));
     }
   } hoist(stored, product);
   return stored.empty() ? body : hoist.visit(body);
@@ -687,9 +685,7 @@ inline tir::Stmt stored_at_block_level(const tir::Stmt& body, const ne::Var& pro
 inline tir::Stmt before_blocks(const tir::Stmt& body, const std::vector<te::Buffer>& buffers,
                                std::vector<tir::Stmt> first) {
   first.push_back(body);
-  tir::Stmt out = tir::make_seq(first);
-  for (auto it = buffers.rbegin(); it != buffers.rend(); ++it) out = tir::make_allocate(*it, out);
-  return out;
+  return tir::make_allocate(buffers, tir::make_seq(first));
 }
 
 // Body `body` (lowered and rewritten: skip_masked_work's passes but pair_blocks, which runs after
@@ -1947,10 +1943,9 @@ IntegerSoftmaxKernel::skip_masked_work(te::Schedule& s) const {
     // more instructions in the gallery's normalization)
     const auto narrowed = [&](tir::PrimFunc g) {
       g.body = detail::narrow_running_rows(g.body, kernel.env_.acc_tile());
-      if (detail::softmax_skips(kernel.shape_) &&
-          kernel.shape_.part == IntegerSoftmaxPart::Normalize)
-        g.body = detail::stored_at_block_level(g.body, product, g.flat_params.back());
       if (detail::softmax_skips(kernel.shape_)) {
+        if (kernel.shape_.part == IntegerSoftmaxPart::Normalize)
+          g.body = detail::stored_at_block_level(g.body, product, g.flat_params.back());
         g.body = detail::constant_rows_once(g.body, product, kernel.env_.acc_tile());
         g.body = detail::pair_blocks(g.body, product);
       }
@@ -2141,9 +2136,7 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
     }
     // Those allocated around `s`.
     tir::Stmt allocated_around(const detail::ChunkBody& body, tir::Stmt s) const {
-      const auto buffers = allocated_in(body);
-      for (auto it = buffers.rbegin(); it != buffers.rend(); ++it) s = tir::make_allocate(*it, s);
-      return s;
+      return tir::make_allocate(allocated_in(body), std::move(s));
     }
     // A chunk body's parts after its load (`parts` from `first` on) that copy the mask rows and
     // apply them (their buffers' names end in ".mask"), only where the chunk (`c`) holds a key
@@ -3159,12 +3152,9 @@ DLAVM_INLINE tir::PrimFunc IntegerSoftmaxKernel::skip_masked(
         if (!moved) return std::nullopt;
         to.push_back(tir::make_evaluate(*moved));
       }
-      tir::Stmt inner = tir::make_seq(body);
-      for (auto it = spanned.rbegin(); it != spanned.rend(); ++it)
-        inner = tir::make_allocate(*it, inner);
       tir::Stmt loop = tir::make_for(g, ne::Expr(0),
                                      ne::simplify(ne::floordiv(total + (span_rows - 1), span_rows)),
-                                     kind, inner);
+                                     kind, tir::make_allocate(spanned, tir::make_seq(body)));
       if (after.empty()) return loop;
       if (!body.empty()) after.insert(after.begin(), std::move(loop));
       return tir::make_seq(std::move(after));
