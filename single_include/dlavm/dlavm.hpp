@@ -5296,6 +5296,35 @@ void integer_softmax_normalize(const In* src, Out* dst, std::int64_t outer, std:
       });
 }
 
+// ---- attention with the softmax's normalization deferred past probabilities . V -------
+//
+// The context of an attention whose int8 exponentials e8 (integer_softmax_exp's, a row of
+// `keys` a query) multiplied V unnormalized: context = sum over keys of e8 * V (int32, the
+// matmul's), and each of a row's `dims` values normalized once, by the row's reciprocal R =
+// integer_reciprocal8(sum of its e8), then requantized by `shift` as the context of
+// probabilities is:
+//   y = clamp((context * R + 2^(10 + shift)) >> (11 + shift), -128, 127)   (64-bit product)
+// where the probabilities' path computes (sum over keys of ((e8 * R + 2^10) >> 11) * V +
+// 2^(shift - 1)) >> shift: the same scale, without a rounding of each probability to int8,
+// whose errors add up over a long row (tests/host: over random rows of up to 2,048 keys within
+// 1.08 of the exact softmax's context, where the probabilities' are off by up to 7.93). `rows`
+// rows of `keys` exponentials and `dims` context values each, both row-major.
+template <class Context, class Exp, class Out>
+void integer_context_normalize(const Context* context, const Exp* exps, Out* dst, std::int64_t rows,
+                               std::int64_t keys, std::int64_t dims, std::int32_t shift) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int32_t sum = 0;
+    for (std::int64_t k = 0; k < keys; ++k) sum += static_cast<std::int32_t>(exps[r * keys + k]);
+    const std::int64_t reciprocal = integer_reciprocal8(sum);
+    const std::int64_t half = std::int64_t{1} << (10 + shift);
+    for (std::int64_t d = 0; d < dims; ++d) {
+      const std::int64_t y =
+          (static_cast<std::int64_t>(context[r * dims + d]) * reciprocal + half) >> (11 + shift);
+      dst[r * dims + d] = static_cast<Out>(y < -128 ? -128 : y > 127 ? 127 : y);
+    }
+  }
+}
+
 // ---- data movement: slices, tiles and gathers -----------------------------------------
 
 namespace detail {
@@ -34292,6 +34321,13 @@ DLAVM_INLINE void add_image_ops(OpRegistry& ops) {
 //       exponentials an accelerator computes once, at a price in precision: each rounded to
 //       int8 in between (host/integer_ops.hpp: within 1.3 units of the exact softmax on random
 //       rows, far more on a long row of small exponentials)
+//   integer_context_normalize(context int32 [.., M, D], e int8 [.., M, N], shift = 7) -> int8
+//       [.., M, D]
+//       an attention's context with the softmax's normalization deferred past probabilities . V:
+//       context the product of integer_softmax_exp's exponentials e by V, each row normalized
+//       once by the reciprocal of its exponentials' sum, then requantized by `shift`
+//       (host::integer_context_normalize): the leading dims context's and e's alike, at most
+//       8191 keys N (its maximum), shift in [0, 31]
 //
 //   auto p = graph::integer_softmax(scores, {.scale = 0.125, .causal = true});
 
@@ -34325,6 +34361,13 @@ DLAVM_INLINE void add_image_ops(OpRegistry& ops) {
 //       but each exponential's rounding (up to half a unit of the row's largest) adds up in
 //       the sum: a long row of keys 5 to 6 nats below its largest loses them (2,048 keys: a
 //       probability of 15 becomes 127; tests/host)
+//   integer_context_normalize(context int32 [.., M, D], e int8 [.., M, N], {shift = 7}) -> int8
+//       [.., M, D]: an attention's context with the softmax's normalization deferred past
+//       probabilities . V: `context` the product of integer_softmax_exp's exponentials e (a row
+//       of N keys a query, the leading dims context's) by V, each row normalized once by the
+//       reciprocal of its exponentials' sum and requantized by `shift`, as the context of
+//       integer_softmax_normalize's probabilities is, without rounding each probability to
+//       int8 (runtime::integer_context_normalize)
 //   integer_exp_for(scale): the fixed point of x * scale * log2(e) (runtime::IntegerExp);
 //       ValueError when scale is outside [min_integer_softmax_scale, max_...] (the exponent's
 //       multiplier would not fit the 7 bits VTA's ALU multiplies by, or lose precision)
@@ -34399,6 +34442,12 @@ te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p 
 te::NDArray integer_softmax_exp(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
 te::NDArray integer_softmax_normalize(const te::NDArray& e, const IntegerSoftmaxParams& p = {});
 
+struct ContextNormalizeParams {
+  std::int64_t shift = 7;  // the requantization of the context, in [0, 31]
+};
+te::NDArray integer_context_normalize(const te::NDArray& context, const te::NDArray& e,
+                                      const ContextNormalizeParams& p = {});
+
 }  // namespace dlavm::host
 
 #ifndef DLAVM_COMPILED_LIB
@@ -34418,6 +34467,7 @@ te::NDArray integer_softmax_normalize(const te::NDArray& e, const IntegerSoftmax
 // begin dlavm/runtime/kernels.hpp
 // end dlavm/runtime/kernels.hpp
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string_view>
@@ -34521,6 +34571,34 @@ DLAVM_INLINE te::NDArray integer_softmax_normalize(const te::NDArray& e,
   return y;
 }
 
+DLAVM_INLINE te::NDArray integer_context_normalize(const te::NDArray& context, const te::NDArray& e,
+                                                   const ContextNormalizeParams& p) {
+  constexpr std::string_view who = "host::integer_context_normalize";
+  if (context.dtype() != DType::int32())
+    raise<TypeError>("{}: context is {}; it takes the int32 product of exponentials and V", who,
+                     context.dtype());
+  if (e.dtype() != DType::int8())
+    raise<TypeError>("{}: e is {}; it takes int8 exponentials", who, e.dtype());
+  const auto& c = context.shape();
+  const auto& x = e.shape();
+  if (c.size() < 2 || c.size() != x.size() || !std::equal(c.begin(), c.end() - 1, x.begin()))
+    raise<ShapeError>(
+        "{}: context {} and e {} differ before their last dim; they are [.., M, D] and [.., M, "
+        "N] (a row of exponentials a row of the context)",
+        who, detail::shape_str(c), detail::shape_str(x));
+  if (x.back() > runtime::kIntegerSoftmaxMaxExtent)
+    raise<ShapeError>("{}: e {} has {} keys; at most {} keep the sum in 32 bits", who,
+                      detail::shape_str(x), x.back(), runtime::kIntegerSoftmaxMaxExtent);
+  if (p.shift < 0 || p.shift > 31)
+    raise<ValueError>("{}: shift {} is outside [0, 31]", who, p.shift);
+  te::NDArray y(DType::int8(), c);
+  if (y.size() == 0) return y;
+  runtime::integer_context_normalize(context.data().data(), e.data().data(), y.data().data(),
+                                     static_cast<std::int64_t>(y.size()) / c.back(), x.back(),
+                                     c.back(), static_cast<std::int32_t>(p.shift));
+  return y;
+}
+
 }  // namespace dlavm::host
 // end dlavm/host/integer_ops-inl.hpp
 #endif
@@ -34532,10 +34610,12 @@ Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p = {});
 Expr integer_softmax_exp(Expr s, const host::IntegerSoftmaxParams& p = {});
 // (p.scale unused)
 Expr integer_softmax_normalize(Expr e, const host::IntegerSoftmaxParams& p = {});
+Expr integer_context_normalize(Expr context, Expr e, const host::ContextNormalizeParams& p = {});
 // The parameters in an integer_softmax or integer_softmax_exp call's attributes, and in an
 // integer_softmax_normalize call's (the scale left at its default).
 host::IntegerSoftmaxParams integer_softmax_params(const Attrs& attrs);
 host::IntegerSoftmaxParams integer_softmax_normalize_params(const Attrs& attrs);
+host::ContextNormalizeParams integer_context_normalize_params(const Attrs& attrs);
 
 void add_integer_ops(OpRegistry& ops);
 
@@ -34562,6 +34642,7 @@ void add_integer_ops(OpRegistry& ops);
 
 #include <fmt/format.h>
 
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -34596,6 +34677,38 @@ inline const AttrSchema<host::IntegerSoftmaxParams>& integer_softmax_normalize_s
                  "the keys",
                  {{"other", host::CausalQueries::Other}, {"before", host::CausalQueries::Before}});
   return schema;
+}
+
+inline const AttrSchema<host::ContextNormalizeParams>& integer_context_normalize_schema() {
+  using P = host::ContextNormalizeParams;
+  static const auto schema = AttrSchema<P>().field(
+      "shift", &P::shift, "the right shift that requantizes the normalized context, in [0, 31]");
+  return schema;
+}
+
+// integer_context_normalize's: int32 [.., M, D] and int8 [.., M, N] alike before their last
+// dims, at most 8191 keys N; the context's shape, int8.
+inline TensorType integer_context_normalize_type(const TypeCall& c) {
+  const auto& context = c.type(0);
+  const auto& e = c.type(1);
+  if (context.dtype != DType::int32())
+    raise<TypeError>("{}: {} is {}; it takes the int32 product of exponentials and V", c.label,
+                     c.arg(0), context.dtype);
+  if (e.dtype != DType::int8())
+    raise<TypeError>("{}: {} is {}; it takes int8 exponentials", c.label, c.arg(1), e.dtype);
+  c.require_min_rank(0, 2);
+  c.require_rank(1, context.ndim());
+  for (std::size_t k = 0; k + 1 < context.ndim(); ++k)
+    c.require_equal(context.shape[k], fmt::format("dim {} of {}", k, c.arg(0)), e.shape[k],
+                    fmt::format("dim {} of {}", k, c.arg(1)));
+  if (ne::bounds(e.shape.back()).max > runtime::kIntegerSoftmaxMaxExtent)
+    raise<ShapeError>("{}: {} has {} keys (at most {}); at most {} keep their sum in 32 bits",
+                      c.label, c.arg(1), e.shape.back(), ne::bounds(e.shape.back()).max,
+                      runtime::kIntegerSoftmaxMaxExtent);
+  const auto p = params_of(c, integer_context_normalize_schema());
+  if (p.shift < 0 || p.shift > 31)
+    raise<ValueError>("{}: shift {} is outside [0, 31]", c.label, p.shift);
+  return {context.shape, DType::int8()};
 }
 
 // The type of integer_softmax and its two halves (`normalize`: the second, which has no scale).
@@ -34636,6 +34749,16 @@ DLAVM_INLINE host::IntegerSoftmaxParams integer_softmax_params(const Attrs& attr
 
 DLAVM_INLINE host::IntegerSoftmaxParams integer_softmax_normalize_params(const Attrs& attrs) {
   return detail::integer_softmax_normalize_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE host::ContextNormalizeParams integer_context_normalize_params(const Attrs& attrs) {
+  return detail::integer_context_normalize_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr integer_context_normalize(Expr context, Expr e,
+                                            const host::ContextNormalizeParams& p) {
+  return call("integer_context_normalize", {std::move(context), std::move(e)},
+              detail::integer_context_normalize_schema().to_attrs(p));
 }
 
 DLAVM_INLINE Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p) {
@@ -34704,6 +34827,26 @@ DLAVM_INLINE void add_integer_ops(OpRegistry& ops) {
   add("integer_softmax", &host::integer_softmax);
   add("integer_softmax_exp", &host::integer_softmax_exp);
   add("integer_softmax_normalize", &host::integer_softmax_normalize);
+  // runtime::integer_context_normalize(context, e, y, rows, keys, dims, shift)
+  ops.add({.name = "integer_context_normalize",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = detail::integer_context_normalize_schema().specs(),
+           .type_rule = &detail::integer_context_normalize_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::integer_context_normalize(*a[0], *a[1],
+                                                        integer_context_normalize_params(attrs));
+               },
+           .firmware = {.call = [](const FirmwareStep& s) {
+             const auto& context = s.input(0);
+             return FirmwareCall{
+                 "dlavm::runtime::integer_context_normalize",
+                 {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+                  FirmwareArg::dim(element_count(std::span(context).first(context.size() - 1))),
+                  FirmwareArg::dim(s.input(1).back()), FirmwareArg::dim(context.back()),
+                  FirmwareArg::integer(integer_context_normalize_params(s.call.attrs).shift)}};
+           }}});
 }
 
 }  // namespace dlavm::graph

@@ -189,6 +189,38 @@ TEST_CASE("infer_type: integer_softmax's halves, their attributes and shapes che
                        dlavm::ShapeError);
 }
 
+TEST_CASE("infer_type: integer_context_normalize, its operands and shift checked at the call") {
+  auto token = ne::var("token", 1, 64);
+  auto last = ne::var("last", 0, 100);
+  auto context = graph::input("context", {1, 8, token, 64}, DType::int32());
+  auto e = graph::input("e", {1, 8, token, ne::Expr(last) + token}, DType::int8());
+  const auto y = typed({context, e}, graph::integer_context_normalize(context, e, {.shift = 7}));
+  CHECK(shape_of(y) == "(1, 8, token, 64)");
+  CHECK(y.type().dtype == DType::int8());
+  CHECK(graph::integer_context_normalize_params(y.as<graph::CallNode>()->attrs).shift == 7);
+  CHECK_THROWS_WITH_AS(typed({e}, graph::integer_context_normalize(e, e)),
+                       "%0 (integer_context_normalize): input 0 (%e) is int8; it takes the int32 "
+                       "product of exponentials and V",
+                       dlavm::TypeError);
+  CHECK_THROWS_WITH_AS(typed({context}, graph::integer_context_normalize(context, context)),
+                       "%0 (integer_context_normalize): input 1 (%context) is int32; it takes "
+                       "int8 exponentials",
+                       dlavm::TypeError);
+  auto other = graph::input("other", {1, 4, token, 16}, DType::int8());
+  CHECK_THROWS_WITH_AS(typed({context, other}, graph::integer_context_normalize(context, other)),
+                       doctest::Contains("dim 1 of input 1 (%other)"), dlavm::ShapeError);
+  auto flat = graph::input("flat", {8}, DType::int32());
+  CHECK_THROWS_AS(typed({flat, e}, graph::integer_context_normalize(flat, e)), dlavm::ShapeError);
+  auto wide = graph::input("wide", {1, 8, token, 8192}, DType::int8());
+  CHECK_THROWS_WITH_AS(typed({context, wide}, graph::integer_context_normalize(context, wide)),
+                       doctest::Contains("input 1 (%wide) has 8192 keys (at most 8192); at most "
+                                         "8191 keep their sum in 32 bits"),
+                       dlavm::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      typed({context, e}, graph::integer_context_normalize(context, e, {.shift = 40})),
+      "%0 (integer_context_normalize): shift 40 is outside [0, 31]", dlavm::ValueError);
+}
+
 TEST_CASE("infer_type: float ops, and the host's float32-only rule as a placement error") {
   auto token = ne::var("token", 1, 64);
   auto x = graph::input("x", {token, 16}, DType::float32());

@@ -47,8 +47,13 @@ graph::OpRecord scale_op() {
 
 TEST_CASE("registry: default_ops holds every op of the spec with its attributes") {
   auto ops = graph::default_ops();
-  CHECK(ops.size() == 96);
+  CHECK(ops.size() == 97);
   CHECK(ops.at("batch_norm").min_args == 5);
+  // an attention's context normalized past probabilities . V: the context and the exponentials
+  CHECK(ops.at("integer_context_normalize").min_args == 2);
+  CHECK(ops.at("integer_context_normalize").max_args == 2);
+  CHECK(*ops.at("integer_context_normalize").find_attr("shift")->default_value ==
+        graph::AttrValue{std::int64_t{7}});
   // the data movement ops ONNX needs (issue 40)
   CHECK_FALSE(ops.at("strided_slice").find_attr("begin")->default_value.has_value());
   CHECK(*ops.at("strided_slice").find_attr("step")->default_value ==

@@ -8,6 +8,7 @@
 #include <dlavm/host/integer_ops.hpp>
 #include <dlavm/runtime/kernels.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string_view>
@@ -108,6 +109,34 @@ DLAVM_INLINE te::NDArray integer_softmax_normalize(const te::NDArray& e,
   runtime::integer_softmax_normalize(e.data().data(), y.data().data(), rows.split.outer,
                                      rows.split.extent, rows.split.inner, rows.queries,
                                      rows.query_inner);
+  return y;
+}
+
+DLAVM_INLINE te::NDArray integer_context_normalize(const te::NDArray& context, const te::NDArray& e,
+                                                   const ContextNormalizeParams& p) {
+  constexpr std::string_view who = "host::integer_context_normalize";
+  if (context.dtype() != DType::int32())
+    raise<TypeError>("{}: context is {}; it takes the int32 product of exponentials and V", who,
+                     context.dtype());
+  if (e.dtype() != DType::int8())
+    raise<TypeError>("{}: e is {}; it takes int8 exponentials", who, e.dtype());
+  const auto& c = context.shape();
+  const auto& x = e.shape();
+  if (c.size() < 2 || c.size() != x.size() || !std::equal(c.begin(), c.end() - 1, x.begin()))
+    raise<ShapeError>(
+        "{}: context {} and e {} differ before their last dim; they are [.., M, D] and [.., M, "
+        "N] (a row of exponentials a row of the context)",
+        who, detail::shape_str(c), detail::shape_str(x));
+  if (x.back() > runtime::kIntegerSoftmaxMaxExtent)
+    raise<ShapeError>("{}: e {} has {} keys; at most {} keep the sum in 32 bits", who,
+                      detail::shape_str(x), x.back(), runtime::kIntegerSoftmaxMaxExtent);
+  if (p.shift < 0 || p.shift > 31)
+    raise<ValueError>("{}: shift {} is outside [0, 31]", who, p.shift);
+  te::NDArray y(DType::int8(), c);
+  if (y.size() == 0) return y;
+  runtime::integer_context_normalize(context.data().data(), e.data().data(), y.data().data(),
+                                     static_cast<std::int64_t>(y.size()) / c.back(), x.back(),
+                                     c.back(), static_cast<std::int32_t>(p.shift));
   return y;
 }
 

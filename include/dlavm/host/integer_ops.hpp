@@ -21,6 +21,13 @@
 //       but each exponential's rounding (up to half a unit of the row's largest) adds up in
 //       the sum: a long row of keys 5 to 6 nats below its largest loses them (2,048 keys: a
 //       probability of 15 becomes 127; tests/host)
+//   integer_context_normalize(context int32 [.., M, D], e int8 [.., M, N], {shift = 7}) -> int8
+//       [.., M, D]: an attention's context with the softmax's normalization deferred past
+//       probabilities . V: `context` the product of integer_softmax_exp's exponentials e (a row
+//       of N keys a query, the leading dims context's) by V, each row normalized once by the
+//       reciprocal of its exponentials' sum and requantized by `shift`, as the context of
+//       integer_softmax_normalize's probabilities is, without rounding each probability to
+//       int8 (runtime::integer_context_normalize)
 //   integer_exp_for(scale): the fixed point of x * scale * log2(e) (runtime::IntegerExp);
 //       ValueError when scale is outside [min_integer_softmax_scale, max_...] (the exponent's
 //       multiplier would not fit the 7 bits VTA's ALU multiplies by, or lose precision)
@@ -92,6 +99,12 @@ constexpr const char* integer_softmax_causal_axis_error(std::size_t axis, std::s
 te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
 te::NDArray integer_softmax_exp(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
 te::NDArray integer_softmax_normalize(const te::NDArray& e, const IntegerSoftmaxParams& p = {});
+
+struct ContextNormalizeParams {
+  std::int64_t shift = 7;  // the requantization of the context, in [0, 31]
+};
+te::NDArray integer_context_normalize(const te::NDArray& context, const te::NDArray& e,
+                                      const ContextNormalizeParams& p = {});
 
 }  // namespace dlavm::host
 

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -45,6 +46,38 @@ inline const AttrSchema<host::IntegerSoftmaxParams>& integer_softmax_normalize_s
                  "the keys",
                  {{"other", host::CausalQueries::Other}, {"before", host::CausalQueries::Before}});
   return schema;
+}
+
+inline const AttrSchema<host::ContextNormalizeParams>& integer_context_normalize_schema() {
+  using P = host::ContextNormalizeParams;
+  static const auto schema = AttrSchema<P>().field(
+      "shift", &P::shift, "the right shift that requantizes the normalized context, in [0, 31]");
+  return schema;
+}
+
+// integer_context_normalize's: int32 [.., M, D] and int8 [.., M, N] alike before their last
+// dims, at most 8191 keys N; the context's shape, int8.
+inline TensorType integer_context_normalize_type(const TypeCall& c) {
+  const auto& context = c.type(0);
+  const auto& e = c.type(1);
+  if (context.dtype != DType::int32())
+    raise<TypeError>("{}: {} is {}; it takes the int32 product of exponentials and V", c.label,
+                     c.arg(0), context.dtype);
+  if (e.dtype != DType::int8())
+    raise<TypeError>("{}: {} is {}; it takes int8 exponentials", c.label, c.arg(1), e.dtype);
+  c.require_min_rank(0, 2);
+  c.require_rank(1, context.ndim());
+  for (std::size_t k = 0; k + 1 < context.ndim(); ++k)
+    c.require_equal(context.shape[k], fmt::format("dim {} of {}", k, c.arg(0)), e.shape[k],
+                    fmt::format("dim {} of {}", k, c.arg(1)));
+  if (ne::bounds(e.shape.back()).max > runtime::kIntegerSoftmaxMaxExtent)
+    raise<ShapeError>("{}: {} has {} keys (at most {}); at most {} keep their sum in 32 bits",
+                      c.label, c.arg(1), e.shape.back(), ne::bounds(e.shape.back()).max,
+                      runtime::kIntegerSoftmaxMaxExtent);
+  const auto p = params_of(c, integer_context_normalize_schema());
+  if (p.shift < 0 || p.shift > 31)
+    raise<ValueError>("{}: shift {} is outside [0, 31]", c.label, p.shift);
+  return {context.shape, DType::int8()};
 }
 
 // The type of integer_softmax and its two halves (`normalize`: the second, which has no scale).
@@ -85,6 +118,16 @@ DLAVM_INLINE host::IntegerSoftmaxParams integer_softmax_params(const Attrs& attr
 
 DLAVM_INLINE host::IntegerSoftmaxParams integer_softmax_normalize_params(const Attrs& attrs) {
   return detail::integer_softmax_normalize_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE host::ContextNormalizeParams integer_context_normalize_params(const Attrs& attrs) {
+  return detail::integer_context_normalize_schema().from_attrs(attrs);
+}
+
+DLAVM_INLINE Expr integer_context_normalize(Expr context, Expr e,
+                                            const host::ContextNormalizeParams& p) {
+  return call("integer_context_normalize", {std::move(context), std::move(e)},
+              detail::integer_context_normalize_schema().to_attrs(p));
 }
 
 DLAVM_INLINE Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p) {
@@ -153,6 +196,26 @@ DLAVM_INLINE void add_integer_ops(OpRegistry& ops) {
   add("integer_softmax", &host::integer_softmax);
   add("integer_softmax_exp", &host::integer_softmax_exp);
   add("integer_softmax_normalize", &host::integer_softmax_normalize);
+  // runtime::integer_context_normalize(context, e, y, rows, keys, dims, shift)
+  ops.add({.name = "integer_context_normalize",
+           .min_args = 2,
+           .max_args = 2,
+           .attrs = detail::integer_context_normalize_schema().specs(),
+           .type_rule = &detail::integer_context_normalize_type,
+           .host_kernel =
+               [](HostArgs a, const Attrs& attrs) {
+                 return host::integer_context_normalize(*a[0], *a[1],
+                                                        integer_context_normalize_params(attrs));
+               },
+           .firmware = {.call = [](const FirmwareStep& s) {
+             const auto& context = s.input(0);
+             return FirmwareCall{
+                 "dlavm::runtime::integer_context_normalize",
+                 {FirmwareArg::input(0), FirmwareArg::input(1), FirmwareArg::output(),
+                  FirmwareArg::dim(element_count(std::span(context).first(context.size() - 1))),
+                  FirmwareArg::dim(s.input(1).back()), FirmwareArg::dim(context.back()),
+                  FirmwareArg::integer(integer_context_normalize_params(s.call.attrs).shift)}};
+           }}});
 }
 
 }  // namespace dlavm::graph

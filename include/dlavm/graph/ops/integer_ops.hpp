@@ -16,6 +16,13 @@
 //       exponentials an accelerator computes once, at a price in precision: each rounded to
 //       int8 in between (host/integer_ops.hpp: within 1.3 units of the exact softmax on random
 //       rows, far more on a long row of small exponentials)
+//   integer_context_normalize(context int32 [.., M, D], e int8 [.., M, N], shift = 7) -> int8
+//       [.., M, D]
+//       an attention's context with the softmax's normalization deferred past probabilities . V:
+//       context the product of integer_softmax_exp's exponentials e by V, each row normalized
+//       once by the reciprocal of its exponentials' sum, then requantized by `shift`
+//       (host::integer_context_normalize): the leading dims context's and e's alike, at most
+//       8191 keys N (its maximum), shift in [0, 31]
 //
 //   auto p = graph::integer_softmax(scores, {.scale = 0.125, .causal = true});
 #pragma once
@@ -31,10 +38,12 @@ Expr integer_softmax(Expr s, const host::IntegerSoftmaxParams& p = {});
 Expr integer_softmax_exp(Expr s, const host::IntegerSoftmaxParams& p = {});
 // (p.scale unused)
 Expr integer_softmax_normalize(Expr e, const host::IntegerSoftmaxParams& p = {});
+Expr integer_context_normalize(Expr context, Expr e, const host::ContextNormalizeParams& p = {});
 // The parameters in an integer_softmax or integer_softmax_exp call's attributes, and in an
 // integer_softmax_normalize call's (the scale left at its default).
 host::IntegerSoftmaxParams integer_softmax_params(const Attrs& attrs);
 host::IntegerSoftmaxParams integer_softmax_normalize_params(const Attrs& attrs);
+host::ContextNormalizeParams integer_context_normalize_params(const Attrs& attrs);
 
 void add_integer_ops(OpRegistry& ops);
 
