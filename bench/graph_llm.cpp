@@ -227,7 +227,7 @@ void BM_InstantiateDecodeStep(benchmark::State& state) {
   state.counters["rewritten"] = static_cast<double>(rewritten);
 }
 BENCHMARK(BM_InstantiateDecodeStep)
-    ->ArgsProduct({{2046, 2047}, {0, 1, 2}})
+    ->ArgsProduct({{2046, 2047}, {0, 1, 2, 3}})
     ->ArgNames({"last_token", "integer_softmax"})
     ->Unit(benchmark::kMicrosecond);
 
@@ -436,7 +436,8 @@ struct DecodeRun {
 // (`host_us_per_step`), where BM_DecodeStepLlmLayer, which sets the cache
 // before every step, has each step's KV append copy the whole cache to the device. Range 0:
 // the softmax (1: integers, on VTA; 2: the same in two kernels,
-// models::llm::Softmax::IntegerSplit).
+// models::llm::Softmax::IntegerSplit; 3: the exponentials on VTA, the context normalized on the
+// host, IntegerDeferred).
 void BM_DecodeRunLlmLayer(benchmark::State& state) {
   const DecodeRun run(state.range(0));
   vta::SimDevice dev(run.target.env.config);
@@ -457,6 +458,7 @@ BENCHMARK(BM_DecodeRunLlmLayer)
     ->Arg(0)
     ->Arg(1)
     ->Arg(2)
+    ->Arg(3)
     ->ArgName("integer_softmax")
     ->Unit(benchmark::kMillisecond);
 
@@ -498,7 +500,8 @@ BENCHMARK(BM_GenerateLlmLayer)
 
 // A prefill of 2048 tokens on the simulator (one run): the least share of its roofline bound
 // over the VTA matmuls (Q.K^T, probabilities.V) and over all VTA steps. Range 0: the softmax
-// (1: integers, on VTA, 2: in two kernels; its cycles counted apart as softmax_cycles); range
+// (1: integers, on VTA, 2: in two kernels, 3: the exponentials alone, the context normalized on
+// the host; its VTA cycles counted apart as softmax_cycles); range
 // 1: the heads, of 64 dims each (8: the gallery's layer; 3: d_model 192, whose integer softmax
 // fills 15 lanes with 5 queries).
 void BM_PrefillLlmLayer(benchmark::State& state) {
@@ -539,9 +542,11 @@ BENCHMARK(BM_PrefillLlmLayer)
     ->Args({0, 8})
     ->Args({1, 8})
     ->Args({2, 8})
+    ->Args({3, 8})
     ->Args({0, 3})
     ->Args({1, 3})
     ->Args({2, 3})
+    ->Args({3, 3})
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 

@@ -52496,7 +52496,13 @@ namespace dlavm::graph::llm {
 // graph::integer_softmax_exp then integer_softmax_normalize (each exponential computed once
 // and kept in DRAM as int8: 0.53x the cycles; within 1.3 units of the exact softmax on random
 // rows, but a long context of keys 5 to 6 nats below the largest loses them, host/integer_ops.hpp).
-enum class Softmax : std::uint8_t { Float, Integer, IntegerSplit };
+// IntegerDeferred: no probabilities: VTA computes the exponentials (integer_softmax_exp) and
+// multiplies them by the values unnormalized (an int32 context), and the host normalizes each
+// row of the context once (graph::integer_context_normalize: the sum of its exponentials, the
+// reciprocal, a multiply and the requantization a context value), with no probability rounded
+// to int8: the closest to the exact attention of the four, and the fewest VTA cycles of the
+// integer ones (docs/performance.md), at a sum a key and a multiply a context value on the host.
+enum class Softmax : std::uint8_t { Float, Integer, IntegerSplit, IntegerDeferred };
 
 // The quantization steps the blocks share. The defaults are the gallery's.
 struct Quantization {
@@ -52538,13 +52544,15 @@ struct AttendOptions {
 
 // Causal attention of q [1, heads, token, dh] over keys and values [1, heads, positions, dh]
 // (the queries are the last `token` positions): the scores on VTA, requantized to int8; the
-// softmax; the weighted sum of the values on VTA, requantized to int8.
+// softmax; the weighted sum of the values on VTA, requantized to int8 (IntegerDeferred: the
+// sum of the values weighted by the exponentials, normalized and requantized on the host).
 Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& options = {});
 
 // The integer softmax of causal scores [1, heads, token, positions] on VTA: VTA's ALU combines
 // the lanes of a tile only one by one, so the keys go to dim -2 and the heads to the lanes,
 // with the queries before the keys; then back. `how`: Integer (graph::integer_softmax) or
-// IntegerSplit (its halves); ValueError for Float.
+// IntegerSplit (its halves); ValueError for Float and IntegerDeferred (which computes no
+// probabilities).
 Expr integer_probabilities(Expr scores, float score_scale, Softmax how = Softmax::Integer);
 
 // int8 -> float32 (x * scale) -> layer norm over the last dim -> int8 (/ scale), on the host;
@@ -52593,6 +52601,12 @@ inline void check_linear(const Linear& w, const std::string& name) {
                       w.bias.shape()[0], w.weight.shape()[0]);
 }
 
+// The integer softmax's parameters for causal scores [1, token, positions, heads]: the keys
+// along dim -2, the queries the dim before them.
+inline host::IntegerSoftmaxParams causal_softmax_params(float score_scale) {
+  return {.axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before};
+}
+
 }  // namespace detail
 
 DLAVM_INLINE float score_scale_for(std::int64_t head_size) {
@@ -52620,13 +52634,17 @@ DLAVM_INLINE Expr merge_heads(Expr x, std::int64_t d_model) {
 DLAVM_INLINE Expr integer_probabilities(Expr scores, float score_scale, Softmax how) {
   if (how == Softmax::Float)
     raise<ValueError>("llm::integer_probabilities: Softmax::Float is not an integer softmax");
+  if (how == Softmax::IntegerDeferred)
+    raise<ValueError>(
+        "llm::integer_probabilities: Softmax::IntegerDeferred computes no probabilities (attend "
+        "normalizes the context)");
   if (how != Softmax::Integer && how != Softmax::IntegerSplit)
     raise<ValueError>(
-        "llm::integer_probabilities: Softmax {} is none of Float, Integer and IntegerSplit",
+        "llm::integer_probabilities: Softmax {} is none of Float, Integer, IntegerSplit and "
+        "IntegerDeferred",
         static_cast<int>(how));
   auto by_key = transpose(std::move(scores), {.perm = {0, 2, 3, 1}});
-  const host::IntegerSoftmaxParams p{
-      .axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before};
+  const auto p = detail::causal_softmax_params(score_scale);
   // split, VTA computes each exponential once (the accumulator holds no row of the keys: a
   // single kernel computes them twice, for the sum and for the probabilities)
   auto probs = how == Softmax::IntegerSplit
@@ -52640,6 +52658,17 @@ DLAVM_INLINE Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& op
   auto scores = named(requantize(matmul(std::move(q), transpose(keys, {.perm = {0, 1, 3, 2}})),
                                  {.shift = quant.score_shift, .rounding = host::Rounding::Nearest}),
                       "scores");
+  if (options.softmax == Softmax::IntegerDeferred) {
+    // the exponentials with the keys along dim -2 and the heads in the lanes (as
+    // integer_probabilities), back to [1, heads, token, positions]; the int32 context
+    auto exps =
+        named(transpose(integer_softmax_exp(transpose(std::move(scores), {.perm = {0, 2, 3, 1}}),
+                                            detail::causal_softmax_params(options.score_scale)),
+                        {.perm = {0, 3, 1, 2}}),
+              "exps");
+    return integer_context_normalize(matmul(exps, std::move(values)), exps,
+                                     {.shift = quant.context_shift});
+  }
   auto probs =
       named(options.softmax != Softmax::Float
                 ? integer_probabilities(scores, options.score_scale, options.softmax)

@@ -292,7 +292,8 @@ inline std::vector<Case> cases() {
                  {},
                  "token",
                  {5, 1, 1, 3, 1, 16, 1}});
-  // the same with the integer softmax on VTA's ALU, one kernel or two
+  // the same with the integer softmax on VTA's ALU, one kernel or two, or its exponentials
+  // alone and the context normalized on the host
   out.push_back({"llm_layer_int",
                  models::LlmLayer(64, 4, 128, 32, 32, 21, models::llm::Softmax::Integer).function(),
                  {},
@@ -301,6 +302,12 @@ inline std::vector<Case> cases() {
   out.push_back(
       {"llm_layer_int_split",
        models::LlmLayer(64, 4, 128, 32, 32, 21, models::llm::Softmax::IntegerSplit).function(),
+       {},
+       "token",
+       {5, 1, 1, 3, 1, 16, 1}});
+  out.push_back(
+      {"llm_layer_int_deferred",
+       models::LlmLayer(64, 4, 128, 32, 32, 21, models::llm::Softmax::IntegerDeferred).function(),
        {},
        "token",
        {5, 1, 1, 3, 1, 16, 1}});

@@ -33,6 +33,12 @@ inline void check_linear(const Linear& w, const std::string& name) {
                       w.bias.shape()[0], w.weight.shape()[0]);
 }
 
+// The integer softmax's parameters for causal scores [1, token, positions, heads]: the keys
+// along dim -2, the queries the dim before them.
+inline host::IntegerSoftmaxParams causal_softmax_params(float score_scale) {
+  return {.axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before};
+}
+
 }  // namespace detail
 
 DLAVM_INLINE float score_scale_for(std::int64_t head_size) {
@@ -60,13 +66,17 @@ DLAVM_INLINE Expr merge_heads(Expr x, std::int64_t d_model) {
 DLAVM_INLINE Expr integer_probabilities(Expr scores, float score_scale, Softmax how) {
   if (how == Softmax::Float)
     raise<ValueError>("llm::integer_probabilities: Softmax::Float is not an integer softmax");
+  if (how == Softmax::IntegerDeferred)
+    raise<ValueError>(
+        "llm::integer_probabilities: Softmax::IntegerDeferred computes no probabilities (attend "
+        "normalizes the context)");
   if (how != Softmax::Integer && how != Softmax::IntegerSplit)
     raise<ValueError>(
-        "llm::integer_probabilities: Softmax {} is none of Float, Integer and IntegerSplit",
+        "llm::integer_probabilities: Softmax {} is none of Float, Integer, IntegerSplit and "
+        "IntegerDeferred",
         static_cast<int>(how));
   auto by_key = transpose(std::move(scores), {.perm = {0, 2, 3, 1}});
-  const host::IntegerSoftmaxParams p{
-      .axis = -2, .scale = score_scale, .causal = true, .queries = host::CausalQueries::Before};
+  const auto p = detail::causal_softmax_params(score_scale);
   // split, VTA computes each exponential once (the accumulator holds no row of the keys: a
   // single kernel computes them twice, for the sum and for the probabilities)
   auto probs = how == Softmax::IntegerSplit
@@ -80,6 +90,17 @@ DLAVM_INLINE Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& op
   auto scores = named(requantize(matmul(std::move(q), transpose(keys, {.perm = {0, 1, 3, 2}})),
                                  {.shift = quant.score_shift, .rounding = host::Rounding::Nearest}),
                       "scores");
+  if (options.softmax == Softmax::IntegerDeferred) {
+    // the exponentials with the keys along dim -2 and the heads in the lanes (as
+    // integer_probabilities), back to [1, heads, token, positions]; the int32 context
+    auto exps =
+        named(transpose(integer_softmax_exp(transpose(std::move(scores), {.perm = {0, 2, 3, 1}}),
+                                            detail::causal_softmax_params(options.score_scale)),
+                        {.perm = {0, 3, 1, 2}}),
+              "exps");
+    return integer_context_normalize(matmul(exps, std::move(values)), exps,
+                                     {.shift = quant.context_shift});
+  }
   auto probs =
       named(options.softmax != Softmax::Float
                 ? integer_probabilities(scores, options.score_scale, options.softmax)

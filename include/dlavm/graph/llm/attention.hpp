@@ -33,7 +33,13 @@ namespace dlavm::graph::llm {
 // graph::integer_softmax_exp then integer_softmax_normalize (each exponential computed once
 // and kept in DRAM as int8: 0.53x the cycles; within 1.3 units of the exact softmax on random
 // rows, but a long context of keys 5 to 6 nats below the largest loses them, host/integer_ops.hpp).
-enum class Softmax : std::uint8_t { Float, Integer, IntegerSplit };
+// IntegerDeferred: no probabilities: VTA computes the exponentials (integer_softmax_exp) and
+// multiplies them by the values unnormalized (an int32 context), and the host normalizes each
+// row of the context once (graph::integer_context_normalize: the sum of its exponentials, the
+// reciprocal, a multiply and the requantization a context value), with no probability rounded
+// to int8: the closest to the exact attention of the four, and the fewest VTA cycles of the
+// integer ones (docs/performance.md), at a sum a key and a multiply a context value on the host.
+enum class Softmax : std::uint8_t { Float, Integer, IntegerSplit, IntegerDeferred };
 
 // The quantization steps the blocks share. The defaults are the gallery's.
 struct Quantization {
@@ -75,13 +81,15 @@ struct AttendOptions {
 
 // Causal attention of q [1, heads, token, dh] over keys and values [1, heads, positions, dh]
 // (the queries are the last `token` positions): the scores on VTA, requantized to int8; the
-// softmax; the weighted sum of the values on VTA, requantized to int8.
+// softmax; the weighted sum of the values on VTA, requantized to int8 (IntegerDeferred: the
+// sum of the values weighted by the exponentials, normalized and requantized on the host).
 Expr attend(Expr q, Expr keys, Expr values, const AttendOptions& options = {});
 
 // The integer softmax of causal scores [1, heads, token, positions] on VTA: VTA's ALU combines
 // the lanes of a tile only one by one, so the keys go to dim -2 and the heads to the lanes,
 // with the queries before the keys; then back. `how`: Integer (graph::integer_softmax) or
-// IntegerSplit (its halves); ValueError for Float.
+// IntegerSplit (its halves); ValueError for Float and IntegerDeferred (which computes no
+// probabilities).
 Expr integer_probabilities(Expr scores, float score_scale, Softmax how = Softmax::Integer);
 
 // int8 -> float32 (x * scale) -> layer norm over the last dim -> int8 (/ scale), on the host;
