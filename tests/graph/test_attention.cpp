@@ -109,7 +109,7 @@ Mat attend(const Mat& q, const Mat& k, const Mat& v, std::int64_t heads,
       }
       if (softmax == A::IntegerDeferred) {
         // the values weighted by the exponentials, then each sum normalized by the reciprocal
-        // of the exponentials' sum (at least 127) and requantized: 2^11 R ~ 127 / sum
+        // R = floor(127 * 2^11 / max(sum of the exponentials, 127)) and requantized
         std::int64_t sum = 0;
         for (const auto e : p) sum += e;
         const std::int64_t reciprocal =
@@ -395,7 +395,8 @@ TEST_CASE("llm layer: prefills and decode steps with the KV cache equal the refe
 
 TEST_CASE("llm layer: the integer-only softmax options equal their reference, near the float one") {
   // d_model 128, 4 heads, FFN 256, a context of 64 positions; the same weights in both layers;
-  // one softmax kernel, or its two halves
+  // one softmax kernel, its two halves, or the exponentials alone with the context normalized
+  // on the host
   for (const auto how :
        {llm::Softmax::Integer, llm::Softmax::IntegerSplit, llm::Softmax::IntegerDeferred}) {
     const bool split = how == llm::Softmax::IntegerSplit;
