@@ -38,7 +38,8 @@ namespace dlavm::graph::llm {
 // row of the context once (graph::integer_context_normalize: the sum of its exponentials, the
 // reciprocal, a multiply and the requantization a context value), with no probability rounded
 // to int8: the closest to the exact attention of the four, and the fewest VTA cycles of the
-// integer ones (docs/performance.md), at a sum a key and a multiply a context value on the host.
+// integer ones (docs/performance.md), at a sum a key and a multiply a context value on the host
+// (a decode step's host work about twice IntegerSplit's: the exponentials reach it unpacked).
 enum class Softmax : std::uint8_t { Float, Integer, IntegerSplit, IntegerDeferred };
 
 // The quantization steps the blocks share. The defaults are the gallery's.
