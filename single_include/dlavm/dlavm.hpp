@@ -5312,11 +5312,11 @@ void integer_softmax_normalize(const In* src, Out* dst, std::int64_t outer, std:
 template <class Context, class Exp, class Out>
 void integer_context_normalize(const Context* context, const Exp* exps, Out* dst, std::int64_t rows,
                                std::int64_t keys, std::int64_t dims, std::int32_t shift) {
+  const std::int64_t half = std::int64_t{1} << (10 + shift);
   for (std::int64_t r = 0; r < rows; ++r) {
     std::int32_t sum = 0;
     for (std::int64_t k = 0; k < keys; ++k) sum += static_cast<std::int32_t>(exps[r * keys + k]);
     const std::int64_t reciprocal = integer_reciprocal8(sum);
-    const std::int64_t half = std::int64_t{1} << (10 + shift);
     for (std::int64_t d = 0; d < dims; ++d) {
       const std::int64_t y =
           (static_cast<std::int64_t>(context[r * dims + d]) * reciprocal + half) >> (11 + shift);
@@ -34442,8 +34442,11 @@ te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p 
 te::NDArray integer_softmax_exp(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
 te::NDArray integer_softmax_normalize(const te::NDArray& e, const IntegerSoftmaxParams& p = {});
 
+// The largest shift integer_context_normalize takes (its rounding constant 2^(10 + shift) and
+// the shift by 11 + shift stay within 64 bits).
+inline constexpr std::int64_t kMaxContextShift = 31;
 struct ContextNormalizeParams {
-  std::int64_t shift = 7;  // the requantization of the context, in [0, 31]
+  std::int64_t shift = 7;  // the requantization of the context, in [0, kMaxContextShift]
 };
 te::NDArray integer_context_normalize(const te::NDArray& context, const te::NDArray& e,
                                       const ContextNormalizeParams& p = {});
@@ -34589,8 +34592,8 @@ DLAVM_INLINE te::NDArray integer_context_normalize(const te::NDArray& context, c
   if (x.back() > runtime::kIntegerSoftmaxMaxExtent)
     raise<ShapeError>("{}: e {} has {} keys; at most {} keep the sum in 32 bits", who,
                       detail::shape_str(x), x.back(), runtime::kIntegerSoftmaxMaxExtent);
-  if (p.shift < 0 || p.shift > 31)
-    raise<ValueError>("{}: shift {} is outside [0, 31]", who, p.shift);
+  if (p.shift < 0 || p.shift > kMaxContextShift)
+    raise<ValueError>("{}: shift {} is outside [0, {}]", who, p.shift, kMaxContextShift);
   te::NDArray y(DType::int8(), c);
   if (y.size() == 0) return y;
   runtime::integer_context_normalize(context.data().data(), e.data().data(), y.data().data(),
@@ -34706,8 +34709,8 @@ inline TensorType integer_context_normalize_type(const TypeCall& c) {
                       c.label, c.arg(1), e.shape.back(), ne::bounds(e.shape.back()).max,
                       runtime::kIntegerSoftmaxMaxExtent);
   const auto p = params_of(c, integer_context_normalize_schema());
-  if (p.shift < 0 || p.shift > 31)
-    raise<ValueError>("{}: shift {} is outside [0, 31]", c.label, p.shift);
+  if (p.shift < 0 || p.shift > host::kMaxContextShift)
+    raise<ValueError>("{}: shift {} is outside [0, {}]", c.label, p.shift, host::kMaxContextShift);
   return {context.shape, DType::int8()};
 }
 

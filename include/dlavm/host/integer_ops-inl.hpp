@@ -130,8 +130,8 @@ DLAVM_INLINE te::NDArray integer_context_normalize(const te::NDArray& context, c
   if (x.back() > runtime::kIntegerSoftmaxMaxExtent)
     raise<ShapeError>("{}: e {} has {} keys; at most {} keep the sum in 32 bits", who,
                       detail::shape_str(x), x.back(), runtime::kIntegerSoftmaxMaxExtent);
-  if (p.shift < 0 || p.shift > 31)
-    raise<ValueError>("{}: shift {} is outside [0, 31]", who, p.shift);
+  if (p.shift < 0 || p.shift > kMaxContextShift)
+    raise<ValueError>("{}: shift {} is outside [0, {}]", who, p.shift, kMaxContextShift);
   te::NDArray y(DType::int8(), c);
   if (y.size() == 0) return y;
   runtime::integer_context_normalize(context.data().data(), e.data().data(), y.data().data(),

@@ -100,8 +100,11 @@ te::NDArray integer_softmax(const te::NDArray& s, const IntegerSoftmaxParams& p 
 te::NDArray integer_softmax_exp(const te::NDArray& s, const IntegerSoftmaxParams& p = {});
 te::NDArray integer_softmax_normalize(const te::NDArray& e, const IntegerSoftmaxParams& p = {});
 
+// The largest shift integer_context_normalize takes (its rounding constant 2^(10 + shift) and
+// the shift by 11 + shift stay within 64 bits).
+inline constexpr std::int64_t kMaxContextShift = 31;
 struct ContextNormalizeParams {
-  std::int64_t shift = 7;  // the requantization of the context, in [0, 31]
+  std::int64_t shift = 7;  // the requantization of the context, in [0, kMaxContextShift]
 };
 te::NDArray integer_context_normalize(const te::NDArray& context, const te::NDArray& e,
                                       const ContextNormalizeParams& p = {});

@@ -1642,11 +1642,11 @@ void integer_softmax_normalize(const In* src, Out* dst, std::int64_t outer, std:
 template <class Context, class Exp, class Out>
 void integer_context_normalize(const Context* context, const Exp* exps, Out* dst, std::int64_t rows,
                                std::int64_t keys, std::int64_t dims, std::int32_t shift) {
+  const std::int64_t half = std::int64_t{1} << (10 + shift);
   for (std::int64_t r = 0; r < rows; ++r) {
     std::int32_t sum = 0;
     for (std::int64_t k = 0; k < keys; ++k) sum += static_cast<std::int32_t>(exps[r * keys + k]);
     const std::int64_t reciprocal = integer_reciprocal8(sum);
-    const std::int64_t half = std::int64_t{1} << (10 + shift);
     for (std::int64_t d = 0; d < dims; ++d) {
       const std::int64_t y =
           (static_cast<std::int64_t>(context[r * dims + d]) * reciprocal + half) >> (11 + shift);

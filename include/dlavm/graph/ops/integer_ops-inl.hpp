@@ -75,8 +75,8 @@ inline TensorType integer_context_normalize_type(const TypeCall& c) {
                       c.label, c.arg(1), e.shape.back(), ne::bounds(e.shape.back()).max,
                       runtime::kIntegerSoftmaxMaxExtent);
   const auto p = params_of(c, integer_context_normalize_schema());
-  if (p.shift < 0 || p.shift > 31)
-    raise<ValueError>("{}: shift {} is outside [0, 31]", c.label, p.shift);
+  if (p.shift < 0 || p.shift > host::kMaxContextShift)
+    raise<ValueError>("{}: shift {} is outside [0, {}]", c.label, p.shift, host::kMaxContextShift);
   return {context.shape, DType::int8()};
 }
 
